@@ -1,0 +1,134 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { invalidArgument } from '../core/errors.js';
+import { checkInteger, checkOwner, checkTtl, describe, LIMITS } from '../core/options.js';
+import type { LeaseStore } from '../core/store.js';
+import { driftMs, systemClock, type Clock } from '../core/time.js';
+
+export interface LeaseClientOptions {
+  /** Where the lease records live (see `openStore`). */
+  store: LeaseStore;
+  /** Who this client is in lease records; must be unique among live holders. @default `<hostname>:<pid>:<random>` */
+  owner?: string;
+  /** How long an acquire or renew keeps the lease without another renew. @default 20000 */
+  ttlMs?: number;
+  /** How often held leases are renewed, at most `ttlMs / 3`. @default ttlMs / 4 */
+  heartbeatMs?: number;
+  /** Clock disagreement to allow: the holder stops believing this much earlier (design rule 2). @default store.maxClockSkewMs */
+  maxClockSkewMs?: number;
+  /** Renew held leases on a timer; `false` when the caller drives `HeldLease.renew()` itself. @default true */
+  autoRenew?: boolean;
+  /** Where time comes from; inject a `ManualClock` in tests. @default the system clock */
+  clock?: Clock;
+}
+
+export interface ResolvedClientOptions {
+  readonly store: LeaseStore;
+  readonly owner: string;
+  readonly ttlMs: number;
+  readonly heartbeatMs: number;
+  readonly maxClockSkewMs: number;
+  readonly autoRenew: boolean;
+  readonly clock: Clock;
+}
+
+export const CLIENT_DEFAULTS = Object.freeze({
+  ttlMs: 20_000,
+  heartbeatFraction: 4,
+  autoRenew: true,
+});
+
+const STORE_METHODS = [
+  'tryAcquire',
+  'renew',
+  'release',
+  'renewMany',
+  'releaseMany',
+  'get',
+  'list',
+  'close',
+] as const;
+
+export function resolveClientOptions(options: LeaseClientOptions): ResolvedClientOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  const { store } = options;
+  if (
+    typeof store !== 'object' ||
+    store === null ||
+    STORE_METHODS.some((m) => typeof store[m] !== 'function')
+  ) {
+    throw invalidArgument('store', 'must be a LeaseStore (see openStore)');
+  }
+  const owner = checkOwner(options.owner ?? defaultOwner());
+  const ttlMs = checkTtl(options.ttlMs ?? CLIENT_DEFAULTS.ttlMs);
+  const maxHeartbeat = Math.floor(ttlMs / 3);
+  const heartbeatMs = checkInteger(
+    'heartbeatMs',
+    options.heartbeatMs ?? Math.floor(ttlMs / CLIENT_DEFAULTS.heartbeatFraction),
+    1,
+    LIMITS.ttlMaxMs,
+  );
+  if (heartbeatMs > maxHeartbeat) {
+    throw invalidArgument(
+      'heartbeatMs',
+      `must be at most ttlMs / 3 (${maxHeartbeat}) so several renewals can fail before the lease lapses, got ${heartbeatMs}`,
+    );
+  }
+  const maxClockSkewMs = checkInteger(
+    'maxClockSkewMs',
+    options.maxClockSkewMs ?? store.maxClockSkewMs ?? 0,
+    0,
+    LIMITS.ttlMaxMs,
+  );
+  const window = ttlMs - driftMs(ttlMs) - maxClockSkewMs;
+  if (window <= heartbeatMs) {
+    throw invalidArgument(
+      'maxClockSkewMs',
+      `leaves a validity window of ${window} ms (ttlMs − drift − maxClockSkewMs), not more than heartbeatMs (${heartbeatMs}); raise ttlMs or lower maxClockSkewMs`,
+    );
+  }
+  const autoRenew = options.autoRenew ?? CLIENT_DEFAULTS.autoRenew;
+  if (typeof autoRenew !== 'boolean')
+    throw invalidArgument('autoRenew', `must be a boolean, got ${describe(autoRenew)}`);
+  const clock = options.clock ?? systemClock;
+  return { store, owner, ttlMs, heartbeatMs, maxClockSkewMs, autoRenew, clock };
+}
+
+/** `<hostname>:<pid>:<6 random hex>`: unique per client even with several clients in one process. */
+export function defaultOwner(): string {
+  const host = hostname().slice(0, 200) || 'host';
+  return `${host}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+export interface AcquireOptions {
+  /** Give up after this many ms with `LEASE_UNAVAILABLE`; `0` tries once. @default Infinity */
+  waitMs?: number;
+  /** Stops waiting; the call rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+export function checkAcquireOptions(options: AcquireOptions | undefined): {
+  waitMs: number;
+  signal: AbortSignal | undefined;
+} {
+  if (options === undefined) return { waitMs: Infinity, signal: undefined };
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('acquire options', `must be an object, got ${describe(options)}`);
+  const waitMs = options.waitMs ?? Infinity;
+  if (
+    typeof waitMs !== 'number' ||
+    Number.isNaN(waitMs) ||
+    waitMs < 0 ||
+    (!Number.isInteger(waitMs) && waitMs !== Infinity)
+  ) {
+    throw invalidArgument(
+      'waitMs',
+      `must be a non-negative integer or Infinity, got ${describe(waitMs)}`,
+    );
+  }
+  const { signal } = options;
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    throw invalidArgument('signal', 'must be an AbortSignal');
+  return { waitMs, signal };
+}

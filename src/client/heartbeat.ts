@@ -1,0 +1,188 @@
+import type { LeaseStore } from '../core/store.js';
+import { validUntil, type Clock, type TimerHandle } from '../core/time.js';
+import type { HeldLease } from './held-lease.js';
+
+export interface HeartbeatOptions {
+  readonly store: LeaseStore;
+  readonly clock: Clock;
+  readonly heartbeatMs: number;
+  readonly maxClockSkewMs: number;
+  readonly autoRenew: boolean;
+  /** Called when a lease is over, so the client forgets it. */
+  readonly onEnded: (held: HeldLease) => void;
+  /** Called once for a lease that a late renewal extended after it was declared lost. */
+  readonly onLateRenewal: (held: HeldLease) => void;
+}
+
+/**
+ * Keeps every lease of one client alive with one timer and one `renewMany` per beat, and watches
+ * their deadlines with a second timer that does not depend on the store answering (design rule 2).
+ */
+export class Heartbeat {
+  private readonly leases = new Set<HeldLease>();
+  private beatTimer: TimerHandle | undefined;
+  private watchTimer: TimerHandle | undefined;
+  private watchAt = Infinity;
+  private inFlight: Promise<void> | undefined;
+  private failures = 0;
+  private stopped = false;
+
+  constructor(private readonly options: HeartbeatOptions) {}
+
+  add(held: HeldLease): void {
+    this.leases.add(held);
+    held.once('lost', () => this.end(held));
+    held.once('released', () => this.end(held));
+    this.armWatchdog();
+    if (this.options.autoRenew && !this.beatTimer && !this.stopped)
+      this.scheduleBeat(this.options.heartbeatMs);
+  }
+
+  /** Leases being kept, in acquisition order. */
+  held(): HeldLease[] {
+    return [...this.leases];
+  }
+
+  /** A renewal of `held` alone, sent now; resolves to whether it is still held. */
+  async renewOne(held: HeldLease): Promise<boolean> {
+    this.expireDue();
+    if (held.isTerminal) return false;
+    const tSent = this.options.clock.monotonic();
+    held.lastSentAt = tSent;
+    try {
+      const result = await this.options.store.renew(held.lease);
+      this.apply(held, result, tSent);
+    } catch (error) {
+      this.failed(held, error);
+      throw error;
+    } finally {
+      this.armWatchdog();
+    }
+    return !held.isTerminal;
+  }
+
+  /** Waits for a renewal in flight, so callers see its outcome before acting. */
+  async settled(): Promise<void> {
+    await this.inFlight;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.beatTimer?.clear();
+    this.watchTimer?.clear();
+    this.beatTimer = this.watchTimer = undefined;
+    this.watchAt = Infinity;
+  }
+
+  private end(held: HeldLease): void {
+    this.leases.delete(held);
+    this.options.onEnded(held);
+    if (this.leases.size === 0) {
+      this.watchTimer?.clear();
+      this.watchTimer = undefined;
+      this.watchAt = Infinity;
+    }
+  }
+
+  private scheduleBeat(ms: number): void {
+    this.beatTimer?.clear();
+    this.beatTimer = this.options.clock.setTimeout(() => {
+      this.beatTimer = undefined;
+      void this.beat();
+    }, ms);
+  }
+
+  private async beat(): Promise<void> {
+    if (this.stopped || this.inFlight) return;
+    this.expireDue();
+    const now = this.options.clock.monotonic();
+    const half = this.options.heartbeatMs / 2;
+    const batch = [...this.leases].filter(
+      (h) => !h.isTerminal && (h.failing || now - h.lastSentAt >= half),
+    );
+    if (batch.length > 0) {
+      this.inFlight = this.renewBatch(batch);
+      await this.inFlight;
+      this.inFlight = undefined;
+    }
+    if (!this.stopped && this.leases.size > 0) {
+      this.scheduleBeat(this.failures === 0 ? this.options.heartbeatMs : this.retryDelay());
+    }
+  }
+
+  private async renewBatch(batch: HeldLease[]): Promise<void> {
+    const tSent = this.options.clock.monotonic();
+    for (const held of batch) held.lastSentAt = tSent;
+    try {
+      const results = await this.options.store.renewMany(batch.map((h) => h.lease));
+      this.failures = 0;
+      batch.forEach((held, i) => this.apply(held, results[i] ?? null, tSent));
+    } catch (error) {
+      this.failures++;
+      for (const held of batch) this.failed(held, error);
+    } finally {
+      this.armWatchdog();
+    }
+  }
+
+  private apply(
+    held: HeldLease,
+    result: import('../core/lease.js').Lease | null,
+    tSent: number,
+  ): void {
+    if (result === null) {
+      held.markLost(
+        'the store no longer shows it as ours (it expired and was taken, or was released)',
+      );
+      return;
+    }
+    const until = validUntil(tSent, result.ttlMs, this.options.maxClockSkewMs);
+    if (!held.markRenewed(result, until) && held.state === 'lost') this.options.onLateRenewal(held);
+  }
+
+  private failed(held: HeldLease, error: unknown): void {
+    held.failing = true;
+    held.markAtRisk(`renewal failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+
+  /** 100 ms doubling per consecutive failure, capped at the heartbeat, with ±25 % jitter. */
+  private retryDelay(): number {
+    const base = Math.min(this.options.heartbeatMs, 100 * 2 ** Math.min(this.failures - 1, 16));
+    return Math.round(base * (0.75 + Math.random() * 0.5));
+  }
+
+  /** Moves every lease whose moment has come: at-risk a third of the TTL before its deadline, lost at it. */
+  private expireDue(): void {
+    const now = this.options.clock.monotonic();
+    for (const held of this.leases) {
+      if (now >= held.validUntil) {
+        held.markLost(
+          `its validity deadline passed without a successful renewal${held.failing ? ' (renewals were failing)' : ''}`,
+        );
+      } else if (now >= held.atRiskAt) {
+        held.markAtRisk(
+          `less than a third of the TTL is left (${Math.round(held.validUntil - now)} ms)`,
+        );
+      }
+    }
+  }
+
+  private armWatchdog(): void {
+    let next = Infinity;
+    for (const held of this.leases) {
+      const at = held.state === 'held' ? held.atRiskAt : held.validUntil;
+      if (at < next) next = at;
+    }
+    if (next === this.watchAt && this.watchTimer) return;
+    this.watchTimer?.clear();
+    this.watchTimer = undefined;
+    this.watchAt = next;
+    if (next === Infinity || this.stopped) return;
+    this.watchTimer = this.options.clock.setTimeout(() => {
+      this.watchTimer = undefined;
+      this.watchAt = Infinity;
+      this.expireDue();
+      this.armWatchdog();
+    }, next - this.options.clock.monotonic());
+  }
+}

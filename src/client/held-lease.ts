@@ -1,0 +1,181 @@
+import { EventEmitter } from 'node:events';
+import { ErrorCode, LeaseError } from '../core/errors.js';
+import type { Lease } from '../core/lease.js';
+import type { Clock } from '../core/time.js';
+
+export type LeaseState = 'held' | 'at-risk' | 'lost' | 'released';
+
+export interface HeldLeaseEvents {
+  /** A renewal landed; the lease is held until the new `validUntil`. */
+  renewed: [lease: HeldLease];
+  /** Renewals are failing, or less than a third of the TTL is left. */
+  'at-risk': [reason: string];
+  /** The lease is gone; `signal` has aborted with this error. */
+  lost: [error: LeaseError];
+  /** The holder gave the lease up. */
+  released: [];
+}
+
+/** What a `HeldLease` asks of the client that made it. */
+export interface LeaseKeeper {
+  readonly clock: Clock;
+  renewLease(held: HeldLease): Promise<void>;
+  releaseLease(held: HeldLease): Promise<void>;
+}
+
+/**
+ * One lease this process holds: a stable handle whose `signal` aborts the moment the holder can no
+ * longer be sure of it. Its state only moves forward: held ⇄ at-risk → lost | released.
+ */
+export class HeldLease extends EventEmitter<HeldLeaseEvents> {
+  readonly resource: string;
+  readonly owner: string;
+  readonly token: number;
+  private current: Lease;
+  private deadline: number;
+  private status: LeaseState = 'held';
+  private readonly controller = new AbortController();
+  /** Set while renewals are failing; cleared by the next success. */
+  failing = false;
+  /** Monotonic time the last renewal was sent. */
+  lastSentAt: number;
+
+  constructor(
+    lease: Lease,
+    validUntil: number,
+    tSent: number,
+    private readonly keeper: LeaseKeeper,
+  ) {
+    super();
+    this.resource = lease.resource;
+    this.owner = lease.owner;
+    this.token = lease.token;
+    this.current = lease;
+    this.deadline = validUntil;
+    this.lastSentAt = tSent;
+  }
+
+  /** The lease as the store last granted it. */
+  get lease(): Lease {
+    return this.current;
+  }
+
+  get expiresAt(): number {
+    return this.current.expiresAt;
+  }
+
+  get ttlMs(): number {
+    return this.current.ttlMs;
+  }
+
+  /** The local deadline of design rule 2, on the monotonic clock (`performance.now()` by default). */
+  get validUntil(): number {
+    return this.deadline;
+  }
+
+  get state(): LeaseState {
+    return this.status;
+  }
+
+  /** Aborts with a `LeaseError`: `LEASE_LOST` when lost, `LEASE_RELEASED` when given up. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** When the lease turns at-risk if not renewed: a third of the TTL before the deadline. */
+  get atRiskAt(): number {
+    return this.deadline - this.current.ttlMs / 3;
+  }
+
+  get isTerminal(): boolean {
+    return this.status === 'lost' || this.status === 'released';
+  }
+
+  /**
+   * Whether the lease may still be relied on right now. Reads the clock itself, so it is right even
+   * after the event loop was frozen (GC pause, SIGSTOP) and no timer has run: call it just before an
+   * external write, and pass `token` to the downstream resource as well.
+   */
+  isValid(): boolean {
+    return !this.isTerminal && this.keeper.clock.monotonic() < this.deadline;
+  }
+
+  /** Milliseconds of validity left on the monotonic clock (0 once lost or released). */
+  remainingMs(): number {
+    return this.isTerminal ? 0 : Math.max(0, this.deadline - this.keeper.clock.monotonic());
+  }
+
+  /** Renews now (for `autoRenew: false`). Rejects with `LEASE_LOST` if the lease is gone. */
+  renew(): Promise<void> {
+    return this.keeper.renewLease(this);
+  }
+
+  /** Aborts the work tied to the lease, then gives the lease up with one store call. */
+  release(): Promise<void> {
+    return this.keeper.releaseLease(this);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  toJSON(): object {
+    const { resource, owner, token, expiresAt, ttlMs, validUntil, state } = this;
+    return { resource, owner, token, expiresAt, ttlMs, validUntil, state };
+  }
+
+  /** @internal a renewal sent at `tSent` landed; returns false when the lease was already over. */
+  markRenewed(lease: Lease, validUntil: number): boolean {
+    if (this.isTerminal) return false;
+    this.current = lease;
+    this.deadline = Math.max(this.deadline, validUntil);
+    this.failing = false;
+    if (this.status === 'at-risk' && this.keeper.clock.monotonic() < this.atRiskAt)
+      this.status = 'held';
+    this.emit('renewed', this);
+    return true;
+  }
+
+  /** @internal */
+  markAtRisk(reason: string): void {
+    if (this.status !== 'held') return;
+    this.status = 'at-risk';
+    this.emit('at-risk', reason);
+  }
+
+  /** @internal */
+  markLost(message: string, cause?: unknown): LeaseError | undefined {
+    if (this.isTerminal) return undefined;
+    this.status = 'lost';
+    const error = new LeaseError(
+      ErrorCode.LEASE_LOST,
+      `lease on ${JSON.stringify(this.resource)} (token ${this.token}) lost: ${message}`,
+      {
+        cause,
+        resource: this.resource,
+        retryable: false,
+      },
+    );
+    this.controller.abort(error);
+    this.emit('lost', error);
+    return error;
+  }
+
+  /** @internal */
+  markReleased(): boolean {
+    if (this.isTerminal) return false;
+    this.status = 'released';
+    this.controller.abort(
+      new LeaseError(
+        ErrorCode.LEASE_RELEASED,
+        `lease on ${JSON.stringify(this.resource)} (token ${this.token}) released`,
+        {
+          resource: this.resource,
+          retryable: false,
+        },
+      ),
+    );
+    this.emit('released');
+    return true;
+  }
+}

@@ -1,0 +1,204 @@
+import { EventEmitter } from 'node:events';
+import { ErrorCode, LeaseError } from '../core/errors.js';
+import { checkResource } from '../core/options.js';
+import { sleep, validUntil } from '../core/time.js';
+import {
+  checkAcquireOptions,
+  resolveClientOptions,
+  type AcquireOptions,
+  type LeaseClientOptions,
+  type ResolvedClientOptions,
+} from './client-options.js';
+import { HeldLease, type LeaseKeeper } from './held-lease.js';
+import { Heartbeat } from './heartbeat.js';
+
+export interface LeaseClientEvents {
+  acquired: [lease: HeldLease];
+  'at-risk': [lease: HeldLease, reason: string];
+  lost: [lease: HeldLease, error: LeaseError];
+  released: [lease: HeldLease];
+  /** A release or cleanup call failed; the lease will lapse at its TTL instead. */
+  'release-failed': [lease: HeldLease, error: unknown];
+}
+
+/**
+ * Acquires leases for one owner and keeps them alive: one heartbeat timer renews everything it holds
+ * with one `renewMany`, and each lease's `signal` aborts at its deadline unless a renewal landed.
+ */
+export class LeaseClient extends EventEmitter<LeaseClientEvents> {
+  readonly owner: string;
+  readonly ttlMs: number;
+  readonly heartbeatMs: number;
+  readonly maxClockSkewMs: number;
+  private readonly options: ResolvedClientOptions;
+  private readonly heartbeat: Heartbeat;
+  private readonly leases = new Map<string, HeldLease>();
+  private readonly keeper: LeaseKeeper;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: LeaseClientOptions) {
+    super();
+    this.options = resolveClientOptions(options);
+    ({
+      owner: this.owner,
+      ttlMs: this.ttlMs,
+      heartbeatMs: this.heartbeatMs,
+      maxClockSkewMs: this.maxClockSkewMs,
+    } = this.options);
+    this.heartbeat = new Heartbeat({
+      ...this.options,
+      onEnded: (held) => {
+        if (this.leases.get(held.resource) === held) this.leases.delete(held.resource);
+      },
+      onLateRenewal: (held) => void this.releaseQuietly(held),
+    });
+    this.keeper = {
+      clock: this.options.clock,
+      renewLease: (held) => this.renewLease(held),
+      releaseLease: (held) => this.releaseLease(held),
+    };
+  }
+
+  /** Acquires `resource` if it is free now; `null` when another live holder has it. */
+  async tryAcquire(resource: string): Promise<HeldLease | null> {
+    this.assertOpen();
+    checkResource(resource);
+    if (this.leases.has(resource)) {
+      throw new LeaseError(
+        ErrorCode.INVALID_ARGUMENT,
+        `resource ${JSON.stringify(resource)} is already held by this client`,
+        { resource },
+      );
+    }
+    const { store, owner, ttlMs, clock, maxClockSkewMs } = this.options;
+    const tSent = clock.monotonic();
+    const lease = await store.tryAcquire(resource, owner, ttlMs);
+    if (!lease) return null;
+    const held = new HeldLease(
+      lease,
+      validUntil(tSent, lease.ttlMs, maxClockSkewMs),
+      tSent,
+      this.keeper,
+    );
+    if (this.closing) {
+      await this.releaseQuietly(held);
+      this.assertOpen();
+    }
+    this.leases.set(resource, held);
+    held.on('at-risk', (reason) => this.emit('at-risk', held, reason));
+    held.once('lost', (error) => this.emit('lost', held, error));
+    held.once('released', () => this.emit('released', held));
+    this.heartbeat.add(held);
+    this.emit('acquired', held);
+    return held;
+  }
+
+  /**
+   * Acquires `resource`, waiting with jittered backoff while another holder has it.
+   * Throws `LEASE_UNAVAILABLE` when `waitMs` runs out; rejects with `signal.reason` when aborted.
+   */
+  async acquire(resource: string, options?: AcquireOptions): Promise<HeldLease> {
+    const { waitMs, signal } = checkAcquireOptions(options);
+    checkResource(resource);
+    const { clock, ttlMs } = this.options;
+    const deadline = clock.monotonic() + waitMs;
+    const maxDelay = Math.min(1000, Math.max(25, Math.floor(ttlMs / 4)));
+    for (let attempt = 0; ; attempt++) {
+      signal?.throwIfAborted();
+      const held = await this.tryAcquire(resource);
+      if (held) return held;
+      const left = deadline - clock.monotonic();
+      if (left <= 0) {
+        throw new LeaseError(
+          ErrorCode.LEASE_UNAVAILABLE,
+          `lease on ${JSON.stringify(resource)} is held by another owner${waitMs > 0 ? ` (waited ${waitMs} ms)` : ''}`,
+          {
+            resource,
+            retryable: true,
+          },
+        );
+      }
+      const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(attempt, 10));
+      await sleep(clock, Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5))), signal);
+    }
+  }
+
+  /**
+   * Acquires `resource`, runs `fn` while heartbeats keep it, and releases it afterwards. `signal`
+   * aborts the moment the lease is lost; if it was lost, the call rejects with `LEASE_LOST` even
+   * when `fn` finished, since its work was no longer exclusive.
+   */
+  async withLease<T>(
+    resource: string,
+    fn: (signal: AbortSignal, lease: HeldLease) => Promise<T> | T,
+    options?: AcquireOptions,
+  ): Promise<T> {
+    const held = await this.acquire(resource, options);
+    let result: T;
+    try {
+      result = await fn(held.signal, held);
+    } catch (error) {
+      await held
+        .release()
+        .catch((releaseError: unknown) => this.emit('release-failed', held, releaseError));
+      throw error;
+    }
+    if (held.state === 'lost') throw held.signal.reason;
+    // The work is done; a failed release only means the lease lapses at its TTL, so it is reported, not thrown.
+    await held
+      .release()
+      .catch((releaseError: unknown) => this.emit('release-failed', held, releaseError));
+    return result;
+  }
+
+  /** Leases this client holds now. */
+  held(): HeldLease[] {
+    return this.heartbeat.held();
+  }
+
+  /** Releases everything held with one `releaseMany` and stops the heartbeat. The store stays open. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  private async shutdown(): Promise<void> {
+    const held = this.heartbeat.held().filter((h) => h.markReleased());
+    this.heartbeat.stop();
+    if (held.length === 0) return;
+    const results = await this.options.store.releaseMany(held.map((h) => h.lease));
+    void results; // false means it had already lapsed: nothing left to give up
+  }
+
+  private async renewLease(held: HeldLease): Promise<void> {
+    if (held.isTerminal) throw held.signal.reason;
+    const stillHeld = await this.heartbeat.renewOne(held);
+    if (!stillHeld) throw held.signal.reason;
+  }
+
+  private async releaseLease(held: HeldLease): Promise<void> {
+    if (!held.markReleased()) return;
+    await this.options.store.release(held.lease);
+  }
+
+  /** One bounded release attempt for a lease we no longer count on; failure only means it lapses at its TTL. */
+  private async releaseQuietly(held: HeldLease): Promise<void> {
+    held.markReleased();
+    try {
+      await this.options.store.release(held.lease);
+    } catch (error) {
+      this.emit('release-failed', held, error);
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closing)
+      throw new LeaseError(ErrorCode.CLIENT_CLOSED, 'the LeaseClient is closed', {
+        retryable: false,
+      });
+  }
+}

@@ -1,0 +1,53 @@
+/** Every error leasehold throws or aborts a signal with carries one of these codes. */
+export const ErrorCode = {
+  /** A caller passed a value leasehold cannot accept; the message names the field. */
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** The lease is held by someone else and the wait ran out. */
+  LEASE_UNAVAILABLE: 'LEASE_UNAVAILABLE',
+  /** The holder can no longer be sure it owns the lease: it was taken, or its deadline passed. */
+  LEASE_LOST: 'LEASE_LOST',
+  /** The holder gave the lease up (release, close or shutdown). */
+  LEASE_RELEASED: 'LEASE_RELEASED',
+  /** The store could not be reached or failed; the call may be retried. */
+  STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+  /** A store URL could not be understood. */
+  STORE_URL_INVALID: 'STORE_URL_INVALID',
+  /** The driver package of a store is not installed. */
+  DRIVER_MISSING: 'DRIVER_MISSING',
+  /** The client or manager was closed; make a new one. */
+  CLIENT_CLOSED: 'CLIENT_CLOSED',
+  /** The store cannot do what was asked (for instance `watch` on a store without notifications). */
+  NOT_SUPPORTED: 'NOT_SUPPORTED',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface LeaseErrorOptions {
+  cause?: unknown;
+  /** Whether repeating the same call may succeed. Defaults to true for `STORE_UNAVAILABLE` only. */
+  retryable?: boolean;
+  /** The resource the error is about, when there is one. */
+  resource?: string;
+}
+
+export class LeaseError extends Error {
+  override readonly name = 'LeaseError';
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  readonly resource: string | undefined;
+
+  constructor(code: ErrorCode, message: string, options: LeaseErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? code === ErrorCode.STORE_UNAVAILABLE;
+    this.resource = options.resource;
+  }
+}
+
+export function isLeaseError(error: unknown, code?: ErrorCode): error is LeaseError {
+  return error instanceof LeaseError && (code === undefined || error.code === code);
+}
+
+export function invalidArgument(field: string, problem: string): LeaseError {
+  return new LeaseError(ErrorCode.INVALID_ARGUMENT, `${field} ${problem}`);
+}

@@ -1,0 +1,105 @@
+import { ErrorCode, LeaseError } from './errors.js';
+import type { LeaseStore } from './store.js';
+
+/** The store used when neither a URL nor `LEASEHOLD_STORE` is given. */
+export const DEFAULT_STORE_URL = 'sqlite:./leasehold.db';
+
+/** A store URL split into its parts; `params` are the query parameters. */
+export interface StoreUrl {
+  readonly scheme: string;
+  /** Everything after `scheme:` and before `?`. */
+  readonly rest: string;
+  readonly params: URLSearchParams;
+  /** The URL with any password replaced by `***`, safe for messages and logs. */
+  readonly redacted: string;
+}
+
+type Opener = (url: StoreUrl) => Promise<LeaseStore>;
+
+const openers = new Map<string, Opener>([
+  ['memory', async (url) => (await import('../stores/memory/open.js')).openMemory(url)],
+  ['sqlite', async (url) => (await import('../stores/sqlite/open.js')).openSqlite(url)],
+]);
+
+/** Schemes `openStore` understands, for messages and the CLI's help. */
+export function knownSchemes(): string[] {
+  return [...openers.keys()];
+}
+
+/**
+ * Opens the store a URL names. With no URL: `LEASEHOLD_STORE` from the environment,
+ * else the embedded SQLite file `./leasehold.db`.
+ */
+export async function openStore(url?: string): Promise<LeaseStore> {
+  const text = url ?? process.env.LEASEHOLD_STORE ?? DEFAULT_STORE_URL;
+  const parsed = parseStoreUrl(text);
+  const opener = openers.get(parsed.scheme);
+  if (!opener) {
+    throw new LeaseError(
+      ErrorCode.STORE_URL_INVALID,
+      `unknown store scheme "${parsed.scheme}:" in ${parsed.redacted}; known: ${knownSchemes()
+        .map((s) => `${s}:`)
+        .join(', ')}`,
+    );
+  }
+  return opener(parsed);
+}
+
+export function parseStoreUrl(text: unknown): StoreUrl {
+  if (typeof text !== 'string' || text.trim() === '') {
+    throw new LeaseError(
+      ErrorCode.STORE_URL_INVALID,
+      `store URL must be a non-empty string like ${DEFAULT_STORE_URL}`,
+    );
+  }
+  const match = /^([A-Za-z][A-Za-z0-9+.-]*):(.*)$/s.exec(text);
+  if (!match) {
+    throw new LeaseError(
+      ErrorCode.STORE_URL_INVALID,
+      `store URL "${redact(text)}" has no scheme; expected e.g. ${DEFAULT_STORE_URL}`,
+    );
+  }
+  const scheme = match[1]!.toLowerCase();
+  const afterScheme = match[2]!;
+  const q = afterScheme.indexOf('?');
+  const rest = q === -1 ? afterScheme : afterScheme.slice(0, q);
+  const params = new URLSearchParams(q === -1 ? '' : afterScheme.slice(q + 1));
+  return { scheme, rest, params, redacted: redact(text) };
+}
+
+/** Replaces the password of `user:password@host` with `***`. */
+export function redact(text: string): string {
+  return text.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/[^/@:]*:)[^@/]*@/, '$1***@');
+}
+
+/** Reads the query parameters a store accepts, rejecting any other so typos are not ignored. */
+export function takeParams(url: StoreUrl, allowed: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of url.params) {
+    if (!allowed.includes(key)) {
+      throw new LeaseError(
+        ErrorCode.STORE_URL_INVALID,
+        `unknown parameter "${key}" in ${url.redacted}; ${url.scheme}: accepts ${allowed.join(', ') || 'none'}`,
+      );
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+/** A query parameter that must be a non-negative integer. */
+export function intParam(
+  url: StoreUrl,
+  params: Record<string, string>,
+  key: string,
+): number | undefined {
+  const value = params[key];
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) {
+    throw new LeaseError(
+      ErrorCode.STORE_URL_INVALID,
+      `parameter ${key}=${JSON.stringify(value)} in ${url.redacted} must be a whole number`,
+    );
+  }
+  return Number(value);
+}

@@ -1,0 +1,126 @@
+import { invalidArgument } from './errors.js';
+import type { Lease } from './lease.js';
+
+/** Limits every store and the client enforce, so any name that passes round-trips on every store. */
+export const LIMITS = Object.freeze({
+  resourceMaxBytes: 512,
+  ownerMaxBytes: 256,
+  ttlMinMs: 100,
+  ttlMaxMs: 24 * 60 * 60 * 1000,
+  listMaxLimit: 100_000,
+});
+
+const encoder = new TextEncoder();
+
+function checkName(field: string, value: unknown, maxBytes: number): string {
+  if (typeof value !== 'string')
+    throw invalidArgument(field, `must be a string, got ${describe(value)}`);
+  if (value.length === 0) throw invalidArgument(field, 'must not be empty');
+  if (!value.isWellFormed())
+    throw invalidArgument(field, 'must be well-formed UTF-16 (it has a lone surrogate)');
+  if (value.includes('\u0000')) throw invalidArgument(field, 'must not contain the NUL character');
+  const bytes = encoder.encode(value).length;
+  if (bytes > maxBytes)
+    throw invalidArgument(field, `must be at most ${maxBytes} UTF-8 bytes, got ${bytes}`);
+  return value;
+}
+
+export function checkResource(value: unknown, field = 'resource'): string {
+  return checkName(field, value, LIMITS.resourceMaxBytes);
+}
+
+export function checkOwner(value: unknown, field = 'owner'): string {
+  return checkName(field, value, LIMITS.ownerMaxBytes);
+}
+
+/** An integer number of milliseconds within `[min, max]`. */
+export function checkInteger(field: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw invalidArgument(
+      field,
+      `must be an integer number of milliseconds, got ${describe(value)}`,
+    );
+  }
+  if (value < min || value > max)
+    throw invalidArgument(field, `must be from ${min} to ${max}, got ${value}`);
+  return value;
+}
+
+export function checkTtl(value: unknown, field = 'ttlMs'): number {
+  return checkInteger(field, value, LIMITS.ttlMinMs, LIMITS.ttlMaxMs);
+}
+
+export function checkToken(value: unknown, field = 'token'): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw invalidArgument(field, `must be a positive safe integer, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** Checks a lease handed back to a store: the fields a compare-and-set relies on. */
+export function checkLease(value: unknown, field = 'lease'): Lease {
+  if (typeof value !== 'object' || value === null)
+    throw invalidArgument(field, `must be a lease object, got ${describe(value)}`);
+  const lease = value as Record<string, unknown>;
+  checkResource(lease.resource, `${field}.resource`);
+  checkOwner(lease.owner, `${field}.owner`);
+  checkToken(lease.token, `${field}.token`);
+  checkTtl(lease.ttlMs, `${field}.ttlMs`);
+  return value as Lease;
+}
+
+export function checkLeases(value: unknown, field = 'leases'): readonly Lease[] {
+  if (!Array.isArray(value))
+    throw invalidArgument(field, `must be an array, got ${describe(value)}`);
+  value.forEach((lease, i) => checkLease(lease, `${field}[${i}]`));
+  return value as Lease[];
+}
+
+export interface ListOptions {
+  /** Only records whose resource starts with this string (matched literally: `%` and `_` are not wildcards). */
+  prefix?: string;
+  /** At most this many records, in resource order. @default 1000 */
+  limit?: number;
+}
+
+export function checkListOptions(value: unknown): Required<ListOptions> {
+  if (value === undefined) return { prefix: '', limit: 1000 };
+  if (typeof value !== 'object' || value === null)
+    throw invalidArgument('list options', `must be an object, got ${describe(value)}`);
+  const { prefix = '', limit = 1000 } = value as ListOptions;
+  if (typeof prefix !== 'string' || !prefix.isWellFormed() || prefix.includes('\u0000')) {
+    throw invalidArgument(
+      'prefix',
+      `must be a well-formed string without NUL, got ${describe(prefix)}`,
+    );
+  }
+  if (encoder.encode(prefix).length > LIMITS.resourceMaxBytes) {
+    throw invalidArgument('prefix', `must be at most ${LIMITS.resourceMaxBytes} UTF-8 bytes`);
+  }
+  if (
+    typeof limit !== 'number' ||
+    !Number.isInteger(limit) ||
+    limit < 1 ||
+    limit > LIMITS.listMaxLimit
+  ) {
+    throw invalidArgument(
+      'limit',
+      `must be an integer from 1 to ${LIMITS.listMaxLimit}, got ${describe(limit)}`,
+    );
+  }
+  return { prefix, limit };
+}
+
+export function describe(value: unknown): string {
+  if (typeof value === 'string')
+    return value.length > 40 ? `a string of length ${value.length}` : JSON.stringify(value);
+  if (
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    value === null ||
+    value === undefined
+  )
+    return String(value);
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}

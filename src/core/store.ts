@@ -1,0 +1,213 @@
+import { ErrorCode, LeaseError } from './errors.js';
+import type { Lease, LeaseRecord } from './lease.js';
+import {
+  checkLease,
+  checkLeases,
+  checkListOptions,
+  checkOwner,
+  checkResource,
+  checkTtl,
+  type ListOptions,
+} from './options.js';
+
+/** What a store can do, as data: callers and tests branch on this, never on a store's name. */
+export interface StoreCapabilities {
+  /** `'store'`: expiry is decided on the store's own clock inside the compare-and-set. `'local'`: on the caller's clock. */
+  readonly clock: 'store' | 'local';
+  /** `renewMany` / `releaseMany` are one store call for any number of leases. */
+  readonly batch: boolean;
+  /** The store can notify `watch` listeners when a lease is released or expires. */
+  readonly watch: boolean;
+}
+
+export interface WatchEvent {
+  readonly type: 'acquired' | 'released' | 'expired';
+  readonly resource: string;
+}
+
+export type WatchListener = (event: WatchEvent) => void;
+
+/**
+ * The contract every store implements. Each method is one atomic compare-and-set on the store,
+ * one round trip where the store allows. "Someone else holds it" is a result (`null` / `false`);
+ * exceptions are for bad input (`INVALID_ARGUMENT`) and infrastructure (`STORE_UNAVAILABLE`).
+ */
+export interface LeaseStore {
+  readonly capabilities: StoreCapabilities;
+  /**
+   * The clock disagreement a contender allows before it treats a record as expired
+   * (design rule 1); a holder subtracts it from its own deadline too (rule 2).
+   */
+  readonly maxClockSkewMs: number;
+  /** Acquires when there is no record, or it was released, or it expired; `null` while a live lease exists. */
+  tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null>;
+  /** Extends a lease still ours (same owner and token); `null` when it is not. */
+  renew(lease: Lease, ttlMs?: number): Promise<Lease | null>;
+  /** Gives a lease up (owner and token must match); `false` when it was no longer ours. */
+  release(lease: Lease): Promise<boolean>;
+  /** `renew` for many leases, results in input order. */
+  renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]>;
+  /** `release` for many leases, results in input order. */
+  releaseMany(leases: readonly Lease[]): Promise<boolean[]>;
+  get(resource: string): Promise<LeaseRecord | null>;
+  /** Records in resource order; `prefix` is matched literally. */
+  list(options?: ListOptions): Promise<LeaseRecord[]>;
+  /** Calls `listener` when a lease under `prefix` is released or expires; returns the unsubscribe function. */
+  watch?(prefix: string, listener: WatchListener): () => void;
+  close(): Promise<void>;
+}
+
+/**
+ * Input checks, closed-state checks and error mapping, written once for every adapter.
+ * An adapter implements the `do…` operations and `mapError`, nothing else.
+ */
+export abstract class StoreBase implements LeaseStore {
+  abstract readonly capabilities: StoreCapabilities;
+  abstract readonly maxClockSkewMs: number;
+  private closed = false;
+
+  protected abstract doTryAcquire(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null>;
+  protected abstract doRenewMany(
+    leases: readonly Lease[],
+    ttlMs: number | undefined,
+  ): Promise<(Lease | null)[]>;
+  protected abstract doReleaseMany(leases: readonly Lease[]): Promise<boolean[]>;
+  protected abstract doGet(resource: string): Promise<LeaseRecord | null>;
+  protected abstract doList(prefix: string, limit: number): Promise<LeaseRecord[]>;
+  protected abstract doClose(): Promise<void>;
+
+  /** Single-lease forms default to the batch forms; adapters override when one is cheaper. */
+  protected async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    const [result] = await this.doRenewMany([lease], ttlMs);
+    return result ?? null;
+  }
+
+  protected async doRelease(lease: Lease): Promise<boolean> {
+    const [result] = await this.doReleaseMany([lease]);
+    return result ?? false;
+  }
+
+  /** Turns a driver error into a `LeaseError`. The default calls everything `STORE_UNAVAILABLE`. */
+  protected mapError(error: unknown, operation: string): LeaseError {
+    if (error instanceof LeaseError) return error;
+    const detail = error instanceof Error ? error.message : String(error);
+    return new LeaseError(ErrorCode.STORE_UNAVAILABLE, `${operation} failed: ${detail}`, {
+      cause: error,
+    });
+  }
+
+  tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
+    return this.run('tryAcquire', () => {
+      checkResource(resource);
+      checkOwner(owner);
+      checkTtl(ttlMs);
+      return this.doTryAcquire(resource, owner, ttlMs);
+    });
+  }
+
+  renew(lease: Lease, ttlMs?: number): Promise<Lease | null> {
+    return this.run('renew', () => {
+      checkLease(lease);
+      if (ttlMs !== undefined) checkTtl(ttlMs);
+      return this.doRenew(lease, ttlMs);
+    });
+  }
+
+  release(lease: Lease): Promise<boolean> {
+    return this.run('release', () => this.doRelease(checkLease(lease)));
+  }
+
+  renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]> {
+    return this.run('renewMany', async () => {
+      checkLeases(leases);
+      if (ttlMs !== undefined) checkTtl(ttlMs);
+      if (leases.length === 0) return [];
+      const results = await this.doRenewMany(leases, ttlMs);
+      return results;
+    });
+  }
+
+  releaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+    return this.run('releaseMany', async () => {
+      checkLeases(leases);
+      if (leases.length === 0) return [];
+      return this.doReleaseMany(leases);
+    });
+  }
+
+  get(resource: string): Promise<LeaseRecord | null> {
+    return this.run('get', () => this.doGet(checkResource(resource)));
+  }
+
+  list(options?: ListOptions): Promise<LeaseRecord[]> {
+    return this.run('list', () => {
+      const { prefix, limit } = checkListOptions(options);
+      return this.doList(prefix, limit);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.doClose();
+    } catch (error) {
+      throw this.mapError(error, 'close');
+    }
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    if (this.closed) {
+      throw new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `${operation} failed: the store is closed`,
+        {
+          retryable: false,
+        },
+      );
+    }
+    try {
+      return await fn();
+    } catch (error) {
+      throw this.mapError(error, operation);
+    }
+  }
+}
+
+/**
+ * The smallest string greater than every string that starts with `prefix`, in code-point
+ * (= UTF-8 byte) order; `undefined` when there is none. Lets a store scan `[prefix, end)` on an index.
+ */
+export function prefixEnd(prefix: string): string | undefined {
+  const points = Array.from(prefix);
+  while (points.length > 0) {
+    const last = points.pop()!.codePointAt(0)!;
+    if (last < 0x10ffff) {
+      const next = last === 0xd7ff ? 0xe000 : last + 1;
+      return points.join('') + String.fromCodePoint(next);
+    }
+  }
+  return undefined;
+}
+
+/** Resource order shared by every store: code-point order, which is UTF-8 byte order. */
+export function compareResources(a: string, b: string): number {
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  for (;;) {
+    const x = ia.next();
+    const y = ib.next();
+    if (x.done) return y.done ? 0 : -1;
+    if (y.done) return 1;
+    const d = x.value.codePointAt(0)! - y.value.codePointAt(0)!;
+    if (d !== 0) return d;
+  }
+}

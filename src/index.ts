@@ -1,0 +1,16 @@
+export { ErrorCode, LeaseError, isLeaseError, type LeaseErrorOptions } from './core/errors.js';
+export type { Lease, LeaseRecord } from './core/lease.js';
+export { LIMITS, type ListOptions } from './core/options.js';
+export type { LeaseStore, StoreCapabilities, WatchEvent, WatchListener } from './core/store.js';
+export { StoreBase } from './core/store.js';
+export { systemClock, driftMs, type Clock, type TimerHandle } from './core/time.js';
+export { openStore, DEFAULT_STORE_URL, knownSchemes } from './core/open-store.js';
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory/index.js';
+export {
+  SqliteStore,
+  type SqliteStoreOptions,
+  type SqliteDatabase,
+} from './stores/sqlite/index.js';
+export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
+export type { LeaseClientOptions, AcquireOptions } from './client/client-options.js';
+export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';

@@ -1,0 +1,2 @@
+export { MemoryStore } from './memory-store.js';
+export type { MemoryStoreOptions } from './memory-options.js';

@@ -1,0 +1,87 @@
+import type { Lease, LeaseRecord } from '../../core/lease.js';
+import { compareResources, StoreBase, type StoreCapabilities } from '../../core/store.js';
+import type { Clock } from '../../core/time.js';
+import { resolveMemoryOptions, type MemoryStoreOptions } from './memory-options.js';
+
+/** Leases in this process's memory: the same rules as every store, for tests and single-process use. */
+export class MemoryStore extends StoreBase {
+  readonly capabilities: StoreCapabilities = Object.freeze({
+    clock: 'local',
+    batch: true,
+    watch: false,
+  });
+  readonly maxClockSkewMs: number;
+  private readonly clock: Clock;
+  private readonly records = new Map<string, LeaseRecord>();
+
+  constructor(options?: MemoryStoreOptions) {
+    super();
+    const resolved = resolveMemoryOptions(options);
+    this.clock = resolved.clock;
+    this.maxClockSkewMs = resolved.maxClockSkewMs;
+  }
+
+  protected async doTryAcquire(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const now = this.clock.now();
+    const current = this.records.get(resource);
+    if (current && current.owner !== '' && current.expiresAt + this.maxClockSkewMs >= now)
+      return null;
+    const lease: Lease = {
+      resource,
+      owner,
+      token: (current?.token ?? 0) + 1,
+      expiresAt: now + ttlMs,
+      ttlMs,
+    };
+    this.records.set(resource, { resource, owner, token: lease.token, expiresAt: lease.expiresAt });
+    return lease;
+  }
+
+  protected async doRenewMany(
+    leases: readonly Lease[],
+    ttlMs: number | undefined,
+  ): Promise<(Lease | null)[]> {
+    const now = this.clock.now();
+    return leases.map((lease) => {
+      const current = this.records.get(lease.resource);
+      if (!current || current.owner !== lease.owner || current.token !== lease.token) return null;
+      const ttl = ttlMs ?? lease.ttlMs;
+      const renewed: Lease = { ...current, expiresAt: now + ttl, ttlMs: ttl };
+      this.records.set(lease.resource, { ...current, expiresAt: renewed.expiresAt });
+      return renewed;
+    });
+  }
+
+  protected async doReleaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+    return leases.map((lease) => {
+      const current = this.records.get(lease.resource);
+      if (!current || current.owner !== lease.owner || current.token !== lease.token) return false;
+      this.records.set(lease.resource, {
+        resource: lease.resource,
+        owner: '',
+        token: current.token,
+        expiresAt: 0,
+      });
+      return true;
+    });
+  }
+
+  protected async doGet(resource: string): Promise<LeaseRecord | null> {
+    return this.records.get(resource) ?? null;
+  }
+
+  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+    return [...this.records.values()]
+      .filter((r) => r.resource.startsWith(prefix))
+      .sort((a, b) => compareResources(a.resource, b.resource))
+      .slice(0, limit);
+  }
+
+  protected async doClose(): Promise<void> {
+    this.records.clear();
+  }
+}

@@ -1,0 +1,60 @@
+import { invalidArgument } from '../../core/errors.js';
+import { checkInteger } from '../../core/options.js';
+import { systemClock, type Clock } from '../../core/time.js';
+
+export interface SqliteStoreOptions {
+  /** Table holding the lease records; `<table>_meta` holds the schema version. @default 'leasehold_leases' */
+  table?: string;
+  /** How long a statement waits for another process's write lock before failing. @default 5000 */
+  busyTimeoutMs?: number;
+  /**
+   * Clock disagreement a contender allows before treating a record as expired. Every process sharing
+   * a SQLite file reads one host clock, so the default only absorbs small wall-clock steps. @default 50
+   */
+  maxClockSkewMs?: number;
+  /** `full` survives power loss without a token ever going backwards; `normal` is faster. @default 'full' */
+  synchronous?: 'full' | 'normal';
+  /** Where "now" comes from when deciding expiry. @default the system clock */
+  clock?: Clock;
+}
+
+export const SQLITE_DEFAULTS = Object.freeze({
+  table: 'leasehold_leases',
+  busyTimeoutMs: 5000,
+  maxClockSkewMs: 50,
+  synchronous: 'full' as const,
+});
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,57}$/;
+
+export function checkIdentifier(field: string, value: unknown): string {
+  if (typeof value !== 'string' || !IDENTIFIER.test(value)) {
+    throw invalidArgument(field, 'must be a letter or _ followed by up to 57 letters, digits or _');
+  }
+  return value;
+}
+
+export function resolveSqliteOptions(
+  options: SqliteStoreOptions = {},
+): Required<SqliteStoreOptions> {
+  const synchronous = options.synchronous ?? SQLITE_DEFAULTS.synchronous;
+  if (synchronous !== 'full' && synchronous !== 'normal')
+    throw invalidArgument('synchronous', "must be 'full' or 'normal'");
+  return {
+    table: checkIdentifier('table', options.table ?? SQLITE_DEFAULTS.table),
+    busyTimeoutMs: checkInteger(
+      'busyTimeoutMs',
+      options.busyTimeoutMs ?? SQLITE_DEFAULTS.busyTimeoutMs,
+      0,
+      600_000,
+    ),
+    maxClockSkewMs: checkInteger(
+      'maxClockSkewMs',
+      options.maxClockSkewMs ?? SQLITE_DEFAULTS.maxClockSkewMs,
+      0,
+      3_600_000,
+    ),
+    synchronous,
+    clock: options.clock ?? systemClock,
+  };
+}
