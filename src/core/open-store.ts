@@ -19,6 +19,12 @@ type Opener = (url: StoreUrl) => Promise<LeaseStore>;
 const openers = new Map<string, Opener>([
   ['memory', async (url) => (await import('../stores/memory/open.js')).openMemory(url)],
   ['sqlite', async (url) => (await import('../stores/sqlite/open.js')).openSqlite(url)],
+  ['postgres', async (url) => (await import('../stores/postgres/open.js')).openPostgres(url)],
+  ['postgresql', async (url) => (await import('../stores/postgres/open.js')).openPostgres(url)],
+  ['mysql', async (url) => (await import('../stores/mysql/open.js')).openMysql(url)],
+  ['mariadb', async (url) => (await import('../stores/mysql/open.js')).openMysql(url)],
+  ['redis', async (url) => (await import('../stores/redis/open.js')).openRedis(url)],
+  ['rediss', async (url) => (await import('../stores/redis/open.js')).openRedis(url)],
 ]);
 
 /** Schemes `openStore` understands, for messages and the CLI's help. */

@@ -1,0 +1,64 @@
+import { expect, it } from 'vitest';
+import type { Lease } from '../../src/index.js';
+import { describeStores, expiryWait, sleep } from './stores.js';
+
+describeStores('batch calls', ({ open }) => {
+  it('renewMany answers each lease in input order, mixing live and lost ones', async () => {
+    const store = await open();
+    const live1 = (await store.tryAcquire('b1', 'a', 5000))!;
+    const released = (await store.tryAcquire('b2', 'a', 5000))!;
+    await store.release(released);
+    const live2 = (await store.tryAcquire('b3', 'a', 5000))!;
+    const stolen = (await store.tryAcquire('b4', 'a', 120))!;
+    const ghost: Lease = { resource: 'b5', owner: 'a', token: 1, expiresAt: 1, ttlMs: 5000 };
+    await sleep(expiryWait(store, 120));
+    await store.tryAcquire('b4', 'b', 5000);
+
+    const results = await store.renewMany([live1, released, live2, stolen, ghost], 7000);
+    expect(results.map((r) => r?.resource ?? null)).toEqual(['b1', null, 'b3', null, null]);
+    expect(results[0]).toMatchObject({ owner: 'a', token: live1.token, ttlMs: 7000 });
+    expect(results[0]!.expiresAt).toBeGreaterThanOrEqual(live1.expiresAt);
+    expect((await store.get('b3'))!.expiresAt).toBe(results[2]!.expiresAt);
+    expect(await store.get('b4')).toMatchObject({ owner: 'b', token: 2 });
+    expect(await store.get('b2')).toMatchObject({ owner: '', token: 1 });
+  });
+
+  it('renewMany without a ttl keeps each lease its own ttl', async () => {
+    const store = await open();
+    const a = (await store.tryAcquire('t1', 'a', 1000))!;
+    const b = (await store.tryAcquire('t2', 'a', 4000))!;
+    const [ra, rb] = await store.renewMany([a, b]);
+    expect([ra!.ttlMs, rb!.ttlMs]).toEqual([1000, 4000]);
+  });
+
+  it('releaseMany answers each lease in input order and releases only what was ours', async () => {
+    const store = await open();
+    const mine = (await store.tryAcquire('r1', 'a', 5000))!;
+    const theirs = (await store.tryAcquire('r2', 'b', 5000))!;
+    const mine2 = (await store.tryAcquire('r3', 'a', 5000))!;
+    const results = await store.releaseMany([mine, { ...theirs, owner: 'a' }, mine2, mine]);
+    expect(results).toEqual([true, false, true, false]);
+    expect(await store.get('r1')).toMatchObject({ owner: '', expiresAt: 0 });
+    expect(await store.get('r2')).toMatchObject({ owner: 'b', token: 1 });
+    expect(await store.get('r3')).toMatchObject({ owner: '', expiresAt: 0 });
+  });
+
+  it('empty batches return empty arrays', async () => {
+    const store = await open();
+    expect(await store.renewMany([])).toEqual([]);
+    expect(await store.releaseMany([])).toEqual([]);
+  });
+
+  it('handles a batch of 500 leases', async () => {
+    const store = await open();
+    const leases: Lease[] = [];
+    for (let i = 0; i < 500; i++) leases.push((await store.tryAcquire(`many/${i}`, 'a', 5000))!);
+    const renewed = await store.renewMany(leases);
+    expect(renewed.every((r, i) => r?.resource === `many/${i}`)).toBe(true);
+    const released = await store.releaseMany(leases);
+    expect(released.every(Boolean)).toBe(true);
+    expect((await store.list({ prefix: 'many/', limit: 1000 })).every((r) => r.owner === '')).toBe(
+      true,
+    );
+  });
+});

@@ -1,0 +1,77 @@
+import { expect, it } from 'vitest';
+import { describeStores, expiryWait, sleep } from './stores.js';
+
+describeStores('renew and release', ({ open }) => {
+  it('renew extends expiresAt and keeps owner and token', async () => {
+    const store = await open();
+    const lease = await store.tryAcquire('job', 'a', 1000);
+    await sleep(20);
+    const renewed = await store.renew(lease!, 5000);
+    expect(renewed).toMatchObject({ resource: 'job', owner: 'a', token: 1, ttlMs: 5000 });
+    expect(renewed!.expiresAt).toBeGreaterThan(lease!.expiresAt);
+    expect((await store.get('job'))!.expiresAt).toBe(renewed!.expiresAt);
+  });
+
+  it('renew without a ttl uses the lease ttl', async () => {
+    const store = await open();
+    const lease = await store.tryAcquire('job', 'a', 3000);
+    const renewed = await store.renew(lease!);
+    expect(renewed!.ttlMs).toBe(3000);
+  });
+
+  it('a renew retried after it already landed still succeeds', async () => {
+    const store = await open();
+    const lease = await store.tryAcquire('job', 'a', 5000);
+    const first = await store.renew(lease!);
+    const retried = await store.renew(lease!); // the caller never saw `first`
+    expect(first).not.toBeNull();
+    expect(retried).toMatchObject({ owner: 'a', token: 1 });
+  });
+
+  it('renew and release by another owner fail and change nothing', async () => {
+    const store = await open();
+    const lease = await store.tryAcquire('job', 'a', 5000);
+    const before = await store.get('job');
+    const forged = { ...lease!, owner: 'mallory' };
+    expect(await store.renew(forged)).toBeNull();
+    expect(await store.release(forged)).toBe(false);
+    expect(await store.get('job')).toEqual(before);
+  });
+
+  it('renew and release with a stale token fail after the resource changed hands', async () => {
+    const store = await open();
+    const old = await store.tryAcquire('job', 'a', 120);
+    await sleep(expiryWait(store, 120));
+    const fresh = await store.tryAcquire('job', 'b', 5000);
+    expect(await store.renew(old!)).toBeNull();
+    expect(await store.release(old!)).toBe(false);
+    // Same owner id, older token: still refused.
+    await store.release(fresh!);
+    const mine = await store.tryAcquire('job', 'a', 5000);
+    expect(await store.renew({ ...mine!, token: mine!.token - 1 })).toBeNull();
+    expect(await store.get('job')).toMatchObject({ owner: 'a', token: 3 });
+  });
+
+  it('release is one-shot: a second release and a later renew fail', async () => {
+    const store = await open();
+    const lease = await store.tryAcquire('job', 'a', 5000);
+    expect(await store.release(lease!)).toBe(true);
+    expect(await store.release(lease!)).toBe(false);
+    expect(await store.renew(lease!)).toBeNull();
+    expect(await store.get('job')).toEqual({ resource: 'job', owner: '', token: 1, expiresAt: 0 });
+  });
+
+  it('renew and release of a resource that never existed fail', async () => {
+    const store = await open();
+    const ghost = {
+      resource: 'ghost',
+      owner: 'a',
+      token: 1,
+      expiresAt: Date.now() + 1000,
+      ttlMs: 1000,
+    };
+    expect(await store.renew(ghost)).toBeNull();
+    expect(await store.release(ghost)).toBe(false);
+    expect(await store.get('ghost')).toBeNull();
+  });
+});

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { MemoryStore, SqliteStore, type LeaseStore } from '../../src/index.js';
+import { tempDir } from '../harness/processes.js';
+import { freshNamespace, type StoreFactory } from './factory.js';
+import { mysqlFactory } from './factories/mysql.js';
+import { postgresFactory } from './factories/postgres.js';
+import { redisFactory } from './factories/redis.js';
+
+function memoryFactory(): StoreFactory {
+  return {
+    name: 'memory',
+    durable: false,
+    unavailable: () => null,
+    setup: async () => {},
+    open: async () => new MemoryStore(),
+    teardown: async () => {},
+  };
+}
+
+function sqliteFactory(): StoreFactory {
+  let dir: ReturnType<typeof tempDir> | undefined;
+  return {
+    name: 'sqlite',
+    durable: true,
+    unavailable: () => null,
+    setup: async () => {
+      dir = tempDir('leasehold-sqlite-');
+    },
+    open: async (namespace) => SqliteStore.open(`${dir!.path}/leases.db`, { table: namespace }),
+    teardown: async () => dir?.cleanup(),
+  };
+}
+
+/** Every store the suite runs against. Adapters register their factory here. */
+export const allStores: StoreFactory[] = [
+  memoryFactory(),
+  sqliteFactory(),
+  postgresFactory(),
+  mysqlFactory(),
+  redisFactory(),
+];
+
+/** `LEASEHOLD_STORES=sqlite,postgres` narrows the run to those stores. */
+export function selectedStores(): StoreFactory[] {
+  const filter = process.env.LEASEHOLD_STORES?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return filter?.length ? allStores.filter((f) => filter.includes(f.name)) : allStores;
+}
+
+export interface StoreContext {
+  readonly factory: StoreFactory;
+  /** A store on a fresh namespace, closed after the test file. */
+  open(): Promise<LeaseStore>;
+  /** A second store over the same namespace as `store` (for reopen and multi-handle tests). */
+  reopen(store: LeaseStore): Promise<LeaseStore>;
+}
+
+/**
+ * Registers `body` once per selected store. A store whose server cannot start fails in CI and is
+ * skipped with a loud line elsewhere, never silently passed.
+ */
+export function describeStores(topic: string, body: (ctx: StoreContext) => void): void {
+  for (const factory of selectedStores()) {
+    const reason = factory.unavailable();
+    if (reason) {
+      if (process.env.CI) {
+        describe(`${topic} [${factory.name}]`, () => {
+          it('has its store available', () => {
+            throw new Error(`${factory.name} store unavailable in CI: ${reason}`);
+          });
+        });
+      } else {
+        console.warn(`\n!!! SKIPPED ${topic} [${factory.name}]: ${reason} (this fails in CI)\n`);
+        describe.skip(`${topic} [${factory.name}]`, () => body(unusable(factory)));
+      }
+      continue;
+    }
+    describe(`${topic} [${factory.name}]`, () => {
+      const opened: LeaseStore[] = [];
+      const namespaces = new Map<LeaseStore, string>();
+      beforeAll(() => factory.setup());
+      afterAll(async () => {
+        await Promise.allSettled(opened.map((s) => s.close()));
+        await factory.teardown();
+      });
+      const track = (store: LeaseStore, ns: string): LeaseStore => {
+        opened.push(store);
+        namespaces.set(store, ns);
+        return store;
+      };
+      body({
+        factory,
+        open: async () => {
+          const ns = freshNamespace();
+          return track(await factory.open(ns), ns);
+        },
+        reopen: async (store) => {
+          const ns = namespaces.get(store);
+          if (!ns) throw new Error('reopen() takes a store from open()');
+          return track(await factory.open(ns), ns);
+        },
+      });
+    });
+  }
+}
+
+function unusable(factory: StoreFactory): StoreContext {
+  const fail = (): never => {
+    throw new Error(`${factory.name} unavailable`);
+  };
+  return { factory, open: fail, reopen: fail };
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Long enough for a lease of `ttlMs` to count as expired to a contender on `store`. */
+export function expiryWait(store: LeaseStore, ttlMs: number): number {
+  return ttlMs + store.maxClockSkewMs + 60;
+}
