@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import { checkResource } from '../core/options.js';
+import { withDeadline } from '../core/deadline.js';
 import { sleep, validUntil } from '../core/time.js';
 import {
   checkAcquireOptions,
@@ -170,8 +171,12 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     const held = this.heartbeat.held().filter((h) => h.markReleased());
     this.heartbeat.stop();
     if (held.length === 0) return;
-    const results = await this.options.store.releaseMany(held.map((h) => h.lease));
-    void results; // false means it had already lapsed: nothing left to give up
+    // One bounded attempt: past the TTL every lease has lapsed on its own, so waiting longer buys nothing.
+    // A `false` result means that lease had already lapsed: nothing left to give up.
+    await this.bounded(
+      this.options.store.releaseMany(held.map((h) => h.lease)),
+      'releaseMany on close',
+    );
   }
 
   private async renewLease(held: HeldLease): Promise<void> {
@@ -182,17 +187,27 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
 
   private async releaseLease(held: HeldLease): Promise<void> {
     if (!held.markReleased()) return;
-    await this.options.store.release(held.lease);
+    await this.bounded(
+      this.options.store.release(held.lease),
+      `release of ${JSON.stringify(held.resource)}`,
+    );
   }
 
   /** One bounded release attempt for a lease we no longer count on; failure only means it lapses at its TTL. */
   private async releaseQuietly(held: HeldLease): Promise<void> {
     held.markReleased();
     try {
-      await this.options.store.release(held.lease);
+      await this.bounded(
+        this.options.store.release(held.lease),
+        `release of ${JSON.stringify(held.resource)}`,
+      );
     } catch (error) {
       this.emit('release-failed', held, error);
     }
+  }
+
+  private bounded<T>(call: Promise<T>, what: string): Promise<T> {
+    return withDeadline(call, this.options.ttlMs, this.options.clock, what);
   }
 
   private assertOpen(): void {

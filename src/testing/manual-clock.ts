@@ -39,6 +39,14 @@ export class ManualClock implements Clock {
     return { clear: () => void this.timers.delete(pending) };
   }
 
+  /**
+   * Moves time forward by `ms` without running any timer: what a process sees after its event
+   * loop was frozen (a long GC pause, SIGSTOP). The overdue timers run at the next `advance`.
+   */
+  jump(ms: number): void {
+    this.mono += ms;
+  }
+
   /** Number of timers waiting to fire. */
   get pendingTimers(): number {
     return this.timers.size;

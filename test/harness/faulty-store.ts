@@ -1,0 +1,77 @@
+import type { Lease, LeaseRecord, LeaseStore, ListOptions } from '../../src/index.js';
+import { LeaseError } from '../../src/index.js';
+
+type Method = 'tryAcquire' | 'renew' | 'release' | 'renewMany' | 'releaseMany' | 'get' | 'list';
+
+/**
+ * Wraps a real store so a test can make it stop answering (`hang`), fail (`fail`) or answer
+ * normally, and counts every call. Hung calls can be let through later with `resumeHung()`.
+ */
+export class FaultyStore implements LeaseStore {
+  readonly calls: Record<Method, number> = {
+    tryAcquire: 0,
+    renew: 0,
+    release: 0,
+    renewMany: 0,
+    releaseMany: 0,
+    get: 0,
+    list: 0,
+  };
+  readonly batchSizes: number[] = [];
+  mode: 'pass' | 'hang' | 'fail' = 'pass';
+  private hung: (() => void)[] = [];
+
+  constructor(readonly inner: LeaseStore) {}
+
+  get capabilities() {
+    return this.inner.capabilities;
+  }
+
+  get maxClockSkewMs(): number {
+    return this.inner.maxClockSkewMs;
+  }
+
+  /** Lets every hung call reach the real store now, as a delayed network reply would. */
+  resumeHung(): void {
+    const hung = this.hung;
+    this.hung = [];
+    for (const go of hung) go();
+  }
+
+  private call<T>(method: Method, run: () => Promise<T>): Promise<T> {
+    this.calls[method]++;
+    if (this.mode === 'fail')
+      return Promise.reject(
+        new LeaseError('STORE_UNAVAILABLE', `${method}: connection refused (injected)`),
+      );
+    if (this.mode === 'hang')
+      return new Promise<T>((resolve, reject) => this.hung.push(() => run().then(resolve, reject)));
+    return run();
+  }
+
+  tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
+    return this.call('tryAcquire', () => this.inner.tryAcquire(resource, owner, ttlMs));
+  }
+  renew(lease: Lease, ttlMs?: number): Promise<Lease | null> {
+    return this.call('renew', () => this.inner.renew(lease, ttlMs));
+  }
+  release(lease: Lease): Promise<boolean> {
+    return this.call('release', () => this.inner.release(lease));
+  }
+  renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]> {
+    this.batchSizes.push(leases.length);
+    return this.call('renewMany', () => this.inner.renewMany(leases, ttlMs));
+  }
+  releaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+    return this.call('releaseMany', () => this.inner.releaseMany(leases));
+  }
+  get(resource: string): Promise<LeaseRecord | null> {
+    return this.call('get', () => this.inner.get(resource));
+  }
+  list(options?: ListOptions): Promise<LeaseRecord[]> {
+    return this.call('list', () => this.inner.list(options));
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
