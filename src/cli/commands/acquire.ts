@@ -1,0 +1,111 @@
+import type { Command } from 'commander';
+import {
+  ErrorCode,
+  LeaseClient,
+  LeaseError,
+  LIMITS,
+  isLeaseError,
+  type LeaseStore,
+} from '../../index.js';
+import { durationOption, formatDuration } from '../duration.js';
+import { expiresText, fields, viewRecord } from '../format.js';
+import { CliFailure, print, printJson } from '../output.js';
+import { keepAlive, storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
+
+interface AcquireOptions extends StoreOptions {
+  owner: string;
+  ttl: number;
+  wait: number;
+}
+
+export function registerAcquire(program: Command): void {
+  withCommonOptions(
+    program
+      .command('acquire')
+      .description(
+        'acquire a lease and exit without releasing it: it lapses at its TTL unless released with "leasehold release"',
+      )
+      .argument('<resource>', 'the resource name')
+      .requiredOption('--owner <id>', 'who holds the lease (a worker or node id)')
+      .option(
+        '--ttl <duration>',
+        'how long the lease lasts, e.g. 20s',
+        durationOption(LIMITS.ttlMinMs, LIMITS.ttlMaxMs),
+        20_000,
+      )
+      .option(
+        '--wait <duration>',
+        'keep trying this long while another owner holds it (default: try once)',
+        durationOption(0, LIMITS.ttlMaxMs),
+        0,
+      ),
+  ).action((resource: string, options: AcquireOptions) =>
+    withStore(storeUrl(options), async (store) => {
+      // No heartbeat and never `client.close()`: closing would release the lease this command hands out.
+      const client = new LeaseClient({
+        store,
+        owner: options.owner,
+        ttlMs: options.ttl,
+        autoRenew: false,
+      });
+      const held = await keepAlive(acquireOrExplain(client, store, resource, options.wait));
+      const { owner, token, expiresAt, ttlMs } = held.lease;
+      if (options.json) {
+        printJson({ resource, owner, token, expiresAt, ttlMs, clock: store.capabilities.clock });
+        return;
+      }
+      const view = viewRecord(held.lease, Date.now(), store.maxClockSkewMs);
+      print(`acquired ${JSON.stringify(resource)}`);
+      print(
+        fields([
+          ['owner', owner],
+          ['token', String(token)],
+          [
+            'expires',
+            `${expiresText(view)}${store.capabilities.clock === 'store' ? " on the store's clock" : ''}`,
+          ],
+        ]),
+      );
+      print(
+        `not released on exit: it lapses in ${formatDuration(ttlMs)} unless released with\n` +
+          `  leasehold release ${shellWord(resource)} --owner ${shellWord(owner)} --token ${token}`,
+      );
+    }),
+  );
+}
+
+async function acquireOrExplain(
+  client: LeaseClient,
+  store: LeaseStore,
+  resource: string,
+  waitMs: number,
+) {
+  const interrupt = new AbortController();
+  const onSigint = (): void => interrupt.abort(new CliFailure('interrupted while waiting', 130));
+  process.once('SIGINT', onSigint);
+  try {
+    return await client.acquire(resource, { waitMs, signal: interrupt.signal });
+  } catch (error) {
+    if (!isLeaseError(error, ErrorCode.LEASE_UNAVAILABLE)) throw error;
+    const record = await store.get(resource);
+    if (!record || record.owner === '') throw error;
+    const view = viewRecord(record, Date.now(), store.maxClockSkewMs);
+    const holder = `${JSON.stringify(record.owner)} with token ${record.token}, expiring ${expiresText(view)}`;
+    const message =
+      record.owner === client.owner
+        ? `lease on ${JSON.stringify(resource)} is already held by ${holder}; release it or let it lapse first`
+        : `lease on ${JSON.stringify(resource)} is held by ${holder}${waitMs > 0 ? ` (waited ${formatDuration(waitMs)})` : ''}`;
+    throw new LeaseError(ErrorCode.LEASE_UNAVAILABLE, message, {
+      resource,
+      retryable: true,
+      cause: error,
+    });
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+}
+
+/** The text as one shell word: quoted only when it needs to be. */
+export function shellWord(text: string): string {
+  return /^[A-Za-z0-9_.:/@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}

@@ -1,0 +1,46 @@
+import type { Command } from 'commander';
+import { LIMITS } from '../../index.js';
+import { integerOption } from '../numbers.js';
+import { CliFailure, print, printJson } from '../output.js';
+import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
+
+interface ReleaseOptions extends StoreOptions {
+  owner: string;
+  token: number;
+}
+
+export function registerRelease(program: Command): void {
+  withCommonOptions(
+    program
+      .command('release')
+      .description('give a lease up; only its owner with its current token can')
+      .argument('<resource>', 'the resource name')
+      .requiredOption('--owner <id>', 'the owner the lease was acquired for')
+      .requiredOption(
+        '--token <n>',
+        'the fencing token the lease was granted with',
+        integerOption(1, Number.MAX_SAFE_INTEGER),
+      ),
+  ).action((resource: string, options: ReleaseOptions) =>
+    withStore(storeUrl(options), async (store) => {
+      const { owner, token } = options;
+      // A release compares resource, owner and token only; the store contract's Lease also carries
+      // the TTL it was granted with, which a release never reads, so any valid value will do.
+      const released = await store.release({
+        resource,
+        owner,
+        token,
+        expiresAt: 0,
+        ttlMs: LIMITS.ttlMinMs,
+      });
+      if (options.json) printJson({ resource, owner, token, released });
+      if (!released) {
+        throw new CliFailure(
+          `not released: lease on ${JSON.stringify(resource)} is not held by ${JSON.stringify(owner)} with token ${token}`,
+        );
+      }
+      if (!options.json)
+        print(`released ${JSON.stringify(resource)} (owner ${owner}, token ${token})`);
+    }),
+  );
+}

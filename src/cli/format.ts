@@ -1,0 +1,57 @@
+import type { LeaseRecord, LeaseStore } from '../index.js';
+import { formatRelative } from './duration.js';
+
+export type RecordState = 'held' | 'expired' | 'released';
+
+/** A record as the CLI shows it, judged against this machine's clock at `now`. */
+export interface RecordView {
+  resource: string;
+  owner: string;
+  token: number;
+  expiresAt: number;
+  state: RecordState;
+  /** `expiresAt − now`; `null` once released. */
+  expiresInMs: number | null;
+}
+
+/**
+ * `expired` means a contender may take it now: past `expiresAt` plus the store's allowed skew. For a
+ * store-clock store `expiresAt` is on the store's clock, so this is this machine's estimate.
+ */
+export function viewRecord(record: LeaseRecord, now: number, skewMs: number): RecordView {
+  const { resource, owner, token, expiresAt } = record;
+  if (owner === '')
+    return { resource, owner, token, expiresAt, state: 'released', expiresInMs: null };
+  const state = now > expiresAt + skewMs ? 'expired' : 'held';
+  return { resource, owner, token, expiresAt, state, expiresInMs: expiresAt - now };
+}
+
+/** `2025-01-01T00:00:00.000Z (in 12.3s)`, or `-` once released. */
+export function expiresText(view: RecordView): string {
+  if (view.expiresInMs === null) return '-';
+  return `${new Date(view.expiresAt).toISOString()} (${formatRelative(view.expiresInMs)})`;
+}
+
+/** A line to print under times that came from a store's own clock. */
+export function clockNote(store: LeaseStore): string | undefined {
+  return store.capabilities.clock === 'store'
+    ? "note: expiry times are on the store's clock; state and in/ago compare them with this machine's clock"
+    : undefined;
+}
+
+/** Left-aligned columns separated by two spaces; numeric columns right-aligned. */
+export function table(headers: string[], rows: string[][], numeric: number[] = []): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, i) => (numeric.includes(i) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n');
+}
+
+/** `key: value` lines with the values aligned. */
+export function fields(pairs: [string, string][]): string {
+  const width = Math.max(...pairs.map(([k]) => k.length)) + 1;
+  return pairs.map(([k, v]) => `${`${k}:`.padEnd(width)} ${v}`).join('\n');
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+import { createRequire } from 'node:module';
+import { Command, CommanderError } from 'commander';
+import { knownSchemes } from '../index.js';
+import { registerAcquire } from './commands/acquire.js';
+import { registerDemo } from './commands/demo.js';
+import { registerGet } from './commands/get.js';
+import { registerList } from './commands/list.js';
+import { registerRelease } from './commands/release.js';
+import { CliFailure, errorLine, scrubPassword } from './output.js';
+import { storeUrl } from './store.js';
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+/** The `leasehold` program. Commander errors are thrown (exitOverride), so `run` decides exit codes. */
+function buildProgram(): Command {
+  const program = new Command('leasehold')
+    .description('Distributed leases with fencing tokens on the store you already run')
+    .version(version, '-V, --version', 'print the version')
+    .exitOverride()
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText(
+      'after',
+      `
+Store URLs (--store, else $LEASEHOLD_STORE, else sqlite:./leasehold.db):
+  schemes: ${knownSchemes()
+    .map((s) => `${s}:`)
+    .join(' ')}
+  e.g. sqlite:./leasehold.db  postgres://user:pass@host:5432/db  redis://127.0.0.1:6379
+
+Durations take a unit: 500ms, 20s, 1.5s, 2m, 1h.
+Exit codes: 0 ok, 1 the operation failed (LEASE_UNAVAILABLE, not found, ...), 2 usage error.`,
+    );
+  registerList(program);
+  registerGet(program);
+  registerAcquire(program);
+  registerRelease(program);
+  registerDemo(program);
+  return program;
+}
+
+/** Runs the CLI on `argv` and returns the exit code. */
+async function run(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (error) {
+    // Commander has already printed its message (and the usage hint) for its own errors.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    const url = program.args.length > 0 ? storeUrlOf(program) : undefined;
+    process.stderr.write(`${scrubPassword(errorLine(error), url)}\n`);
+    return error instanceof CliFailure ? error.exitCode : 1;
+  }
+}
+
+/** The store URL the command that ran was given, for scrubbing a password from messages. */
+function storeUrlOf(program: Command): string | undefined {
+  const command = program.commands.find((c) => c.name() === program.args[0]);
+  return command ? storeUrl(command.opts()) : undefined;
+}
+
+// A reader that goes away (`leasehold list | head`) is not an error worth a stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(process.exitCode ?? 0);
+});
+
+process.exitCode = await run(process.argv);

@@ -1,0 +1,46 @@
+import { isLeaseError } from '../index.js';
+
+/** An outcome the command reports as a failure without a `LeaseError` code (not found, not released). */
+export class CliFailure extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = 'CliFailure';
+  }
+}
+
+export function print(line = ''): void {
+  process.stdout.write(`${line}\n`);
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** The one line a failed command prints on stderr. */
+export function errorLine(error: unknown): string {
+  if (isLeaseError(error)) return `leasehold: ${error.code}: ${error.message}`;
+  if (error instanceof CliFailure) return `leasehold: ${error.message}`;
+  return `leasehold: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/**
+ * Removes the password of a store URL from `text`, in case a driver echoed it in a message.
+ * Messages leasehold writes itself already use the redacted URL; this is a second guard.
+ */
+export function scrubPassword(text: string, url: string | undefined): string {
+  const match =
+    url === undefined ? null : /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/@:]*:([^@/]+)@/.exec(url);
+  const password = match?.[1];
+  if (!password) return text;
+  let out = text.split(password).join('***');
+  try {
+    const decoded = decodeURIComponent(password);
+    if (decoded !== password) out = out.split(decoded).join('***');
+  } catch {
+    // not percent-encoded
+  }
+  return out;
+}

@@ -1,0 +1,49 @@
+import type { Command } from 'commander';
+import { DEFAULT_STORE_URL, openStore, type LeaseStore } from '../index.js';
+
+export interface StoreOptions {
+  store?: string;
+  json?: boolean;
+}
+
+/** Adds the options every command shares: `--store URL` and `--json`. */
+export function withCommonOptions(command: Command): Command {
+  return command
+    .option(
+      '--store <url>',
+      `store URL (default: $LEASEHOLD_STORE, else ${DEFAULT_STORE_URL}); see "leasehold --help" for schemes`,
+    )
+    .option('--json', 'machine-readable JSON output');
+}
+
+/** The URL a command will open: `--store`, else `LEASEHOLD_STORE`, else the default. */
+export function storeUrl(options: StoreOptions): string {
+  return options.store ?? process.env.LEASEHOLD_STORE ?? DEFAULT_STORE_URL;
+}
+
+/** Opens the store, runs `fn`, and closes the store whatever happens; `fn`'s error wins over a close error. */
+export async function withStore<T>(url: string, fn: (store: LeaseStore) => Promise<T>): Promise<T> {
+  const store = await openStore(url);
+  let result: T;
+  try {
+    result = await fn(store);
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    throw error;
+  }
+  await store.close();
+  return result;
+}
+
+/**
+ * Keeps the process alive until `promise` settles. The library's own timers are unref'd, so a
+ * command that only waits on them (a backoff between acquire attempts) would otherwise just exit.
+ */
+export async function keepAlive<T>(promise: Promise<T>): Promise<T> {
+  const timer = setInterval(() => undefined, 60_000);
+  try {
+    return await promise;
+  } finally {
+    clearInterval(timer);
+  }
+}

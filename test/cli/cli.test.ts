@@ -1,0 +1,178 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../harness/processes.js';
+
+const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let dir: ReturnType<typeof tempDir>;
+let store: string;
+
+/** Runs the compiled CLI in a temp folder, without LEASEHOLD_STORE, and collects what it printed. */
+function cli(...args: string[]): Promise<Result> {
+  const env = { ...process.env };
+  delete env.LEASEHOLD_STORE;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { cwd: dir.path, env, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+beforeAll(() => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npx tsc -p tsconfig.build.json`);
+  dir = tempDir('leasehold-cli-');
+  store = `sqlite:${join(dir.path, 'x.db')}`;
+});
+
+afterAll(() => dir.cleanup());
+
+describe('leasehold CLI', () => {
+  it('acquires, shows, refuses a second owner, and releases only with the right token', async () => {
+    const acquired = await cli(
+      'acquire',
+      'job',
+      '--owner',
+      'alice',
+      '--ttl',
+      '20s',
+      '--store',
+      store,
+    );
+    expect(acquired).toMatchObject({ code: 0, stderr: '' });
+    expect(acquired.stdout).toMatch(/token:\s+1/);
+    expect(acquired.stdout).toContain('leasehold release job --owner alice --token 1');
+
+    const got = await cli('get', 'job', '--store', store, '--json');
+    expect(got.code).toBe(0);
+    expect(JSON.parse(got.stdout)).toMatchObject({
+      resource: 'job',
+      owner: 'alice',
+      token: 1,
+      state: 'held',
+      clock: 'local',
+    });
+
+    const listed = await cli('list', '--store', store, '--json');
+    expect(listed.code).toBe(0);
+    const { leases } = JSON.parse(listed.stdout) as { leases: Record<string, unknown>[] };
+    expect(leases).toHaveLength(1);
+    const [lease] = leases;
+    expect(lease).toMatchObject({ resource: 'job', owner: 'alice', token: 1, state: 'held' });
+    expect(lease!.expiresInMs).toBeGreaterThan(0);
+    expect(lease!.expiresInMs).toBeLessThanOrEqual(20_000);
+
+    const refused = await cli('acquire', 'job', '--owner', 'bob', '--ttl', '20s', '--store', store);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^leasehold: LEASE_UNAVAILABLE: .*"alice" with token 1/);
+    expect(refused.stdout).toBe('');
+
+    const wrong = await cli('release', 'job', '--owner', 'alice', '--token', '2', '--store', store);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr.trim()).toBe(
+      'leasehold: not released: lease on "job" is not held by "alice" with token 2',
+    );
+
+    const right = await cli('release', 'job', '--owner', 'alice', '--token', '1', '--store', store);
+    expect(right).toMatchObject({ code: 0, stderr: '' });
+    expect(right.stdout).toContain('released "job"');
+
+    const table = await cli('list', '--store', store);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^RESOURCE\s+OWNER\s+TOKEN\s+STATE\s+EXPIRES\n/);
+    expect(table.stdout).toMatch(/job\s+-\s+1\s+released\s+-/);
+  });
+
+  it('says when there is no record, with exit 1', async () => {
+    const missing = await cli('get', 'nothing-here', '--store', store);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toBe('leasehold: no lease record for "nothing-here"');
+  });
+
+  it('rejects a duration without a unit as a usage error', async () => {
+    const result = await cli('acquire', 'job', '--owner', 'a', '--ttl', '20', '--store', store);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("option '--ttl <duration>' argument '20' is invalid");
+    expect(result.stderr).toContain('has no unit; add one, e.g. 20s');
+  });
+
+  it('names the known schemes when a store URL has an unknown one', async () => {
+    const result = await cli('list', '--store', 'nosuch://somewhere');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^leasehold: STORE_URL_INVALID: unknown store scheme "nosuch:"/);
+    for (const scheme of ['sqlite:', 'postgres:', 'redis:'])
+      expect(result.stderr).toContain(scheme);
+  });
+
+  it('never prints the password of a store URL', async () => {
+    const url = 'postgres://u:secret@127.0.0.1:1/db';
+    for (const args of [
+      ['list', '--store', url],
+      ['get', 'job', '--store', url, '--json'],
+      ['acquire', 'job', '--owner', 'a', '--ttl', '1s', '--store', url],
+    ]) {
+      const result = await cli(...args);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^leasehold: [A-Z_]+: /);
+      expect(result.stdout + result.stderr).not.toContain('secret');
+    }
+  });
+
+  it('prints its version and lists commands and store schemes in --help', async () => {
+    const { version } = JSON.parse(
+      readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8'),
+    ) as { version: string };
+    expect((await cli('--version')).stdout.trim()).toBe(version);
+    const help = await cli('--help');
+    expect(help.code).toBe(0);
+    for (const word of ['list', 'get', 'acquire', 'release', 'demo', 'sqlite:', 'postgres:'])
+      expect(help.stdout).toContain(word);
+  });
+
+  it('runs the demo: token 1, takeover with token 2, a rejected stale write', async () => {
+    const demoStore = `sqlite:${join(dir.path, 'demo.db')}`;
+    const result = await cli('demo', '--ttl', '300ms', '--store', demoStore, '--json');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    const steps = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const index = (who: string, event: string): number =>
+      steps.findIndex((s) => s.who === who && s.event === event);
+    const aAcquired = index('A', 'acquired');
+    const bAcquired = index('B', 'acquired');
+    expect(steps[aAcquired]).toMatchObject({ token: 1 });
+    expect(steps[bAcquired]).toMatchObject({ token: 2 });
+    expect(aAcquired).toBeLessThan(bAcquired);
+    expect(steps.filter((s) => s.event === 'renewed').length).toBeGreaterThanOrEqual(3);
+    expect(index('A', 'aborted')).toBeGreaterThan(aAcquired);
+    const rejected = steps.find((s) => s.event === 'write-rejected');
+    expect(rejected).toMatchObject({ writer: 'A', token: 1, highestToken: 2 });
+    expect(steps[index('B', 'released')]).toMatchObject({ owner: '', token: 2, expiresAt: 0 });
+    expect(steps.at(-1)?.event).toBe('summary');
+  });
+
+  it('narrates the demo as plain text by default', async () => {
+    const demoStore = `sqlite:${join(dir.path, 'demo-text.db')}`;
+    const result = await cli('demo', '--ttl', '300ms', '--store', demoStore);
+    expect(result.code).toBe(0);
+    const out = result.stdout;
+    expect(out.indexOf('with token 1')).toBeGreaterThan(-1);
+    expect(out.indexOf('with token 2')).toBeGreaterThan(out.indexOf('with token 1'));
+    expect(out).toMatch(/REJECTS A's write with token 1 \(highest token seen: 2\)/);
+    expect(out).toMatch(/^summary: /m);
+  });
+});
