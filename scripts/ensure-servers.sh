@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Makes sure the server binaries the store tests start privately are installed.
+# Installs missing Debian packages when it can (root with apt-get); otherwise says what is missing.
+# The tests never use the system's running instances: they start their own on free loopback ports.
+set -u
+missing=()
+have_pg() { ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; }
+have_pg || missing+=(postgresql)
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "leasehold: installing server packages for the store tests: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || {
+    echo "leasehold: could not install ${missing[*]}" >&2
+    exit 1
+  }
+else
+  echo "leasehold: missing server packages ${missing[*]}: their store tests will be skipped (and fail under CI=1)" >&2
+fi
