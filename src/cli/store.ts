@@ -36,8 +36,8 @@ export async function withStore<T>(url: string, fn: (store: LeaseStore) => Promi
 }
 
 /**
- * Keeps the process alive until `promise` settles. The library's own timers are unref'd, so a
- * command that only waits on them (a backoff between acquire attempts) would otherwise just exit.
+ * Keeps the process alive until `promise` settles. The library's background timers (heartbeats,
+ * deadlines) are unref'd, so a command that only waits for one of them to fire would otherwise exit.
  */
 export async function keepAlive<T>(promise: Promise<T>): Promise<T> {
   const timer = setInterval(() => undefined, 60_000);

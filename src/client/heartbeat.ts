@@ -1,3 +1,4 @@
+import type { Lease } from '../core/lease.js';
 import type { LeaseStore } from '../core/store.js';
 import { validUntil, type Clock, type TimerHandle } from '../core/time.js';
 import type { HeldLease } from './held-lease.js';

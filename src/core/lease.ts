@@ -19,3 +19,6 @@ export interface Lease extends LeaseRecord {
 export function isLive(record: LeaseRecord, now: number, skewMs = 0): boolean {
   return record.owner !== '' && record.expiresAt + skewMs >= now;
 }
+
+/** What identifies one grant of a lease: enough to release it. */
+export type LeaseRef = Pick<Lease, 'resource' | 'owner' | 'token'>;

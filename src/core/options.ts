@@ -1,5 +1,5 @@
 import { invalidArgument } from './errors.js';
-import type { Lease } from './lease.js';
+import type { Lease, LeaseRef } from './lease.js';
 
 /** Limits every store and the client enforce, so any name that passes round-trips on every store. */
 export const LIMITS = Object.freeze({
@@ -57,23 +57,41 @@ export function checkToken(value: unknown, field = 'token'): number {
   return value;
 }
 
-/** Checks a lease handed back to a store: the fields a compare-and-set relies on. */
-export function checkLease(value: unknown, field = 'lease'): Lease {
+/** Checks a lease reference handed back to a store: the fields a release compares. */
+export function checkLeaseRef(value: unknown, field = 'lease'): LeaseRef {
   if (typeof value !== 'object' || value === null)
     throw invalidArgument(field, `must be a lease object, got ${describe(value)}`);
   const lease = value as Record<string, unknown>;
   checkResource(lease.resource, `${field}.resource`);
   checkOwner(lease.owner, `${field}.owner`);
   checkToken(lease.token, `${field}.token`);
-  checkTtl(lease.ttlMs, `${field}.ttlMs`);
+  return value as LeaseRef;
+}
+
+/** Checks a lease handed back to a store for renewal: a reference plus the TTL it was granted with. */
+export function checkLease(value: unknown, field = 'lease'): Lease {
+  checkLeaseRef(value, field);
+  checkTtl((value as Lease).ttlMs, `${field}.ttlMs`);
   return value as Lease;
 }
 
 export function checkLeases(value: unknown, field = 'leases'): readonly Lease[] {
+  return checkArray(value, field, checkLease);
+}
+
+export function checkLeaseRefs(value: unknown, field = 'leases'): readonly LeaseRef[] {
+  return checkArray(value, field, checkLeaseRef);
+}
+
+function checkArray<T>(
+  value: unknown,
+  field: string,
+  check: (v: unknown, f: string) => T,
+): readonly T[] {
   if (!Array.isArray(value))
     throw invalidArgument(field, `must be an array, got ${describe(value)}`);
-  value.forEach((lease, i) => checkLease(lease, `${field}[${i}]`));
-  return value as Lease[];
+  value.forEach((item, i) => check(item, `${field}[${i}]`));
+  return value as T[];
 }
 
 export interface ListOptions {

@@ -1,7 +1,9 @@
 import { ErrorCode, LeaseError } from './errors.js';
-import type { Lease, LeaseRecord } from './lease.js';
+import type { Lease, LeaseRecord, LeaseRef } from './lease.js';
 import {
   checkLease,
+  checkLeaseRef,
+  checkLeaseRefs,
   checkLeases,
   checkListOptions,
   checkOwner,
@@ -44,11 +46,11 @@ export interface LeaseStore {
   /** Extends a lease still ours (same owner and token); `null` when it is not. */
   renew(lease: Lease, ttlMs?: number): Promise<Lease | null>;
   /** Gives a lease up (owner and token must match); `false` when it was no longer ours. */
-  release(lease: Lease): Promise<boolean>;
+  release(lease: LeaseRef): Promise<boolean>;
   /** `renew` for many leases, results in input order. */
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]>;
   /** `release` for many leases, results in input order. */
-  releaseMany(leases: readonly Lease[]): Promise<boolean[]>;
+  releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]>;
   get(resource: string): Promise<LeaseRecord | null>;
   /** Records in resource order; `prefix` is matched literally. */
   list(options?: ListOptions): Promise<LeaseRecord[]>;
@@ -75,7 +77,7 @@ export abstract class StoreBase implements LeaseStore {
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]>;
-  protected abstract doReleaseMany(leases: readonly Lease[]): Promise<boolean[]>;
+  protected abstract doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]>;
   protected abstract doGet(resource: string): Promise<LeaseRecord | null>;
   protected abstract doList(prefix: string, limit: number): Promise<LeaseRecord[]>;
   protected abstract doClose(): Promise<void>;
@@ -86,7 +88,7 @@ export abstract class StoreBase implements LeaseStore {
     return result ?? null;
   }
 
-  protected async doRelease(lease: Lease): Promise<boolean> {
+  protected async doRelease(lease: LeaseRef): Promise<boolean> {
     const [result] = await this.doReleaseMany([lease]);
     return result ?? false;
   }
@@ -117,8 +119,8 @@ export abstract class StoreBase implements LeaseStore {
     });
   }
 
-  release(lease: Lease): Promise<boolean> {
-    return this.run('release', () => this.doRelease(checkLease(lease)));
+  release(lease: LeaseRef): Promise<boolean> {
+    return this.run('release', () => this.doRelease(checkLeaseRef(lease)));
   }
 
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]> {
@@ -131,9 +133,9 @@ export abstract class StoreBase implements LeaseStore {
     });
   }
 
-  releaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+  releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     return this.run('releaseMany', async () => {
-      checkLeases(leases);
+      checkLeaseRefs(leases);
       if (leases.length === 0) return [];
       return this.doReleaseMany(leases);
     });

@@ -12,16 +12,19 @@ export interface Clock {
   now(): number;
   /** Monotonic time in ms (`performance.now()` by default): what a holder's deadline is measured on. */
   monotonic(): number;
-  /** Runs `fn` after `ms`. Timers never keep the process alive. */
-  setTimeout(fn: () => void, ms: number): TimerHandle;
+  /**
+   * Runs `fn` after `ms`. Background timers (heartbeats, deadlines) never keep the process alive;
+   * `keepAlive` is for a wait the caller is awaiting, such as the backoff inside `acquire()`.
+   */
+  setTimeout(fn: () => void, ms: number, options?: { keepAlive?: boolean }): TimerHandle;
 }
 
 export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),
   monotonic: () => performance.now(),
-  setTimeout(fn: () => void, ms: number): TimerHandle {
+  setTimeout(fn: () => void, ms: number, options?: { keepAlive?: boolean }): TimerHandle {
     const timer = setTimeout(fn, Math.max(0, ms));
-    timer.unref();
+    if (!options?.keepAlive) timer.unref();
     return { clear: () => clearTimeout(timer) };
   },
 });
@@ -43,7 +46,10 @@ export function validUntil(tSent: number, ttlMs: number, maxClockSkewMs: number)
   return tSent + ttlMs - driftMs(ttlMs) - maxClockSkewMs;
 }
 
-/** Resolves after `ms` on `clock`, or rejects with `signal.reason` when it aborts first. */
+/**
+ * Resolves after `ms` on `clock`, or rejects with `signal.reason` when it aborts first. The timer
+ * keeps the process alive: someone is awaiting it.
+ */
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -51,10 +57,14 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
       timer.clear();
       reject(signal?.reason);
     };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+    const timer = clock.setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      ms,
+      { keepAlive: true },
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -1,4 +1,4 @@
-import type { Lease, LeaseRecord, LeaseStore, ListOptions } from '../../src/index.js';
+import type { Lease, LeaseRecord, LeaseRef, LeaseStore, ListOptions } from '../../src/index.js';
 import { LeaseError } from '../../src/index.js';
 
 type Method = 'tryAcquire' | 'renew' | 'release' | 'renewMany' | 'releaseMany' | 'get' | 'list';
@@ -55,14 +55,14 @@ export class FaultyStore implements LeaseStore {
   renew(lease: Lease, ttlMs?: number): Promise<Lease | null> {
     return this.call('renew', () => this.inner.renew(lease, ttlMs));
   }
-  release(lease: Lease): Promise<boolean> {
+  release(lease: LeaseRef): Promise<boolean> {
     return this.call('release', () => this.inner.release(lease));
   }
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]> {
     this.batchSizes.push(leases.length);
     return this.call('renewMany', () => this.inner.renewMany(leases, ttlMs));
   }
-  releaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+  releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     return this.call('releaseMany', () => this.inner.releaseMany(leases));
   }
   get(resource: string): Promise<LeaseRecord | null> {

@@ -10,7 +10,7 @@ import {
 import { durationOption, formatDuration } from '../duration.js';
 import { expiresText, fields, viewRecord } from '../format.js';
 import { CliFailure, print, printJson } from '../output.js';
-import { keepAlive, storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
+import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
 
 interface AcquireOptions extends StoreOptions {
   owner: string;
@@ -48,7 +48,7 @@ export function registerAcquire(program: Command): void {
         ttlMs: options.ttl,
         autoRenew: false,
       });
-      const held = await keepAlive(acquireOrExplain(client, store, resource, options.wait));
+      const held = await acquireOrExplain(client, store, resource, options.wait);
       const { owner, token, expiresAt, ttlMs } = held.lease;
       if (options.json) {
         printJson({ resource, owner, token, expiresAt, ttlMs, clock: store.capabilities.clock });

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { LIMITS } from '../../index.js';
 import { integerOption } from '../numbers.js';
 import { CliFailure, print, printJson } from '../output.js';
 import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
@@ -24,15 +23,7 @@ export function registerRelease(program: Command): void {
   ).action((resource: string, options: ReleaseOptions) =>
     withStore(storeUrl(options), async (store) => {
       const { owner, token } = options;
-      // A release compares resource, owner and token only; the store contract's Lease also carries
-      // the TTL it was granted with, which a release never reads, so any valid value will do.
-      const released = await store.release({
-        resource,
-        owner,
-        token,
-        expiresAt: 0,
-        ttlMs: LIMITS.ttlMinMs,
-      });
+      const released = await store.release({ resource, owner, token });
       if (options.json) printJson({ resource, owner, token, released });
       if (!released) {
         throw new CliFailure(

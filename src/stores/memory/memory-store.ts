@@ -1,4 +1,4 @@
-import type { Lease, LeaseRecord } from '../../core/lease.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { compareResources, StoreBase, type StoreCapabilities } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
 import { resolveMemoryOptions, type MemoryStoreOptions } from './memory-options.js';
@@ -56,7 +56,7 @@ export class MemoryStore extends StoreBase {
     });
   }
 
-  protected async doReleaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+  protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     return leases.map((lease) => {
       const current = this.records.get(lease.resource);
       if (!current || current.owner !== lease.owner || current.token !== lease.token) return false;

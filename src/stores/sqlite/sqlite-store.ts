@@ -1,5 +1,5 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord } from '../../core/lease.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { prefixEnd, StoreBase, type StoreCapabilities } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
 import { loadDriver } from '../../core/load-driver.js';
@@ -43,7 +43,7 @@ export class SqliteStore extends StoreBase {
   private readonly renewBatch: Transaction<
     (leases: readonly Lease[], ttlMs: number | undefined) => (Lease | null)[]
   >;
-  private readonly releaseBatch: Transaction<(leases: readonly Lease[]) => boolean[]>;
+  private readonly releaseBatch: Transaction<(leases: readonly LeaseRef[]) => boolean[]>;
 
   /** Opens (creating when needed) the SQLite file at `path`; `':memory:'` for a private in-memory database. */
   static async open(path: string, options?: SqliteStoreOptions): Promise<SqliteStore> {
@@ -98,7 +98,7 @@ export class SqliteStore extends StoreBase {
       const now = this.clock.now();
       return leases.map((lease) => this.renewOne(lease, ttlMs, now));
     });
-    this.releaseBatch = db.transaction((leases: readonly Lease[]) =>
+    this.releaseBatch = db.transaction((leases: readonly LeaseRef[]) =>
       leases.map((lease) => this.releaseOne(lease)),
     );
   }
@@ -122,7 +122,7 @@ export class SqliteStore extends StoreBase {
     return this.renewOne(lease, ttlMs, this.clock.now());
   }
 
-  protected override async doRelease(lease: Lease): Promise<boolean> {
+  protected override async doRelease(lease: LeaseRef): Promise<boolean> {
     return this.releaseOne(lease);
   }
 
@@ -134,7 +134,7 @@ export class SqliteStore extends StoreBase {
     return this.renewBatch.immediate(leases, ttlMs);
   }
 
-  protected async doReleaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+  protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     return this.releaseBatch.immediate(leases);
   }
 
@@ -190,7 +190,7 @@ export class SqliteStore extends StoreBase {
       : null;
   }
 
-  private releaseOne(lease: Lease): boolean {
+  private releaseOne(lease: LeaseRef): boolean {
     return (
       this.sql.release.run({ resource: lease.resource, owner: lease.owner, token: lease.token })
         .changes > 0
