@@ -128,7 +128,7 @@ export class Heartbeat {
 
   private apply(
     held: HeldLease,
-    result: import('../core/lease.js').Lease | null,
+    result: Lease | null,
     tSent: number,
   ): void {
     if (result === null) {
