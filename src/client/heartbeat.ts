@@ -9,8 +9,6 @@ export interface HeartbeatOptions {
   readonly heartbeatMs: number;
   readonly maxClockSkewMs: number;
   readonly autoRenew: boolean;
-  /** Called when a lease is over, so the client forgets it. */
-  readonly onEnded: (held: HeldLease) => void;
   /** Called once for a lease that a late renewal extended after it was declared lost. */
   readonly onLateRenewal: (held: HeldLease) => void;
 }
@@ -32,9 +30,7 @@ export class Heartbeat {
 
   add(held: HeldLease): void {
     this.leases.add(held);
-    held.once('lost', () => this.end(held));
-    held.once('released', () => this.end(held));
-    this.armWatchdog();
+    this.armWatchdog(held);
     if (this.options.autoRenew && !this.beatTimer && !this.stopped)
       this.scheduleBeat(this.options.heartbeatMs);
   }
@@ -75,9 +71,9 @@ export class Heartbeat {
     this.watchAt = Infinity;
   }
 
-  private end(held: HeldLease): void {
+  /** Forgets a lease that was lost or released. */
+  end(held: HeldLease): void {
     this.leases.delete(held);
-    this.options.onEnded(held);
     if (this.leases.size === 0) {
       this.watchTimer?.clear();
       this.watchTimer = undefined;
@@ -126,11 +122,7 @@ export class Heartbeat {
     }
   }
 
-  private apply(
-    held: HeldLease,
-    result: Lease | null,
-    tSent: number,
-  ): void {
+  private apply(held: HeldLease, result: Lease | null, tSent: number): void {
     if (result === null) {
       held.markLost(
         'the store no longer shows it as ours (it expired and was taken, or was released)',
@@ -168,9 +160,13 @@ export class Heartbeat {
     }
   }
 
-  private armWatchdog(): void {
-    let next = Infinity;
-    for (const held of this.leases) {
+  /**
+   * Arms the one deadline timer at the earliest moment any lease changes state. With `added`, only
+   * that lease can move the moment earlier (O(1) per acquire); otherwise every lease is scanned.
+   */
+  private armWatchdog(added?: HeldLease): void {
+    let next = added && this.watchTimer ? this.watchAt : Infinity;
+    for (const held of added ? [added] : this.leases) {
       const at = held.state === 'held' ? held.atRiskAt : held.validUntil;
       if (at < next) next = at;
     }

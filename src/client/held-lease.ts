@@ -21,6 +21,12 @@ export interface LeaseKeeper {
   readonly clock: Clock;
   renewLease(held: HeldLease): Promise<void>;
   releaseLease(held: HeldLease): Promise<void>;
+  /** Told of every state change, before the lease's own listeners. */
+  stateChanged(
+    held: HeldLease,
+    state: 'at-risk' | 'lost' | 'released',
+    detail?: string | LeaseError,
+  ): void;
 }
 
 /**
@@ -34,7 +40,9 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   private current: Lease;
   private deadline: number;
   private status: LeaseState = 'held';
-  private readonly controller = new AbortController();
+  /** Made on first use of `signal`: most of the cost of ending 10,000 leases is aborting signals nobody read. */
+  private controller: AbortController | undefined;
+  private endReason: LeaseError | undefined;
   /** Set while renewals are failing; cleared by the next success. */
   failing = false;
   /** Monotonic time the last renewal was sent. */
@@ -79,6 +87,10 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
 
   /** Aborts with a `LeaseError`: `LEASE_LOST` when lost, `LEASE_RELEASED` when given up. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.endReason) this.controller.abort(this.endReason);
+    }
     return this.controller.signal;
   }
 
@@ -140,6 +152,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   markAtRisk(reason: string): void {
     if (this.status !== 'held') return;
     this.status = 'at-risk';
+    this.keeper.stateChanged(this, 'at-risk', reason);
     this.emit('at-risk', reason);
   }
 
@@ -147,7 +160,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   markLost(message: string, cause?: unknown): LeaseError | undefined {
     if (this.isTerminal) return undefined;
     this.status = 'lost';
-    const error = new LeaseError(
+    const error = quietError(
       ErrorCode.LEASE_LOST,
       `lease on ${JSON.stringify(this.resource)} (token ${this.token}) lost: ${message}`,
       {
@@ -156,26 +169,45 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
         retryable: false,
       },
     );
-    this.controller.abort(error);
+    this.end(error);
+    this.keeper.stateChanged(this, 'lost', error);
     this.emit('lost', error);
     return error;
+  }
+
+  private end(reason: LeaseError): void {
+    this.endReason = reason;
+    this.controller?.abort(reason);
   }
 
   /** @internal */
   markReleased(): boolean {
     if (this.isTerminal) return false;
     this.status = 'released';
-    this.controller.abort(
-      new LeaseError(
+    this.end(
+      quietError(
         ErrorCode.LEASE_RELEASED,
         `lease on ${JSON.stringify(this.resource)} (token ${this.token}) released`,
-        {
-          resource: this.resource,
-          retryable: false,
-        },
+        { resource: this.resource, retryable: false },
       ),
     );
+    this.keeper.stateChanged(this, 'released');
     this.emit('released');
     return true;
+  }
+}
+
+/**
+ * A `LeaseError` without a stack trace: the reason a signal aborts with is raised by a timer or a
+ * shutdown, not by the code that will read it, and capturing a stack for each of 10,000 leases on
+ * close would dominate shutdown time.
+ */
+function quietError(...args: ConstructorParameters<typeof LeaseError>): LeaseError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new LeaseError(...args);
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }

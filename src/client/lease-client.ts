@@ -48,15 +48,21 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     } = this.options);
     this.heartbeat = new Heartbeat({
       ...this.options,
-      onEnded: (held) => {
-        if (this.leases.get(held.resource) === held) this.leases.delete(held.resource);
-      },
       onLateRenewal: (held) => void this.releaseQuietly(held),
     });
     this.keeper = {
       clock: this.options.clock,
       renewLease: (held) => this.renewLease(held),
       releaseLease: (held) => this.releaseLease(held),
+      stateChanged: (held, state, detail) => {
+        if (state !== 'at-risk') {
+          this.heartbeat.end(held);
+          if (this.leases.get(held.resource) === held) this.leases.delete(held.resource);
+        }
+        if (state === 'at-risk') this.emit('at-risk', held, detail as string);
+        else if (state === 'lost') this.emit('lost', held, detail as LeaseError);
+        else this.emit('released', held);
+      },
     };
   }
 
@@ -86,9 +92,6 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       this.assertOpen();
     }
     this.leases.set(resource, held);
-    held.on('at-risk', (reason) => this.emit('at-risk', held, reason));
-    held.once('lost', (error) => this.emit('lost', held, error));
-    held.once('released', () => this.emit('released', held));
     this.heartbeat.add(held);
     this.emit('acquired', held);
     return held;

@@ -10,7 +10,12 @@ export const LIMITS = Object.freeze({
   listMaxLimit: 100_000,
 });
 
-const encoder = new TextEncoder();
+/** UTF-8 length, computed only when the string could be over `max` (each UTF-16 unit is at most 3 bytes). */
+function overBytes(value: string, max: number): number | undefined {
+  if (value.length * 3 <= max) return undefined;
+  const bytes = Buffer.byteLength(value, 'utf8');
+  return bytes > max ? bytes : undefined;
+}
 
 function checkName(field: string, value: unknown, maxBytes: number): string {
   if (typeof value !== 'string')
@@ -19,8 +24,8 @@ function checkName(field: string, value: unknown, maxBytes: number): string {
   if (!value.isWellFormed())
     throw invalidArgument(field, 'must be well-formed UTF-16 (it has a lone surrogate)');
   if (value.includes('\u0000')) throw invalidArgument(field, 'must not contain the NUL character');
-  const bytes = encoder.encode(value).length;
-  if (bytes > maxBytes)
+  const bytes = overBytes(value, maxBytes);
+  if (bytes !== undefined)
     throw invalidArgument(field, `must be at most ${maxBytes} UTF-8 bytes, got ${bytes}`);
   return value;
 }
@@ -112,7 +117,7 @@ export function checkListOptions(value: unknown): Required<ListOptions> {
       `must be a well-formed string without NUL, got ${describe(prefix)}`,
     );
   }
-  if (encoder.encode(prefix).length > LIMITS.resourceMaxBytes) {
+  if (overBytes(prefix, LIMITS.resourceMaxBytes) !== undefined) {
     throw invalidArgument('prefix', `must be at most ${LIMITS.resourceMaxBytes} UTF-8 bytes`);
   }
   if (

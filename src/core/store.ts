@@ -103,7 +103,7 @@ export abstract class StoreBase implements LeaseStore {
   }
 
   tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    return this.run('tryAcquire', () => {
+    return this.guarded('tryAcquire', () => {
       checkResource(resource);
       checkOwner(owner);
       checkTtl(ttlMs);
@@ -112,7 +112,7 @@ export abstract class StoreBase implements LeaseStore {
   }
 
   renew(lease: Lease, ttlMs?: number): Promise<Lease | null> {
-    return this.run('renew', () => {
+    return this.guarded('renew', () => {
       checkLease(lease);
       if (ttlMs !== undefined) checkTtl(ttlMs);
       return this.doRenew(lease, ttlMs);
@@ -120,11 +120,11 @@ export abstract class StoreBase implements LeaseStore {
   }
 
   release(lease: LeaseRef): Promise<boolean> {
-    return this.run('release', () => this.doRelease(checkLeaseRef(lease)));
+    return this.guarded('release', () => this.doRelease(checkLeaseRef(lease)));
   }
 
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]> {
-    return this.run('renewMany', async () => {
+    return this.guarded('renewMany', async () => {
       checkLeases(leases);
       if (ttlMs !== undefined) checkTtl(ttlMs);
       if (leases.length === 0) return [];
@@ -134,7 +134,7 @@ export abstract class StoreBase implements LeaseStore {
   }
 
   releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return this.run('releaseMany', async () => {
+    return this.guarded('releaseMany', async () => {
       checkLeaseRefs(leases);
       if (leases.length === 0) return [];
       return this.doReleaseMany(leases);
@@ -142,11 +142,11 @@ export abstract class StoreBase implements LeaseStore {
   }
 
   get(resource: string): Promise<LeaseRecord | null> {
-    return this.run('get', () => this.doGet(checkResource(resource)));
+    return this.guarded('get', () => this.doGet(checkResource(resource)));
   }
 
   list(options?: ListOptions): Promise<LeaseRecord[]> {
-    return this.run('list', () => {
+    return this.guarded('list', () => {
       const { prefix, limit } = checkListOptions(options);
       return this.doList(prefix, limit);
     });
@@ -166,7 +166,7 @@ export abstract class StoreBase implements LeaseStore {
     return this.closed;
   }
 
-  private async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  private async guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     if (this.closed) {
       throw new LeaseError(
         ErrorCode.STORE_UNAVAILABLE,
