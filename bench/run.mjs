@@ -85,13 +85,13 @@ for (const name of wanted) {
   }
 
   // Memory per held lease in a client (handle, heartbeat bookkeeping, AbortController).
-  if (global.gc) {
+  if (globalThis.gc) {
     const client = new LeaseClient({ store, owner: 'heap', ttlMs: 20_000 });
-    global.gc();
+    globalThis.gc();
     const before = process.memoryUsage().heapUsed;
     const count = Math.round(10_000 * scale);
     for (let i = 0; i < count; i++) await client.tryAcquire(`heap/${i}`);
-    global.gc();
+    globalThis.gc();
     record(
       name,
       'client heap per held lease',
