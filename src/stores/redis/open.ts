@@ -1,11 +1,12 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { StoreUrl } from '../../core/open-store.js';
-import type { LeaseStore } from '../../core/store.js';
+import { parseRedisUrl } from './redis-url.js';
+import { RedisStore } from './redis-store.js';
 
-// Placeholder until the redis adapter lands: the scheme is reserved and says so.
-export async function openRedis(url: StoreUrl): Promise<LeaseStore> {
-  throw new LeaseError(
-    ErrorCode.STORE_URL_INVALID,
-    `the redis store is not available in this build (${url.redacted})`,
-  );
+/**
+ * `redis://[user:password@]host[:port][/db]` or `rediss://…` (TLS), with
+ * `?prefix=leasehold:&shards=&connectTimeoutMs=5000&commandTimeoutMs=5000&cluster=`;
+ * `cluster=yes` (the host is a seed) or `cluster=host:port,host:port` (more seeds) for Redis Cluster.
+ */
+export async function openRedis(url: StoreUrl): Promise<RedisStore> {
+  return RedisStore.connect(parseRedisUrl(url));
 }

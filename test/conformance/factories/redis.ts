@@ -1,16 +1,18 @@
+import { openStore, type LeaseStore } from '../../../src/index.js';
+import { RedisServer, redisUnavailable } from '../../harness/redis-server.js';
 import type { StoreFactory } from '../factory.js';
 
-// Placeholder until the redis adapter lands.
+/** A private single Redis server; each namespace is a key prefix, opened through a store URL. */
 export function redisFactory(): StoreFactory {
-  const fail = async (): Promise<never> => {
-    throw new Error('redis adapter not built yet');
-  };
+  let server: RedisServer | undefined;
   return {
     name: 'redis',
     durable: true,
-    unavailable: () => 'redis adapter not built yet',
-    setup: fail,
-    open: fail,
-    teardown: async () => {},
+    unavailable: redisUnavailable,
+    setup: async () => {
+      server = await RedisServer.start();
+    },
+    open: (namespace): Promise<LeaseStore> => openStore(`${server!.url}?prefix=${namespace}:`),
+    teardown: async () => server?.stop(),
   };
 }

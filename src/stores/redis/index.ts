@@ -1,0 +1,4 @@
+export { RedisStore } from './redis-store.js';
+export type { RedisClient, RedisSubscriber } from './redis-client.js';
+export type { RedisStoreOptions } from './redis-options.js';
+export type { Unwatch } from './redis-watch.js';

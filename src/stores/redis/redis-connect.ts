@@ -1,0 +1,75 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { loadDriver } from '../../core/load-driver.js';
+import { withDeadline, type RedisClient } from './redis-client.js';
+import { mapRedisError } from './redis-errors.js';
+import { REDIS_DEFAULTS } from './redis-options.js';
+import type { RedisNode, RedisTarget } from './redis-url.js';
+
+/** A client this store made: it connects explicitly and reports errors as events. */
+interface OwnedClient extends RedisClient {
+  connect(): Promise<unknown>;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/** The part of the `ioredis` module this store uses. */
+interface IoredisModule {
+  Redis: new (options: object) => OwnedClient;
+  Cluster: new (nodes: RedisNode[], options: object) => OwnedClient;
+}
+
+/**
+ * Connects to what a URL names, failing with `STORE_UNAVAILABLE` within `connectTimeoutMs`.
+ * Reconnects are quick (up to 1 s apart) because a lease store that is back should be used at
+ * once; every command has a deadline, and a command lost with its connection is retried once.
+ */
+export async function connectRedis(
+  target: RedisTarget,
+  commandTimeoutMs: number = REDIS_DEFAULTS.commandTimeoutMs,
+): Promise<RedisClient> {
+  const ioredis = await loadDriver<IoredisModule>('ioredis', 'redis');
+  const connection = {
+    username: target.username,
+    password: target.password,
+    tls: target.tls ? { servername: target.nodes[0]!.host } : undefined,
+    connectTimeout: target.connectTimeoutMs,
+    commandTimeout: commandTimeoutMs,
+    maxRetriesPerRequest: 1,
+    protocol: 2, // RESP2 works with every Redis from 5 on; `watch` uses its own connection anyway
+  };
+  const client = target.cluster
+    ? new ioredis.Cluster([...target.nodes], {
+        lazyConnect: true,
+        clusterRetryStrategy: (times: number) => Math.min(times * 100, 1000),
+        slotsRefreshTimeout: Math.min(target.connectTimeoutMs, 2000),
+        redisOptions: connection,
+      })
+    : new ioredis.Redis({
+        ...connection,
+        ...target.nodes[0],
+        db: target.db,
+        lazyConnect: true,
+        retryStrategy: (times: number) => Math.min(times * 50, 1000),
+      });
+  // Command errors reach their callers; these events would otherwise be printed by ioredis.
+  let lastError: Error | undefined;
+  client.on('error', (error) => {
+    lastError = error;
+  });
+  try {
+    await withDeadline(client.connect(), target.connectTimeoutMs, 'connect');
+    return client;
+  } catch (error) {
+    client.disconnect();
+    const cause = lastError ?? error;
+    const mapped = mapRedisError(cause, 'connect');
+    const detail =
+      cause instanceof LeaseError
+        ? `no answer within ${target.connectTimeoutMs} ms (is it paused or unreachable?)`
+        : mapped.message.replace(/^Redis connect failed: /, '');
+    throw new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `cannot connect to Redis at ${target.redacted}: ${detail}`,
+      { cause, retryable: mapped.retryable },
+    );
+  }
+}

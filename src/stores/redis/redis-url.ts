@@ -1,0 +1,93 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { intParam, takeParams, type StoreUrl } from '../../core/open-store.js';
+import { checkPrefix, REDIS_DEFAULTS, type RedisStoreOptions } from './redis-options.js';
+
+export interface RedisNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** What a `redis://` or `rediss://` URL asks for. */
+export interface RedisTarget {
+  /** The one server, or the cluster seeds (the URL's host first). */
+  readonly nodes: readonly RedisNode[];
+  readonly cluster: boolean;
+  readonly tls: boolean;
+  readonly username: string | undefined;
+  readonly password: string | undefined;
+  readonly db: number;
+  readonly connectTimeoutMs: number;
+  readonly store: RedisStoreOptions;
+  /** The URL without its password, for messages. */
+  readonly redacted: string;
+}
+
+const PARAMS = ['prefix', 'shards', 'connectTimeoutMs', 'commandTimeoutMs', 'cluster'];
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[^\s:,/[\]]+):(\d{1,5})$/;
+
+/**
+ * `redis[s]://[user:password@]host[:port][/db]?prefix=&shards=&connectTimeoutMs=&commandTimeoutMs=&cluster=`.
+ * `cluster=yes` treats the host as a Redis Cluster seed; `cluster=h2:p2,h3:p3` adds more seeds.
+ */
+export function parseRedisUrl(url: StoreUrl): RedisTarget {
+  const bad = (problem: string): LeaseError =>
+    new LeaseError(ErrorCode.STORE_URL_INVALID, `${problem} in ${url.redacted}`, {
+      retryable: false,
+    });
+  if (!url.rest.startsWith('//')) throw bad('expected redis://host:port');
+  let parsed: URL;
+  try {
+    parsed = new URL(`${url.scheme}:${url.rest}`);
+  } catch {
+    throw bad('malformed host, port or credentials');
+  }
+  const host = unbracket(parsed.hostname) || '127.0.0.1';
+  const port = parsed.port === '' ? 6379 : Number(parsed.port);
+  const path = parsed.pathname.replace(/^\//, '');
+  if (!/^\d{0,2}$/.test(path)) throw bad(`database "${path}" must be a number`);
+  const db = path === '' ? 0 : Number(path);
+
+  const params = takeParams(url, PARAMS);
+  let prefix: string | undefined;
+  if (params.prefix !== undefined) {
+    try {
+      prefix = checkPrefix(params.prefix);
+    } catch (error) {
+      throw bad(`parameter ${(error as Error).message}`);
+    }
+  }
+  const seeds = clusterSeeds(params.cluster, bad);
+  if (seeds && db !== 0) throw bad('a Redis Cluster has only database 0');
+  return {
+    nodes: [{ host, port }, ...(seeds ?? [])],
+    cluster: seeds !== undefined,
+    tls: url.scheme === 'rediss',
+    username: parsed.username === '' ? undefined : decodeURIComponent(parsed.username),
+    password: parsed.password === '' ? undefined : decodeURIComponent(parsed.password),
+    db,
+    connectTimeoutMs: intParam(url, params, 'connectTimeoutMs') ?? REDIS_DEFAULTS.connectTimeoutMs,
+    store: {
+      prefix,
+      shards: intParam(url, params, 'shards'),
+      commandTimeoutMs: intParam(url, params, 'commandTimeoutMs'),
+    },
+    redacted: url.redacted,
+  };
+}
+
+function clusterSeeds(
+  value: string | undefined,
+  bad: (problem: string) => LeaseError,
+): RedisNode[] | undefined {
+  if (value === undefined || value === 'no' || value === 'false' || value === '0') return undefined;
+  if (value === 'yes' || value === 'true' || value === '1') return [];
+  return value.split(',').map((item) => {
+    const match = HOST_PORT.exec(item.trim());
+    if (!match) throw bad(`cluster seed "${item}" must be host:port`);
+    return { host: unbracket(match[1]!), port: Number(match[2]) };
+  });
+}
+
+function unbracket(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}

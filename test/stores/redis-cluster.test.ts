@@ -1,0 +1,66 @@
+import { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type LeaseStore } from '../../src/index.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+import { waitFor } from '../harness/processes.js';
+import { RedisCluster, redisUnavailable } from '../harness/redis-server.js';
+
+describe.skipIf(redisUnavailable() !== null)('redis store on a 3-master cluster', () => {
+  let cluster: RedisCluster;
+  const opened: LeaseStore[] = [];
+  const open = async (prefix: string): Promise<RedisStore> => {
+    const [first, ...rest] = cluster.seeds;
+    const store = await openStore(`redis://${first}?cluster=${rest.join(',')}&prefix=${prefix}`);
+    opened.push(store);
+    return store as RedisStore;
+  };
+
+  beforeAll(async () => {
+    cluster = await RedisCluster.start();
+  });
+  afterAll(async () => {
+    await Promise.allSettled(opened.map((s) => s.close()));
+    await cluster.stop();
+  });
+
+  it('spreads leases over every master; batches and list still answer in order', async () => {
+    const store = await open('spread:');
+    const leases = [];
+    for (let i = 0; i < 48; i++) leases.push((await store.tryAcquire(`r/${i}`, 'a', 5000))!);
+    const sizes = await Promise.all(cluster.nodes.map((n) => n.cli('dbsize')));
+    expect(sizes.map(Number).every((n) => n > 0)).toBe(true);
+
+    const reversed = [...leases].reverse();
+    const renewed = await store.renewMany(reversed);
+    expect(renewed.map((r) => r?.resource)).toEqual(reversed.map((l) => l.resource));
+    const names = (await store.list({ prefix: 'r/' })).map((r) => r.resource);
+    expect(names).toEqual(leases.map((l) => l.resource).sort());
+  });
+
+  it('wakes a watcher when a lease is released through another node', async () => {
+    const watcher = await open('watch:');
+    const other = await open('watch:');
+    const seen: string[] = [];
+    const stop = watcher.watch('job/', (e) => seen.push(e.resource));
+    await stop.ready;
+    const leases = [];
+    for (let i = 0; i < 6; i++) leases.push((await other.tryAcquire(`job/${i}`, 'b', 5000))!);
+    expect(await other.releaseMany(leases)).toEqual(leases.map(() => true));
+    await waitFor('six releases', () => seen.length === 6);
+    expect([...seen].sort()).toEqual(leases.map((l) => l.resource).sort());
+    stop();
+  });
+
+  it('works on an ioredis Cluster it was given, laid out like a URL-opened store', async () => {
+    const client = new Cluster(cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })));
+    try {
+      const store = await RedisStore.open(client, { prefix: 'given:' });
+      const url = await open('given:');
+      const lease = await store.tryAcquire('job', 'a', 5000);
+      expect(await url.get('job')).toMatchObject({ owner: 'a', token: lease!.token });
+      await store.close();
+    } finally {
+      client.disconnect();
+    }
+  });
+});
