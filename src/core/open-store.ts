@@ -25,6 +25,8 @@ const openers = new Map<string, Opener>([
   ['mariadb', async (url) => (await import('../stores/mysql/open.js')).openMysql(url)],
   ['redis', async (url) => (await import('../stores/redis/open.js')).openRedis(url)],
   ['rediss', async (url) => (await import('../stores/redis/open.js')).openRedis(url)],
+  ['dynamodb', async (url) => (await import('../stores/dynamodb/open.js')).openDynamodb(url)],
+  ['etcd', async (url) => (await import('../stores/etcd/open.js')).openEtcd(url)],
 ]);
 
 /** Schemes `openStore` understands, for messages and the CLI's help. */

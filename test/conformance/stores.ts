@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { MemoryStore, SqliteStore, type LeaseStore } from '../../src/index.js';
 import { tempDir } from '../harness/processes.js';
 import { freshNamespace, type StoreFactory } from './factory.js';
+import { dynamodbFactory } from './factories/dynamodb.js';
+import { etcdFactory } from './factories/etcd.js';
 import { mysqlFactory } from './factories/mysql.js';
 import { postgresFactory } from './factories/postgres.js';
 import { redisFactory } from './factories/redis.js';
@@ -38,6 +40,8 @@ export const allStores: StoreFactory[] = [
   postgresFactory(),
   mysqlFactory(),
   redisFactory(),
+  dynamodbFactory(),
+  etcdFactory(),
 ];
 
 /** `LEASEHOLD_STORES=sqlite,postgres` narrows the run to those stores. */
