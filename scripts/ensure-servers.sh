@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Makes sure the server binaries the store tests start privately are installed.
+# Makes sure the server binaries the store tests start privately are installed:
+# PostgreSQL, MariaDB, Redis and etcd.
 # Installs missing Debian packages when it can (root with apt-get); otherwise says what is missing.
 # The tests never use the system's running instances: they start their own on free loopback ports.
 set -u
@@ -8,6 +9,7 @@ have_pg() { ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; }
 have_pg || missing+=(postgresql)
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
