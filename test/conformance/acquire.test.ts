@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeStores, expiryWait, sleep } from './stores.js';
 
-describeStores('acquire', ({ open, reopen, factory }) => {
+describeStores('acquire', ({ open, reopen, factory, shortTtl }) => {
   it('grants a free resource with token 1 and records it', async () => {
     const store = await open();
     const lease = await store.tryAcquire('job', 'a', 5000);
@@ -60,9 +60,9 @@ describeStores('acquire', ({ open, reopen, factory }) => {
 
   it('grants an expired resource to another owner with the next token, and not before', async () => {
     const store = await open();
-    await store.tryAcquire('job', 'a', 150);
+    await store.tryAcquire('job', 'a', shortTtl);
     expect(await store.tryAcquire('job', 'b', 5000)).toBeNull();
-    await sleep(expiryWait(store, 150));
+    await sleep(expiryWait(store, shortTtl));
     const taken = await store.tryAcquire('job', 'b', 5000);
     expect(taken).toMatchObject({ owner: 'b', token: 2 });
   });

@@ -2,16 +2,16 @@ import { expect, it } from 'vitest';
 import type { Lease } from '../../src/index.js';
 import { describeStores, expiryWait, sleep } from './stores.js';
 
-describeStores('batch calls', ({ open }) => {
+describeStores('batch calls', ({ open, shortTtl }) => {
   it('renewMany answers each lease in input order, mixing live and lost ones', async () => {
     const store = await open();
     const live1 = (await store.tryAcquire('b1', 'a', 5000))!;
     const released = (await store.tryAcquire('b2', 'a', 5000))!;
     await store.release(released);
     const live2 = (await store.tryAcquire('b3', 'a', 5000))!;
-    const stolen = (await store.tryAcquire('b4', 'a', 120))!;
+    const stolen = (await store.tryAcquire('b4', 'a', shortTtl))!;
     const ghost: Lease = { resource: 'b5', owner: 'a', token: 1, expiresAt: 1, ttlMs: 5000 };
-    await sleep(expiryWait(store, 120));
+    await sleep(expiryWait(store, shortTtl));
     await store.tryAcquire('b4', 'b', 5000);
 
     const results = await store.renewMany([live1, released, live2, stolen, ghost], 7000);

@@ -12,6 +12,11 @@ export interface StoreFactory {
   teardown(): Promise<void>;
   /** Records survive closing the store and opening it again. */
   readonly durable: boolean;
+  /**
+   * The shortest TTL the store can expire promptly, for the tests that wait for an expiry.
+   * @default 120 (a store with whole-second TTLs declares more)
+   */
+  readonly shortTtlMs?: number;
 }
 
 let counter = 0;

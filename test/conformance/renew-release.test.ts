@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeStores, expiryWait, sleep } from './stores.js';
 
-describeStores('renew and release', ({ open }) => {
+describeStores('renew and release', ({ open, shortTtl }) => {
   it('renew extends expiresAt and keeps owner and token', async () => {
     const store = await open();
     const lease = await store.tryAcquire('job', 'a', 1000);
@@ -40,8 +40,8 @@ describeStores('renew and release', ({ open }) => {
 
   it('renew and release with a stale token fail after the resource changed hands', async () => {
     const store = await open();
-    const old = await store.tryAcquire('job', 'a', 120);
-    await sleep(expiryWait(store, 120));
+    const old = await store.tryAcquire('job', 'a', shortTtl);
+    await sleep(expiryWait(store, shortTtl));
     const fresh = await store.tryAcquire('job', 'b', 5000);
     expect(await store.renew(old!)).toBeNull();
     expect(await store.release(old!)).toBe(false);

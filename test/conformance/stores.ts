@@ -54,6 +54,8 @@ export function selectedStores(): StoreFactory[] {
 
 export interface StoreContext {
   readonly factory: StoreFactory;
+  /** A TTL short enough to wait out in a test, yet one the store expires promptly. */
+  readonly shortTtl: number;
   /** A store on a fresh namespace, closed after the test file. */
   open(): Promise<LeaseStore>;
   /** A second store over the same namespace as `store` (for reopen and multi-handle tests). */
@@ -95,6 +97,7 @@ export function describeStores(topic: string, body: (ctx: StoreContext) => void)
       };
       body({
         factory,
+        shortTtl: factory.shortTtlMs ?? 120,
         open: async () => {
           const ns = freshNamespace();
           return track(await factory.open(ns), ns);
@@ -113,7 +116,7 @@ function unusable(factory: StoreFactory): StoreContext {
   const fail = (): never => {
     throw new Error(`${factory.name} unavailable`);
   };
-  return { factory, open: fail, reopen: fail };
+  return { factory, shortTtl: factory.shortTtlMs ?? 120, open: fail, reopen: fail };
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -1,16 +1,20 @@
 import { expect, it } from 'vitest';
 import { describeStores, expiryWait, sleep } from './stores.js';
 
-describeStores('fencing tokens', ({ open, reopen, factory }) => {
+describeStores('fencing tokens', ({ open, reopen, factory, shortTtl }) => {
   it('increase strictly across acquire, release and expiry cycles', async () => {
     const store = await open();
     const tokens: number[] = [];
     for (let i = 0; i < 6; i++) {
-      const lease = await store.tryAcquire('cycle', `owner-${i % 2}`, i % 2 === 0 ? 5000 : 120);
+      const lease = await store.tryAcquire(
+        'cycle',
+        `owner-${i % 2}`,
+        i % 2 === 0 ? 5000 : shortTtl,
+      );
       expect(lease).not.toBeNull();
       tokens.push(lease!.token);
       if (i % 2 === 0) expect(await store.release(lease!)).toBe(true);
-      else await sleep(expiryWait(store, 120));
+      else await sleep(expiryWait(store, shortTtl));
     }
     expect(tokens).toEqual([1, 2, 3, 4, 5, 6]);
     expect((await store.get('cycle'))!.token).toBe(6);
