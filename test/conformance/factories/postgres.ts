@@ -1,16 +1,21 @@
+import { openStore } from '../../../src/index.js';
+import { PostgresServer, postgresUnavailable } from '../../harness/postgres-server.js';
 import type { StoreFactory } from '../factory.js';
 
-// Placeholder until the postgres adapter lands.
+/** A private PostgreSQL 15 per test file; each namespace is its own table. */
 export function postgresFactory(): StoreFactory {
-  const fail = async (): Promise<never> => {
-    throw new Error('postgres adapter not built yet');
-  };
+  let server: PostgresServer | undefined;
   return {
     name: 'postgres',
     durable: true,
-    unavailable: () => 'postgres adapter not built yet',
-    setup: fail,
-    open: fail,
-    teardown: async () => {},
+    unavailable: postgresUnavailable,
+    setup: async () => {
+      server = await PostgresServer.start();
+    },
+    open: (namespace) => openStore(`${server!.url}?table=${namespace}&poolSize=4`),
+    teardown: async () => {
+      await server?.stop();
+      server = undefined;
+    },
   };
 }

@@ -1,0 +1,48 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+
+/**
+ * SQLSTATE classes worth retrying: the server was busy, shutting down, out of resources or lost
+ * the connection, or a statement was cancelled (our statement_timeout) or chose a deadlock victim.
+ */
+const RETRYABLE_CLASSES = new Set(['08', '40', '53', '55', '57', '58', 'XX']);
+
+/** Exceptions to the classes: a dropped database is final; a read-only server may be mid-failover. */
+const FINAL_STATES = new Set(['57P04']);
+const RETRYABLE_STATES = new Set(['25006']);
+
+/**
+ * Turns anything node-postgres throws into a `LeaseError`, once, at the store boundary.
+ * Errors with a SQLSTATE come from the server; the rest (refused or reset connections, connect and
+ * read timeouts, a pool that was ended) are transport failures and worth retrying.
+ */
+export function mapPgError(error: unknown, operation: string, label: string): LeaseError {
+  if (error instanceof LeaseError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const sqlState = sqlStateOf(error);
+  if (sqlState === undefined) {
+    const code = (error as { code?: unknown } | null)?.code;
+    const detail = typeof code === 'string' && !message.includes(code) ? `${code}: ` : '';
+    return new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `${label} ${operation} failed: ${detail}${message}`,
+      { cause: error, retryable: true },
+    );
+  }
+  const retryable =
+    RETRYABLE_STATES.has(sqlState) ||
+    (RETRYABLE_CLASSES.has(sqlState.slice(0, 2)) && !FINAL_STATES.has(sqlState));
+  const what = sqlState === '57014' ? ' (statement timeout)' : '';
+  return new LeaseError(
+    ErrorCode.STORE_UNAVAILABLE,
+    `${label} ${operation} failed${what}: ${message} [SQLSTATE ${sqlState}]`,
+    { cause: error, retryable },
+  );
+}
+
+/** The SQLSTATE of an error the server sent (node-postgres puts it in `code`, beside `severity`). */
+function sqlStateOf(error: unknown): string | undefined {
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
+  return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)
+    ? code
+    : undefined;
+}

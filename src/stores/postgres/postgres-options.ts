@@ -1,0 +1,112 @@
+import { invalidArgument } from '../../core/errors.js';
+import { checkInteger, describe } from '../../core/options.js';
+
+export interface PostgresStoreOptions {
+  /** Schema of the lease table; created when missing. @default 'public' */
+  schema?: string;
+  /** Table holding the lease records; `<table>_meta` holds the schema version. @default 'leasehold_leases' */
+  table?: string;
+  /**
+   * A statement unanswered after this long fails with `STORE_UNAVAILABLE` (the client gives up on
+   * it, and on pools the store creates the server cancels it too), so a paused or partitioned
+   * server never makes a call hang. @default 5000
+   */
+  statementTimeoutMs?: number;
+  /** Connecting (or waiting for a free pooled connection) fails after this long. Pools the store creates only. @default 5000 */
+  connectTimeoutMs?: number;
+  /** Connections in the pool the store creates. @default 10 */
+  poolSize?: number;
+  /**
+   * Prepare each statement once per connection (named prepared statements), which roughly halves
+   * the server's work per call. Turn off behind a pooler that cannot keep them (PgBouncer in
+   * transaction mode before 1.21, or without `max_prepared_statements`). @default true
+   */
+  prepare?: boolean;
+  /**
+   * Send a NOTIFY from every release so `watch` listeners hear of it. Each notifying commit takes
+   * PostgreSQL's notification queue lock; turn it off when nobody watches. @default true
+   */
+  notify?: boolean;
+  /**
+   * Told when the `watch` connection fails (a `STORE_UNAVAILABLE` LeaseError; it reconnects by
+   * itself) or a watch listener throws (what it threw).
+   * @default a process warning (`process.emitWarning`) once per outage and per listener error
+   */
+  onWatchError?: (error: unknown) => void;
+  /** Names the store in error messages; `openStore` passes the URL with its password hidden. @default 'PostgreSQL' */
+  label?: string;
+}
+
+export type ResolvedPostgresOptions = Required<Omit<PostgresStoreOptions, 'onWatchError'>> &
+  Pick<PostgresStoreOptions, 'onWatchError'>;
+
+export const POSTGRES_DEFAULTS = Object.freeze({
+  schema: 'public',
+  table: 'leasehold_leases',
+  statementTimeoutMs: 5000,
+  connectTimeoutMs: 5000,
+  poolSize: 10,
+  prepare: true,
+  notify: true,
+  label: 'PostgreSQL',
+});
+
+// 58 characters leave room for the `_meta` suffix within PostgreSQL's 63-byte identifiers.
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,57}$/;
+
+export function checkIdentifier(field: string, value: unknown): string {
+  if (typeof value !== 'string' || !IDENTIFIER.test(value)) {
+    throw invalidArgument(
+      field,
+      `must be a letter or _ followed by up to 57 letters, digits or _, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+export function resolvePostgresOptions(
+  options: PostgresStoreOptions = {},
+): ResolvedPostgresOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  const notify = checkBoolean('notify', options.notify ?? POSTGRES_DEFAULTS.notify);
+  const prepare = checkBoolean('prepare', options.prepare ?? POSTGRES_DEFAULTS.prepare);
+  const { onWatchError } = options;
+  if (onWatchError !== undefined && typeof onWatchError !== 'function')
+    throw invalidArgument('onWatchError', 'must be a function');
+  const label = options.label ?? POSTGRES_DEFAULTS.label;
+  if (typeof label !== 'string') throw invalidArgument('label', 'must be a string');
+  return {
+    schema: checkIdentifier('schema', options.schema ?? POSTGRES_DEFAULTS.schema),
+    table: checkIdentifier('table', options.table ?? POSTGRES_DEFAULTS.table),
+    statementTimeoutMs: checkInteger(
+      'statementTimeoutMs',
+      options.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs,
+      1,
+      600_000,
+    ),
+    connectTimeoutMs: checkInteger(
+      'connectTimeoutMs',
+      options.connectTimeoutMs ?? POSTGRES_DEFAULTS.connectTimeoutMs,
+      1,
+      600_000,
+    ),
+    poolSize: checkCount('poolSize', options.poolSize ?? POSTGRES_DEFAULTS.poolSize),
+    prepare,
+    notify,
+    onWatchError,
+    label,
+  };
+}
+
+function checkBoolean(field: string, value: unknown): boolean {
+  if (typeof value !== 'boolean')
+    throw invalidArgument(field, `must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
+function checkCount(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1000)
+    throw invalidArgument(field, `must be an integer from 1 to 1000, got ${describe(value)}`);
+  return value;
+}

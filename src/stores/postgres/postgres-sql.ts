@@ -1,0 +1,114 @@
+import { createHash } from 'node:crypto';
+
+/** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
+export const SCHEMA_VERSION = 1;
+
+/** The server's clock in ms since the epoch: the time authority for every expiry decision. */
+const NOW = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
+/** `"schema"."name"`; both parts are checked identifiers (letters, digits, _), never user text. */
+function qualified(schema: string, name: string): string {
+  return `"${schema}"."${name}"`;
+}
+
+/**
+ * The NOTIFY channel of one lease table. Channel names are identifiers (at most 63 bytes):
+ * `schema.table` when it fits, else a digest of it.
+ */
+export function channelName(schema: string, table: string): string {
+  const name = `${schema}.${table}`;
+  if (name.length <= 63) return name;
+  return `leasehold_${createHash('sha256').update(name).digest('hex').slice(0, 40)}`;
+}
+
+/** The DDL run, under an advisory lock, to bring a table from version `i` to `i + 1`. */
+export function migrations(schema: string, table: string): string[] {
+  return [
+    // 0 → 1. COLLATE "C": list order is code-point (UTF-8 byte) order and prefix ranges use the index.
+    `CREATE TABLE IF NOT EXISTS ${qualified(schema, table)} (
+       resource   text COLLATE "C" PRIMARY KEY,
+       owner      text   NOT NULL,
+       token      bigint NOT NULL,
+       expires_at bigint NOT NULL
+     )`,
+  ];
+}
+
+export function setupStatements(schema: string, table: string) {
+  const meta = qualified(schema, `${table}_meta`);
+  return {
+    /** Serialises leasehold's schema changes across every process; released at commit. */
+    lock: `SELECT pg_advisory_xact_lock(hashtext($1::text))`,
+    createSchema: `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
+    createMeta: `CREATE TABLE IF NOT EXISTS ${meta} (key text PRIMARY KEY, value bigint NOT NULL)`,
+    readVersion: `SELECT value FROM ${meta} WHERE key = 'schema_version'`,
+    writeVersion: `INSERT INTO ${meta} (key, value) VALUES ('schema_version', $1::bigint)
+                   ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+  };
+}
+
+/**
+ * One statement per transition, each a single round trip. Values are always bound parameters.
+ * With `notify`, a release also queues a NOTIFY (sent at commit) carrying the resource name.
+ */
+export function statements(schema: string, table: string, notify: boolean) {
+  const t = qualified(schema, table);
+  // $4 is the channel; the payload is the released resource.
+  const released = notify ? `pg_notify($4::text, resource)` : `1`;
+  return {
+    // Insert the first record, or take over a released or expired one: one atomic statement.
+    // excluded.expires_at − ttl is the statement's "now".
+    acquire: `INSERT INTO ${t} AS l (resource, owner, token, expires_at)
+              VALUES ($1::text, $2::text, 1, ${NOW} + $3::bigint)
+              ON CONFLICT (resource) DO UPDATE
+                SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
+                WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
+              RETURNING l.token, l.expires_at`,
+    renew: `UPDATE ${t} SET expires_at = ${NOW} + $4::bigint
+            WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+            RETURNING expires_at`,
+    release: `WITH done AS (
+                UPDATE ${t} SET owner = '', expires_at = 0
+                WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+                RETURNING resource)
+              SELECT ${released} AS released FROM done`,
+    // Every lease in one statement. Duplicates of one (resource, owner, token) update the row once
+    // (with the longest TTL asked for) and all of them succeed, as they would one after another.
+    renewMany: `WITH input AS (
+                  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+                    WITH ORDINALITY AS i(resource, owner, token, ttl, ord)),
+                now AS (SELECT ${NOW} AS ms),
+                want AS (
+                  SELECT resource, owner, token, max(ttl) AS ttl FROM input
+                  GROUP BY resource, owner, token),
+                done AS (
+                  UPDATE ${t} AS l SET expires_at = now.ms + w.ttl
+                  FROM want w, now
+                  WHERE l.resource = w.resource AND l.owner = w.owner AND l.token = w.token
+                  RETURNING l.resource, l.owner, l.token, l.expires_at)
+                SELECT i.ord::int AS ord, d.expires_at FROM input i
+                JOIN done d ON d.resource = i.resource AND d.owner = i.owner AND d.token = i.token`,
+    // Every lease in one statement. Of duplicates, only the first succeeds, as one after another:
+    // after a release the owner no longer matches.
+    releaseMany: `WITH input AS (
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+                      WITH ORDINALITY AS i(resource, owner, token, ord)),
+                  want AS (
+                    SELECT resource, owner, token, min(ord) AS ord FROM input
+                    GROUP BY resource, owner, token),
+                  done AS (
+                    UPDATE ${t} AS l SET owner = '', expires_at = 0
+                    FROM want w
+                    WHERE l.resource = w.resource AND l.owner = w.owner AND l.token = w.token
+                    RETURNING w.ord, l.resource)
+                  SELECT ord::int AS ord, ${released} AS released FROM done`,
+    get: `SELECT owner, token, expires_at FROM ${t} WHERE resource = $1::text`,
+    // The column's "C" collation makes these comparisons byte order, so they run on the primary key.
+    listRange: `SELECT resource, owner, token, expires_at FROM ${t}
+                WHERE resource >= $1::text AND resource < $2::text ORDER BY resource LIMIT $3::int`,
+    listFrom: `SELECT resource, owner, token, expires_at FROM ${t}
+               WHERE resource >= $1::text ORDER BY resource LIMIT $2::int`,
+  };
+}
+
+export type Statements = ReturnType<typeof statements>;

@@ -1,0 +1,358 @@
+import { createHash } from 'node:crypto';
+import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
+import type { Lease, LeaseRecord } from '../../core/lease.js';
+import { loadDriver } from '../../core/load-driver.js';
+import { redact } from '../../core/open-store.js';
+import { checkListOptions } from '../../core/options.js';
+import {
+  prefixEnd,
+  StoreBase,
+  type StoreCapabilities,
+  type WatchListener,
+} from '../../core/store.js';
+import type { PgConnection, PgModule, PgPool, PgQueryResult } from './postgres-driver.js';
+import { mapPgError } from './postgres-errors.js';
+import {
+  resolvePostgresOptions,
+  type PostgresStoreOptions,
+  type ResolvedPostgresOptions,
+} from './postgres-options.js';
+import {
+  channelName,
+  migrations,
+  SCHEMA_VERSION,
+  setupStatements,
+  statements,
+  type Statements,
+} from './postgres-sql.js';
+import { Notifier } from './postgres-watch.js';
+
+type Row = PgQueryResult['rows'][number];
+
+/** A statement with the name it is prepared under on each connection (when preparing). */
+interface Statement {
+  readonly text: string;
+  readonly name: string | undefined;
+}
+
+/**
+ * Leases in a PostgreSQL table. Expiry is decided on the server's clock (`clock_timestamp()`)
+ * inside each statement; every operation, batches included, is one statement and one round trip.
+ * Releases NOTIFY `watch` listeners over one LISTEN connection per store.
+ */
+export class PostgresStore extends StoreBase {
+  readonly capabilities: StoreCapabilities;
+  /** The server's clock is the only one that decides expiry, so no skew is allowed for. */
+  readonly maxClockSkewMs = 0;
+  private readonly options: ResolvedPostgresOptions;
+  private readonly sql: { readonly [K in keyof Statements]: Statement };
+  private readonly channel: string;
+  private readonly notifier: Notifier | undefined;
+  private readonly ownsPool: boolean;
+  private initialized: Promise<void> | undefined;
+
+  /**
+   * Creates a pool from a `postgres://` URL or node-postgres `PoolConfig` fields (which win over
+   * the pool settings derived from `options`); the store ends that pool on `close()`.
+   */
+  static async open(
+    connection: PgConnection,
+    options?: PostgresStoreOptions,
+  ): Promise<PostgresStore> {
+    const resolved = resolvePostgresOptions(options);
+    if (options?.label === undefined && typeof connection === 'string')
+      resolved.label = `PostgreSQL (${redact(connection)})`;
+    if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null))
+      throw invalidArgument('connection', 'must be a postgres:// URL or a pg PoolConfig object');
+    const pg = await loadDriver<PgModule>('pg', 'postgres');
+    const pool = new pg.Pool({
+      max: resolved.poolSize,
+      connectionTimeoutMillis: resolved.connectTimeoutMs,
+      statement_timeout: resolved.statementTimeoutMs,
+      keepAlive: true,
+      allowExitOnIdle: true,
+      ...(typeof connection === 'string' ? { connectionString: connection } : connection),
+    });
+    // An idle pooled connection that breaks (a server restart) is dropped by the pool and
+    // replaced on the next call, whose own error (if the server is still away) is the one reported.
+    pool.on('error', () => {});
+    return new PostgresStore(pool, resolved, true);
+  }
+
+  /** Uses an existing `pg.Pool`; the store never ends a pool it was given. */
+  constructor(pool: PgPool, options?: PostgresStoreOptions);
+  /** @internal */
+  constructor(pool: PgPool, options: PostgresStoreOptions | undefined, ownsPool: boolean);
+  constructor(
+    private readonly pool: PgPool,
+    options?: PostgresStoreOptions,
+    ownsPool = false,
+  ) {
+    super();
+    if (typeof pool !== 'object' || pool === null || typeof pool.query !== 'function')
+      throw invalidArgument('pool', 'must be a pg.Pool (or use PostgresStore.open with a URL)');
+    this.options = resolvePostgresOptions(options);
+    this.ownsPool = ownsPool;
+    const { schema, table, notify, prepare } = this.options;
+    this.sql = Object.fromEntries(
+      Object.entries(statements(schema, table, notify)).map(([key, text]) => [
+        key,
+        { text, name: prepare ? statementName(key, text) : undefined },
+      ]),
+    ) as PostgresStore['sql'];
+    this.channel = channelName(schema, table);
+    this.capabilities = Object.freeze({ clock: 'store', batch: true, watch: notify });
+    this.notifier = notify
+      ? new Notifier({
+          connect: () => this.pool.connect(),
+          channel: this.channel,
+          queryTimeoutMs: this.options.statementTimeoutMs,
+          onError: (error, during, streak) => this.watchFailed(error, during, streak),
+        })
+      : undefined;
+  }
+
+  /**
+   * Creates the schema, the table and its meta table when missing, or upgrades them, under an
+   * advisory lock so concurrent first users migrate once. Every operation does this on first use;
+   * call it to set a database up ahead of time (with a role allowed to create tables).
+   */
+  async init(): Promise<void> {
+    if (this.isClosed) {
+      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'init failed: the store is closed', {
+        retryable: false,
+      });
+    }
+    try {
+      await this.ready();
+    } catch (error) {
+      throw this.mapError(error, 'init');
+    }
+  }
+
+  /**
+   * Calls `listener` with `{ type: 'released', resource }` after each release of a resource under
+   * `prefix` commits. Expiry is not announced (PostgreSQL has no timer to do it), and releases
+   * during a reconnect of the LISTEN connection are missed: treat events as hints and keep a
+   * periodic scan. Returns the unsubscribe function.
+   */
+  watch(prefix: string, listener: WatchListener): () => void {
+    if (this.isClosed) {
+      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'watch failed: the store is closed', {
+        retryable: false,
+      });
+    }
+    checkListOptions({ prefix });
+    if (typeof listener !== 'function') throw invalidArgument('listener', 'must be a function');
+    if (!this.notifier) {
+      throw new LeaseError(
+        ErrorCode.NOT_SUPPORTED,
+        'watch needs notifications, which this store was opened without (notify: false); poll list() instead',
+        { retryable: false },
+      );
+    }
+    return this.notifier.add(prefix, listener);
+  }
+
+  protected async doTryAcquire(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const [row] = await this.query(this.sql.acquire, [resource, owner, ttlMs]);
+    if (!row) return null;
+    return {
+      resource,
+      owner,
+      token: safeInteger(row.token, 'token'),
+      expiresAt: safeInteger(row.expires_at, 'expires_at'),
+      ttlMs,
+    };
+  }
+
+  protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    const ttl = ttlMs ?? lease.ttlMs;
+    const [row] = await this.query(this.sql.renew, [lease.resource, lease.owner, lease.token, ttl]);
+    return row ? renewed(lease, safeInteger(row.expires_at, 'expires_at'), ttl) : null;
+  }
+
+  protected override async doRelease(lease: Lease): Promise<boolean> {
+    const rows = await this.query(this.sql.release, [
+      lease.resource,
+      lease.owner,
+      lease.token,
+      ...this.channelParam(),
+    ]);
+    return rows.length > 0;
+  }
+
+  protected async doRenewMany(
+    leases: readonly Lease[],
+    ttlMs: number | undefined,
+  ): Promise<(Lease | null)[]> {
+    const ttls = leases.map((lease) => ttlMs ?? lease.ttlMs);
+    const rows = await this.query(this.sql.renewMany, [...columns(leases), ttls]);
+    const expiresAt = new Map<number, number>();
+    for (const row of rows)
+      expiresAt.set(Number(row.ord), safeInteger(row.expires_at, 'expires_at'));
+    return leases.map((lease, i) => {
+      const at = expiresAt.get(i + 1);
+      return at === undefined ? null : renewed(lease, at, ttls[i]!);
+    });
+  }
+
+  protected async doReleaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+    const rows = await this.query(this.sql.releaseMany, [
+      ...columns(leases),
+      ...this.channelParam(),
+    ]);
+    const done = new Set(rows.map((row) => Number(row.ord)));
+    return leases.map((_, i) => done.has(i + 1));
+  }
+
+  protected async doGet(resource: string): Promise<LeaseRecord | null> {
+    const [row] = await this.query(this.sql.get, [resource]);
+    return row ? toRecord({ ...row, resource }) : null;
+  }
+
+  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+    const to = prefixEnd(prefix);
+    const rows =
+      to === undefined
+        ? await this.query(this.sql.listFrom, [prefix, limit])
+        : await this.query(this.sql.listRange, [prefix, to, limit]);
+    return rows.map(toRecord);
+  }
+
+  protected async doClose(): Promise<void> {
+    this.notifier?.close();
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  protected override mapError(error: unknown, operation: string): LeaseError {
+    return mapPgError(error, operation, this.options.label);
+  }
+
+  private channelParam(): string[] {
+    return this.options.notify ? [this.channel] : [];
+  }
+
+  /** One statement, one round trip, with a client-side deadline so a silent server cannot hang it. */
+  private async query(statement: Statement, values: unknown[]): Promise<Row[]> {
+    await this.ready();
+    const result = await this.pool.query({
+      ...statement,
+      values,
+      query_timeout: this.options.statementTimeoutMs,
+    });
+    return result.rows;
+  }
+
+  private ready(): Promise<void> {
+    this.initialized ??= this.migrate().catch((error: unknown) => {
+      this.initialized = undefined; // the next call tries again
+      throw error;
+    });
+    return this.initialized;
+  }
+
+  private async migrate(): Promise<void> {
+    const { schema, table, statementTimeoutMs } = this.options;
+    const setup = setupStatements(schema, table);
+    const client = await this.pool.connect();
+    const run = (text: string, values?: unknown[]): Promise<PgQueryResult> =>
+      client.query({ text, values, query_timeout: statementTimeoutMs });
+    let failure: Error | undefined;
+    try {
+      // Fast path, without DDL (which needs CREATE rights even when the table exists).
+      const found = await readVersion(() => run(setup.readVersion));
+      if (found === SCHEMA_VERSION) return;
+      await run('BEGIN');
+      // One key per schema: tables created side by side in a new schema also create it once.
+      await run(setup.lock, [`leasehold:${schema}`]);
+      const exists = await run('SELECT 1 FROM pg_namespace WHERE nspname = $1::text', [schema]);
+      if (exists.rows.length === 0) await run(setup.createSchema);
+      await run(setup.createMeta);
+      const current = (await readVersion(() => run(setup.readVersion))) ?? 0;
+      if (current > SCHEMA_VERSION) {
+        throw new LeaseError(
+          ErrorCode.STORE_UNAVAILABLE,
+          `table "${schema}"."${table}" has schema version ${current}, newer than this leasehold understands (${SCHEMA_VERSION}); upgrade leasehold`,
+          { retryable: false },
+        );
+      }
+      const steps = migrations(schema, table);
+      for (let v = current; v < SCHEMA_VERSION; v++) await run(steps[v]!);
+      await run(setup.writeVersion, [SCHEMA_VERSION]);
+      await run('COMMIT');
+    } catch (error) {
+      failure = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      // After a failure the connection is closed, which also rolls back an open transaction.
+      client.release(failure);
+    }
+  }
+
+  private watchFailed(error: unknown, during: string, streak: number): void {
+    const reported = streak === 0 ? error : this.mapError(error, `watch (${during}; reconnecting)`);
+    if (this.options.onWatchError) {
+      this.options.onWatchError(reported);
+    } else if (streak <= 1) {
+      const message = reported instanceof Error ? reported.message : String(reported);
+      process.emitWarning(`leasehold: ${message}`, { code: 'LEASEHOLD_WATCH' });
+    }
+  }
+}
+
+/** Prepared statement names are per connection; the digest keeps two tables' statements apart. */
+function statementName(key: string, text: string): string {
+  return `leasehold_${key}_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+}
+
+/** The schema version in the meta table, `undefined` when there is no meta table (or schema) yet. */
+async function readVersion(read: () => Promise<PgQueryResult>): Promise<number | undefined> {
+  try {
+    const { rows } = await read();
+    return rows[0] ? safeInteger(rows[0].value, 'schema_version') : undefined;
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === '42P01' || code === '3F000') return undefined; // undefined table / schema
+    throw error;
+  }
+}
+
+/** The parallel arrays (resource, owner, token) the batch statements unnest. */
+function columns(leases: readonly Lease[]): [string[], string[], number[]] {
+  return [
+    leases.map((lease) => lease.resource),
+    leases.map((lease) => lease.owner),
+    leases.map((lease) => lease.token),
+  ];
+}
+
+function renewed(lease: Lease, expiresAt: number, ttlMs: number): Lease {
+  return { resource: lease.resource, owner: lease.owner, token: lease.token, expiresAt, ttlMs };
+}
+
+function toRecord(row: Row): LeaseRecord {
+  return {
+    resource: String(row.resource),
+    owner: String(row.owner),
+    token: safeInteger(row.token, 'token'),
+    expiresAt: safeInteger(row.expires_at, 'expires_at'),
+  };
+}
+
+/** node-postgres returns bigint columns as strings; anything beyond 2^53 − 1 is refused, not rounded. */
+function safeInteger(value: unknown, column: string): number {
+  const n = typeof value === 'string' || typeof value === 'bigint' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n)) {
+    throw new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `column ${column} holds ${String(value)}, which is not a safe integer`,
+      { retryable: false },
+    );
+  }
+  return n;
+}

@@ -1,0 +1,261 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaseError, openStore, type Lease, type LeaseStore } from '../../src/index.js';
+import { PostgresStore, type PgPool } from '../../src/stores/postgres/index.js';
+import { statements } from '../../src/stores/postgres/postgres-sql.js';
+import { freshNamespace } from '../conformance/factory.js';
+import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
+import { freePort } from '../harness/ports.js';
+
+const unavailable = postgresUnavailable();
+
+describe.skipIf(unavailable)('PostgresStore', () => {
+  let server: PostgresServer;
+  let admin: pg.Pool;
+  const stores: LeaseStore[] = [];
+  const track = <S extends LeaseStore>(store: S): S => (stores.push(store), store);
+  const open = (query = ''): Promise<LeaseStore> =>
+    openStore(`${server.url}?table=${freshNamespace()}${query}`).then(track);
+
+  beforeAll(async () => {
+    server = await PostgresServer.start();
+    admin = new pg.Pool({ connectionString: server.url, max: 2 });
+  });
+  afterAll(async () => {
+    await Promise.allSettled(stores.map((s) => s.close()));
+    await admin?.end();
+    await server?.stop();
+  });
+
+  /** A pool that counts statements sent and ReadyForQuery messages received (one per round trip). */
+  function countingPool(): { pool: PgPool; statements: () => number; roundTrips: () => number } {
+    const inner = new pg.Pool({ connectionString: server.url, max: 4 });
+    let sent = 0;
+    let ready = 0;
+    inner.on('connect', (client) => {
+      const connection = (client as unknown as { connection: pg.Connection }).connection;
+      connection.on('readyForQuery', () => ready++);
+    });
+    const pool: PgPool = {
+      query: (config) => {
+        sent++;
+        return inner.query(config);
+      },
+      connect: () => inner.connect(),
+      end: () => inner.end(),
+    };
+    return { pool, statements: () => sent, roundTrips: () => ready };
+  }
+
+  it('does every operation, batches included, in one statement and one round trip', async () => {
+    const counted = countingPool();
+    const store = track(new PostgresStore(counted.pool, { table: freshNamespace() }));
+    await store.init();
+    const measured: Record<string, [number, number]> = {};
+    const measure = async <T>(name: string, call: () => Promise<T>): Promise<T> => {
+      const [s0, r0] = [counted.statements(), counted.roundTrips()];
+      const result = await call();
+      measured[name] = [counted.statements() - s0, counted.roundTrips() - r0];
+      return result;
+    };
+    const lease = (await measure('tryAcquire', () => store.tryAcquire('rt/one', 'a', 5000)))!;
+    await measure('tryAcquire (held)', () => store.tryAcquire('rt/one', 'b', 5000));
+    await measure('renew', () => store.renew(lease));
+    await measure('get', () => store.get('rt/one'));
+    await measure('list', () => store.list({ prefix: 'rt/' }));
+    await measure('release', () => store.release(lease));
+    const many: Lease[] = [];
+    for (let i = 0; i < 200; i++) many.push((await store.tryAcquire(`rt/many/${i}`, 'a', 5000))!);
+    await measure('renewMany(200)', () => store.renewMany(many));
+    await measure('releaseMany(200)', () => store.releaseMany(many));
+    console.log('statements, round trips per operation:', measured);
+    for (const [name, counts] of Object.entries(measured))
+      expect([name, ...counts]).toEqual([name, 1, 1]);
+    await counted.pool.end();
+  });
+
+  it('decides expiry on the server clock', async () => {
+    const store = await open();
+    const serverNow = async (): Promise<number> =>
+      Number(
+        (await admin.query(`SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS ms`))
+          .rows[0].ms,
+      );
+    const before = await serverNow();
+    const lease = (await store.tryAcquire('clock', 'a', 10_000))!;
+    const after = await serverNow();
+    expect(store.capabilities.clock).toBe('store');
+    expect(store.maxClockSkewMs).toBe(0);
+    expect(lease.expiresAt).toBeGreaterThanOrEqual(before + 10_000);
+    expect(lease.expiresAt).toBeLessThanOrEqual(after + 10_000);
+  });
+
+  it('creates the table once when several stores start on it at the same moment', async () => {
+    const table = freshNamespace();
+    const handles = await Promise.all(
+      [1, 2, 3, 4, 5].map(() => openStore(`${server.url}?table=${table}`).then(track)),
+    );
+    const first = await Promise.all(handles.map((s, i) => s.tryAcquire(`r${i}`, 'a', 5000)));
+    expect(first.every((lease) => lease?.token === 1)).toBe(true);
+    const meta = await admin.query(`SELECT key, value FROM "${table}_meta"`);
+    expect(meta.rows).toEqual([{ key: 'schema_version', value: '1' }]);
+    const column = await admin.query(
+      `SELECT collation_name FROM information_schema.columns WHERE table_name = $1 AND column_name = 'resource'`,
+      [table],
+    );
+    expect(column.rows).toEqual([{ collation_name: 'C' }]);
+  });
+
+  it('scans a prefix range on the primary key', async () => {
+    const table = freshNamespace();
+    const store = track(await PostgresStore.open(server.url, { table }));
+    await store.init();
+    const client = await admin.connect();
+    try {
+      // Rule the alternatives out: if the collation kept the index from serving the range in
+      // order, the plan would fall back to a (penalised) scan plus a sort.
+      await client.query('SET enable_seqscan = off');
+      await client.query('SET enable_bitmapscan = off');
+      const plan = await client.query(`EXPLAIN ${statements('public', table, true).listRange}`, [
+        'jobs/',
+        'jobs0',
+        10,
+      ]);
+      const text = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
+      expect(text).toContain(`Index Scan using ${table}_pkey`);
+      expect(text).toContain(
+        `Index Cond: ((resource >= 'jobs/'::text) AND (resource < 'jobs0'::text))`,
+      );
+      expect(text).not.toContain('Sort');
+    } finally {
+      client.release();
+    }
+  });
+
+  it('keeps its table in the schema and under the name the URL gives, creating the schema', async () => {
+    const schema = freshNamespace();
+    const store = await openStore(`${server.url}?schema=${schema}&table=leases`);
+    track(store);
+    await store.tryAcquire('s', 'a', 5000);
+    const rows = await admin.query(`SELECT resource, owner FROM "${schema}"."leases"`);
+    expect(rows.rows).toEqual([{ resource: 's', owner: 'a' }]);
+  });
+
+  it('refuses bad URLs and names the problem without the password', async () => {
+    const bad = async (url: string): Promise<LeaseError> => {
+      const error = await openStore(url).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LeaseError);
+      return error as LeaseError;
+    };
+    const table = await bad(`postgres://u:s3cret@127.0.0.1/db?table=bad-name`);
+    expect([table.code, table.message]).toEqual([
+      'STORE_URL_INVALID',
+      expect.stringContaining('table'),
+    ]);
+    expect(table.message).not.toContain('s3cret');
+    expect(table.message).toContain('***');
+    const schema = await bad(`postgres://u@127.0.0.1/db?schema=a;drop`);
+    expect([schema.code, schema.message]).toEqual([
+      'STORE_URL_INVALID',
+      expect.stringContaining('schema'),
+    ]);
+    const unknown = await bad(`postgresql://u:s3cret@127.0.0.1/db?tabel=x`);
+    expect(unknown.code).toBe('STORE_URL_INVALID');
+    expect(unknown.message).toContain('tabel');
+    expect(unknown.message).not.toContain('s3cret');
+    expect((await bad(`postgres:nowhere`)).code).toBe('STORE_URL_INVALID');
+    expect((await bad(`postgres://u@h/db?statementTimeoutMs=soon`)).code).toBe('STORE_URL_INVALID');
+    expect((await bad(`postgres://u@h/db?notify=maybe`)).code).toBe('STORE_URL_INVALID');
+  });
+
+  it('reports a refused connection as STORE_UNAVAILABLE without the password', async () => {
+    const port = await freePort();
+    const store = track(await openStore(`postgres://u:s3cret@127.0.0.1:${port}/db`));
+    const error = (await store.tryAcquire('r', 'a', 5000).catch((e: unknown) => e)) as LeaseError;
+    expect(error).toBeInstanceOf(LeaseError);
+    expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
+    expect(error.message).toContain('ECONNREFUSED');
+    expect(error.message).not.toContain('s3cret');
+  });
+
+  it('uses a pool it is given and leaves it open on close', async () => {
+    const pool = new pg.Pool({ connectionString: server.url, max: 2 });
+    const store = new PostgresStore(pool, { table: freshNamespace() });
+    expect(await store.tryAcquire('p', 'a', 5000)).toMatchObject({ token: 1 });
+    await store.close();
+    expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await pool.end();
+  });
+
+  it('answers duplicates and forged owners in a batch as one-by-one calls would', async () => {
+    const store = await open();
+    const a = (await store.tryAcquire('d1', 'a', 1000))!;
+    const b = (await store.tryAcquire('d2', 'b', 5000))!;
+    const renewed = await store.renewMany([
+      a,
+      { ...a, owner: 'mallory' },
+      { ...a, ttlMs: 9000 },
+      b,
+      { ...a, token: 7 },
+    ]);
+    expect(renewed.map((r) => r && [r.resource, r.ttlMs])).toEqual([
+      ['d1', 1000],
+      null,
+      ['d1', 9000],
+      ['d2', 5000],
+      null,
+    ]);
+    // The row keeps the longest TTL asked for, so no holder believes in more than is stored.
+    const stored = (await store.get('d1'))!.expiresAt;
+    expect(renewed[0]!.expiresAt).toBe(stored);
+    expect(renewed[2]!.expiresAt).toBe(stored);
+    const released = await store.releaseMany([{ ...b, owner: 'mallory' }, b, b, a]);
+    expect(released).toEqual([false, true, false, true]);
+    expect(await store.list({ prefix: 'd' })).toEqual([
+      { resource: 'd1', owner: '', token: 1, expiresAt: 0 },
+      { resource: 'd2', owner: '', token: 1, expiresAt: 0 },
+    ]);
+  });
+
+  it('refuses a token beyond 2^53 − 1 instead of rounding it', async () => {
+    const table = freshNamespace();
+    const store = track(await PostgresStore.open(server.url, { table }));
+    const lease = (await store.tryAcquire('big', 'a', 5000))!;
+    await store.release(lease);
+    await admin.query(`UPDATE "${table}" SET token = $1`, [String(2 ** 53 - 2)]);
+    const top = (await store.tryAcquire('big', 'a', 5000))!;
+    expect(top.token).toBe(Number.MAX_SAFE_INTEGER);
+    await store.release(top);
+    const error = (await store.tryAcquire('big', 'b', 5000).catch((e: unknown) => e)) as LeaseError;
+    expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', false]);
+    expect(error.message).toContain('9007199254740992');
+  });
+
+  it('refuses a table written by a newer leasehold', async () => {
+    const table = freshNamespace();
+    const store = track(await PostgresStore.open(server.url, { table }));
+    await store.init();
+    await admin.query(`UPDATE "${table}_meta" SET value = 99`);
+    const newcomer = track(await PostgresStore.open(server.url, { table }));
+    const error = (await newcomer.get('x').catch((e: unknown) => e)) as LeaseError;
+    expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', false]);
+    expect(error.message).toContain('upgrade leasehold');
+  });
+
+  it('without notify or prepared statements, releases work and watch says what to do instead', async () => {
+    const store = await open('&notify=false&prepare=false');
+    expect(store.capabilities.watch).toBe(false);
+    const lease = (await store.tryAcquire('n', 'a', 5000))!;
+    expect(await store.release(lease)).toBe(true);
+    expect(await store.releaseMany([lease])).toEqual([false]);
+    const error = (() => {
+      try {
+        store.watch!('', () => {});
+      } catch (e) {
+        return e as LeaseError;
+      }
+    })();
+    expect(error?.code).toBe('NOT_SUPPORTED');
+    expect(error?.message).toContain('list()');
+  });
+});
