@@ -23,6 +23,8 @@ export interface RedisServerOptions {
   aof?: boolean;
   /** Start as a Redis Cluster node (`--cluster-enabled yes`). @default false */
   cluster?: boolean;
+  /** Start as a replica of the server on this 127.0.0.1 port. */
+  replicaOf?: number;
   /** Folder for data and config; a fresh temp folder when omitted (removed by `stop`). */
   dir?: string;
 }
@@ -125,7 +127,12 @@ export class RedisServer {
       'always',
       '--protected-mode',
       'no',
+      '--repl-diskless-sync-delay',
+      '0', // a replica syncs at once instead of after 5 s
     ];
+    if (this.options.replicaOf !== undefined) {
+      args.push('--replicaof', '127.0.0.1', String(this.options.replicaOf));
+    }
     if (this.options.cluster) {
       args.push('--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf');
     }

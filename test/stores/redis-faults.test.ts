@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   LeaseClient,
@@ -6,9 +7,10 @@ import {
   type HeldLease,
   type LeaseStore,
 } from '../../src/index.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
-import { RedisServer, redisUnavailable } from '../harness/redis-server.js';
+import { RedisServer, redisUnavailable, type RedisServerOptions } from '../harness/redis-server.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -27,7 +29,7 @@ describe.skipIf(redisUnavailable() !== null)('redis store under faults', () => {
     for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
   });
 
-  async function server(options?: { aof?: boolean }): Promise<RedisServer> {
+  async function server(options?: RedisServerOptions): Promise<RedisServer> {
     const s = await RedisServer.start(options);
     cleanup.push(() => s.stop());
     return s;
@@ -131,6 +133,31 @@ describe.skipIf(redisUnavailable() !== null)('redis store under faults', () => {
     const taken = await client(st, 'b', 1000).acquire('job', { waitMs: 5000 });
     expect(taken.token).toBe(2);
     expect(await st.get('job')).toMatchObject({ owner: 'b', token: 2 });
+  });
+
+  it('failover to a replica that missed an acknowledged acquire: two holders with one token', async () => {
+    const primary = await server();
+    const replica = await server({ replicaOf: primary.port });
+    const linked = async (): Promise<boolean> =>
+      (await replica.cli('info', 'replication')).includes('master_link_status:up');
+    await waitFor('the replica to sync', linked);
+    const redis = new Redis({ host: '127.0.0.1', port: primary.port });
+    cleanup.push(async () => redis.disconnect());
+    const onPrimary = await RedisStore.open(redis);
+    await onPrimary.release((await onPrimary.tryAcquire('job', 'a', 10_000))!);
+    expect(await redis.wait(1, 1000)).toBe(1); // token 1 and the layout reached the replica
+
+    replica.pause(); // the replica falls behind: its link is cut while it cannot reconnect
+    await primary.cli('client', 'kill', 'type', 'replica');
+    const b = (await onPrimary.tryAcquire('job', 'b', 10_000))!;
+    expect(b.token).toBe(2); // acknowledged to the caller...
+    expect(await redis.wait(1, 200)).toBe(0); // ...but held by no replica, which WAIT reveals
+
+    await primary.kill();
+    replica.resume();
+    await replica.cli('replicaof', 'no', 'one'); // what a failover does
+    const c = await (await store(replica)).tryAcquire('job', 'c', 10_000);
+    expect(c).toMatchObject({ owner: 'c', token: 2 }); // b still believes it holds token 2
   });
 
   it('an unreachable or paused server fails open with STORE_UNAVAILABLE, without the password', async () => {
