@@ -1,16 +1,25 @@
+import { openStore } from '../../../src/index.js';
+import {
+  mariadbUnavailable,
+  startMariadb,
+  type MariadbServer,
+} from '../../harness/mariadb-server.js';
 import type { StoreFactory } from '../factory.js';
 
-// Placeholder until the mysql adapter lands.
+/** A private MariaDB per test file; each namespace is a table (`mysql://…?table=<namespace>`). */
 export function mysqlFactory(): StoreFactory {
-  const fail = async (): Promise<never> => {
-    throw new Error('mysql adapter not built yet');
-  };
+  let server: MariadbServer | undefined;
   return {
     name: 'mysql',
     durable: true,
-    unavailable: () => 'mysql adapter not built yet',
-    setup: fail,
-    open: fail,
-    teardown: async () => {},
+    unavailable: mariadbUnavailable,
+    setup: async () => {
+      server = await startMariadb();
+    },
+    open: (namespace) => openStore(server!.url({ table: namespace })),
+    teardown: async () => {
+      await server?.dispose();
+      server = undefined;
+    },
   };
 }

@@ -1,0 +1,125 @@
+/** Per-call settings this store passes with every statement, whatever the pool's defaults are. */
+export interface MysqlQueryOptions {
+  sql: string;
+  rowsAsArray?: boolean;
+  nestTables?: boolean;
+  typeCast?: boolean;
+  supportBigNumbers?: boolean;
+  bigNumberStrings?: boolean;
+}
+
+/** What the store binds: names as UTF-8 bytes, integers as numbers. */
+export type SqlValue = Buffer | number;
+
+/** The part of a mysql2 promise `PoolConnection` this store uses. */
+export interface MysqlConnection {
+  query(options: MysqlQueryOptions, values?: SqlValue[]): Promise<[unknown, unknown]>;
+  execute(options: MysqlQueryOptions, values?: SqlValue[]): Promise<[unknown, unknown]>;
+  release(): void;
+  destroy(): void;
+}
+
+/**
+ * The part of a mysql2 promise `Pool` (`mysql2/promise` `createPool`, or `createPool(...).promise()`)
+ * this store uses. A pool handed to the store must be created with `multipleStatements: true`.
+ */
+export interface MysqlPool {
+  getConnection(): Promise<MysqlConnection>;
+  end(): Promise<void>;
+}
+
+/** What `mysql2` exports that `MysqlStore.open` needs. */
+export interface MysqlDriver {
+  createPool(config: object): { promise(): MysqlPool };
+}
+
+/** The OK packet of a statement that returns no rows. */
+export interface OkPacket {
+  affectedRows: number;
+  insertId: number | string;
+}
+
+export interface Timeouts {
+  readonly connectTimeoutMs: number;
+  readonly queryTimeoutMs: number;
+}
+
+/** A call that got no answer in time; the store maps it to a retryable `STORE_UNAVAILABLE`. */
+export class StoreTimeoutError extends Error {
+  override readonly name = 'StoreTimeoutError';
+  readonly code = 'LEASEHOLD_TIMEOUT';
+}
+
+const PER_CALL: Omit<MysqlQueryOptions, 'sql'> = Object.freeze({
+  rowsAsArray: false,
+  nestTables: false,
+  typeCast: true,
+  supportBigNumbers: true,
+  bigNumberStrings: false,
+});
+
+export function queryOptions(sql: string): MysqlQueryOptions {
+  return { ...PER_CALL, sql };
+}
+
+/**
+ * Runs `fn` on one pooled connection with two deadlines: `connectTimeoutMs` to get the connection,
+ * `queryTimeoutMs` for the work. mysql2's own query timeout starts only when a command reaches the
+ * head of its connection's queue (and prepares have none), so it cannot promise this alone.
+ * A connection whose work failed or timed out is destroyed, never reused: it may be mid-transaction
+ * or still waiting on a paused server.
+ */
+export async function withConnection<T>(
+  pool: MysqlPool,
+  timeouts: Timeouts,
+  fn: (connection: MysqlConnection) => Promise<T>,
+): Promise<T> {
+  const connection = await deadline(
+    pool.getConnection(),
+    timeouts.connectTimeoutMs,
+    `no connection within ${timeouts.connectTimeoutMs} ms`,
+    (late) => late.release(),
+  );
+  let result: T;
+  try {
+    result = await deadline(
+      fn(connection),
+      timeouts.queryTimeoutMs,
+      `no answer within ${timeouts.queryTimeoutMs} ms`,
+    );
+  } catch (error) {
+    connection.destroy();
+    throw error;
+  }
+  connection.release();
+  return result;
+}
+
+/** Settles like `promise`, or rejects with a `StoreTimeoutError` after `ms`; a late value goes to `onLate`. */
+export function deadline<T>(
+  promise: Promise<T>,
+  ms: number,
+  message: string,
+  onLate?: (value: T) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let expired = false;
+    const timer = setTimeout(() => {
+      expired = true;
+      reject(new StoreTimeoutError(message));
+    }, ms);
+    timer.unref();
+    promise.then(
+      (value) => {
+        if (expired) return onLate?.(value);
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        if (expired) return;
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

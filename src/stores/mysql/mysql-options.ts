@@ -1,0 +1,100 @@
+import { invalidArgument } from '../../core/errors.js';
+import { checkInteger } from '../../core/options.js';
+
+export interface MysqlStoreOptions {
+  /** Table holding the lease records; `<table>_meta` holds the schema version. @default 'leasehold_leases' */
+  table?: string;
+  /**
+   * How long getting a connection may take (waiting for a free pooled one, or TCP connect plus
+   * handshake for a new one) before the call fails with `STORE_UNAVAILABLE`. @default 5000
+   */
+  connectTimeoutMs?: number;
+  /**
+   * How long one call's statements may take once sent. Past it the connection is dropped (a
+   * paused server cannot hold it) and the call fails with `STORE_UNAVAILABLE`; the server may
+   * still apply what it had received. @default 5000
+   */
+  queryTimeoutMs?: number;
+}
+
+/** Where a store that owns its pool connects; what a `mysql://` URL holds. */
+export interface MysqlConnectionOptions extends MysqlStoreOptions {
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** @default 3306 */
+  port?: number;
+  user?: string;
+  password?: string;
+  database: string;
+  /** Most connections the store opens at once. @default 10 */
+  poolSize?: number;
+}
+
+export const MYSQL_DEFAULTS = Object.freeze({
+  table: 'leasehold_leases',
+  connectTimeoutMs: 5000,
+  queryTimeoutMs: 5000,
+  host: '127.0.0.1',
+  port: 3306,
+  poolSize: 10,
+});
+
+// MySQL names are at most 64 characters; the table name leaves room for the `_meta` suffix.
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,58}$/;
+const DATABASE = /^[A-Za-z0-9_$-]{1,64}$/;
+
+export function checkIdentifier(field: string, value: unknown): string {
+  if (typeof value !== 'string' || !IDENTIFIER.test(value)) {
+    throw invalidArgument(field, 'must be a letter or _ followed by up to 58 letters, digits or _');
+  }
+  return value;
+}
+
+export function checkDatabase(value: unknown): string {
+  if (typeof value !== 'string' || !DATABASE.test(value)) {
+    throw invalidArgument('database', 'must be 1 to 64 letters, digits, _, $ or -');
+  }
+  return value;
+}
+
+export type ResolvedMysqlOptions = Required<MysqlStoreOptions>;
+
+export function resolveMysqlOptions(options: MysqlStoreOptions = {}): ResolvedMysqlOptions {
+  return {
+    table: checkIdentifier('table', options.table ?? MYSQL_DEFAULTS.table),
+    connectTimeoutMs: checkInteger(
+      'connectTimeoutMs',
+      options.connectTimeoutMs ?? MYSQL_DEFAULTS.connectTimeoutMs,
+      1,
+      600_000,
+    ),
+    queryTimeoutMs: checkInteger(
+      'queryTimeoutMs',
+      options.queryTimeoutMs ?? MYSQL_DEFAULTS.queryTimeoutMs,
+      1,
+      600_000,
+    ),
+  };
+}
+
+/** The mysql2 pool settings for a pool the store creates and owns. */
+export function poolConfig(options: MysqlConnectionOptions, resolved: ResolvedMysqlOptions) {
+  const poolSize = checkInteger('poolSize', options.poolSize ?? MYSQL_DEFAULTS.poolSize, 1, 1000);
+  const port = checkInteger('port', options.port ?? MYSQL_DEFAULTS.port, 1, 65_535);
+  return {
+    host: options.host ?? MYSQL_DEFAULTS.host,
+    port,
+    user: options.user,
+    password: options.password,
+    database: checkDatabase(options.database),
+    connectionLimit: poolSize,
+    maxIdle: poolSize,
+    idleTimeout: 60_000,
+    connectTimeout: resolved.connectTimeoutMs,
+    // A transition's statements travel in one round trip (see mysql-sql.ts).
+    multipleStatements: true,
+    charset: 'utf8mb4',
+    enableKeepAlive: true,
+    supportBigNumbers: true,
+  };
+}

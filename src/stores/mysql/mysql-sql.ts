@@ -1,0 +1,105 @@
+/** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * Milliseconds since the epoch on the server's clock. `UTC_TIMESTAMP(6)` is the statement's start
+ * time, like `NOW(6)`, so every use in one statement sees the same instant; unlike
+ * `UNIX_TIMESTAMP(NOW(6))` it does not go through the session time zone, whose daylight-saving
+ * fold would make an hour of local times ambiguous.
+ */
+const NOW_MS = `(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`;
+
+/**
+ * Resource and owner are bytes (`VARBINARY`): any UTF-8 string up to the limits round-trips
+ * exactly, and `ORDER BY` and range scans follow byte order, which is code-point order.
+ */
+export function migrations(table: string): string[] {
+  return [
+    // 0 → 1
+    `CREATE TABLE IF NOT EXISTS \`${table}\` (
+       resource   VARBINARY(512) NOT NULL,
+       owner      VARBINARY(256) NOT NULL,
+       token      BIGINT         NOT NULL,
+       expires_at BIGINT         NOT NULL,
+       PRIMARY KEY (resource)
+     ) ENGINE=InnoDB`,
+  ];
+}
+
+export function metaTable(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS \`${table}_meta\` (
+            name  VARCHAR(64) NOT NULL PRIMARY KEY,
+            value BIGINT      NOT NULL
+          ) ENGINE=InnoDB`;
+}
+
+/** The rows of a batch: `[hex resource, hex owner, token, ttl]` per lease, in a JSON array. */
+const BATCH = `JSON_TABLE(@leasehold_batch, '$[*]' COLUMNS (
+                 i   FOR ORDINALITY,
+                 r   VARCHAR(1024) PATH '$[0]',
+                 o   VARCHAR(512)  PATH '$[1]',
+                 k   BIGINT        PATH '$[2]',
+                 ttl BIGINT        PATH '$[3]')) AS b`;
+
+export function statements(table: string) {
+  const t = `\`${table}\``;
+  const match = `t.resource = UNHEX(b.r) AND t.owner = UNHEX(b.o) AND t.token = b.k`;
+  // The batch travels once, as bytes (so no sql_mode or charset can alter it), into a variable.
+  const setBatch = `SET @leasehold_batch = CONVERT(? USING utf8mb4)`;
+  return {
+    lockName: `SELECT GET_LOCK(CONCAT('leasehold:', LEFT(SHA2(CONCAT(DATABASE(), '.', ?), 256), 40)), ?) AS got`,
+    unlock: `DO RELEASE_LOCK(CONCAT('leasehold:', LEFT(SHA2(CONCAT(DATABASE(), '.', ?), 256), 40)))`,
+    probeMultiStatements: `DO 0; DO 0`,
+    readVersion: `SELECT value FROM \`${table}_meta\` WHERE name = 'schema_version'`,
+    writeVersion: `INSERT INTO \`${table}_meta\` (name, value) VALUES ('schema_version', ?)
+                   ON DUPLICATE KEY UPDATE value = ?`,
+    /**
+     * One round trip, three statements: read the server clock once, compare-and-set, report.
+     * The CAS decides on `expires_at` alone (a released record has `expires_at = 0`) and assigns
+     * `expires_at` last, so every condition sees the old values whatever the server's assignment
+     * order. `LAST_INSERT_ID(x)` carries the outcome: 1 for a new record, the next token for a
+     * takeover, 0 for "held by someone else" — independent of the CLIENT_FOUND_ROWS flag.
+     * Params: resource, owner, ttl, owner, ttl.
+     */
+    acquire: `SET @leasehold_now = ${NOW_MS};
+              INSERT INTO ${t} (resource, owner, token, expires_at)
+              VALUES (?, ?, LAST_INSERT_ID(1), @leasehold_now + ?)
+              ON DUPLICATE KEY UPDATE
+                token      = IF(expires_at < @leasehold_now, LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0)),
+                owner      = IF(expires_at < @leasehold_now, ?, owner),
+                expires_at = IF(expires_at < @leasehold_now, @leasehold_now + ?, expires_at);
+              SELECT LAST_INSERT_ID() AS token, @leasehold_now AS now`,
+    /** One statement; the OK packet's insert id is the new `expires_at`, or 0 when nothing matched. Params: ttl, resource, owner, token. */
+    renew: `UPDATE ${t} SET expires_at = LAST_INSERT_ID(${NOW_MS} + ?)
+            WHERE resource = ? AND owner = ? AND token = ?`,
+    /** Params: resource, owner, token. A match always changes `owner`, so affected rows is 1. */
+    release: `UPDATE ${t} SET owner = '', expires_at = 0
+              WHERE resource = ? AND owner = ? AND token = ?`,
+    /**
+     * One round trip, one transaction: lock the rows whose owner and token match and report them,
+     * then update exactly those (they stay locked until COMMIT). Param: the JSON batch as bytes.
+     */
+    renewBatch: `START TRANSACTION;
+                 ${setBatch}, @leasehold_now = ${NOW_MS};
+                 SELECT b.i AS i, @leasehold_now + b.ttl AS expiresAt
+                   FROM ${BATCH} JOIN ${t} AS t ON ${match} FOR UPDATE;
+                 UPDATE ${t} AS t JOIN ${BATCH} ON ${match}
+                   SET t.expires_at = @leasehold_now + b.ttl;
+                 COMMIT;
+                 SET @leasehold_batch = NULL`,
+    releaseBatch: `START TRANSACTION;
+                   ${setBatch};
+                   SELECT b.i AS i FROM ${BATCH} JOIN ${t} AS t ON ${match} FOR UPDATE;
+                   UPDATE ${t} AS t JOIN ${BATCH} ON ${match}
+                     SET t.owner = '', t.expires_at = 0;
+                   COMMIT;
+                   SET @leasehold_batch = NULL`,
+    get: `SELECT resource, owner, token, expires_at FROM ${t} WHERE resource = ?`,
+    listRange: `SELECT resource, owner, token, expires_at FROM ${t}
+                WHERE resource >= ? AND resource < ? ORDER BY resource LIMIT ?`,
+    listFrom: `SELECT resource, owner, token, expires_at FROM ${t}
+               WHERE resource >= ? ORDER BY resource LIMIT ?`,
+  };
+}
+
+export type Statements = ReturnType<typeof statements>;

@@ -1,0 +1,311 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { loadDriver } from '../../core/load-driver.js';
+import { StoreBase, type StoreCapabilities } from '../../core/store.js';
+import { planBatch } from './mysql-batch.js';
+import {
+  deadline,
+  queryOptions as q,
+  withConnection,
+  type MysqlConnection,
+  type MysqlDriver,
+  type MysqlPool,
+  type OkPacket,
+} from './mysql-driver.js';
+import { mapMysqlError } from './mysql-errors.js';
+import {
+  poolConfig,
+  resolveMysqlOptions,
+  type MysqlConnectionOptions,
+  type MysqlStoreOptions,
+  type ResolvedMysqlOptions,
+} from './mysql-options.js';
+import { metaTable, migrations, SCHEMA_VERSION, statements, type Statements } from './mysql-sql.js';
+
+interface Row {
+  resource: unknown;
+  owner: unknown;
+  token: unknown;
+  expires_at: unknown;
+}
+
+/**
+ * Leases in a MySQL 8 or MariaDB 10.6+ table. Expiry is decided on the server's clock inside each
+ * compare-and-set; every call is one round trip (see mysql-sql.ts for how each one reports back).
+ */
+export class MysqlStore extends StoreBase {
+  readonly capabilities: StoreCapabilities = Object.freeze({
+    clock: 'store',
+    batch: true,
+    watch: false,
+  });
+  /** The server's clock decides expiry, so contenders allow no skew. */
+  readonly maxClockSkewMs = 0;
+  private readonly options: ResolvedMysqlOptions;
+  private readonly sql: Statements;
+  private ready: Promise<void> | undefined;
+
+  /**
+   * Connects with a pool of its own (closed by `close()`), creating the table when missing.
+   * Fails with `STORE_UNAVAILABLE` within `connectTimeoutMs + queryTimeoutMs` if the server is
+   * unreachable.
+   */
+  static async open(options: MysqlConnectionOptions): Promise<MysqlStore> {
+    const resolved = resolveMysqlOptions(options);
+    const config = poolConfig(options, resolved);
+    const driver = await loadDriver<MysqlDriver>('mysql2', 'mysql');
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    const where = `mysql://${config.user ? `${config.user}@` : ''}${host}:${config.port}/${config.database}`;
+    const store = new MysqlStore(driver.createPool(config).promise(), resolved, {
+      ownsPool: true,
+      where,
+    });
+    try {
+      await store.init();
+    } catch (error) {
+      await store.close().catch(() => {});
+      throw error;
+    }
+    return store;
+  }
+
+  /**
+   * Uses an existing mysql2 promise pool created with `multipleStatements: true` and autocommit
+   * on (the default). The pool stays the caller's: `close()` does not end it. The table is
+   * created on first use.
+   */
+  constructor(
+    private readonly pool: MysqlPool,
+    options?: MysqlStoreOptions,
+    /** @internal */
+    private readonly owned: { ownsPool: boolean; where: string } = {
+      ownsPool: false,
+      where: 'the given pool',
+    },
+  ) {
+    super();
+    this.options = resolveMysqlOptions(options);
+    this.sql = statements(this.options.table);
+  }
+
+  /**
+   * Creates the lease table and its `_meta` table when missing, or checks that their schema
+   * version is one this release understands. Safe to run from many processes at once (they
+   * serialise on a named lock). Every other call runs it once first.
+   */
+  async init(): Promise<void> {
+    if (this.isClosed) {
+      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'init failed: the store is closed', {
+        retryable: false,
+      });
+    }
+    try {
+      await this.ensureSchema();
+    } catch (error) {
+      throw this.mapError(error, 'init');
+    }
+  }
+
+  protected async doTryAcquire(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const o = bytes(owner);
+    const results = await this.call((c) =>
+      c.query(q(this.sql.acquire), [bytes(resource), o, ttlMs, o, ttlMs]),
+    );
+    const [row] = (results as unknown[])[2] as { token: unknown; now: unknown }[];
+    const token = int(row?.token, 'token');
+    if (token === 0) return null;
+    return { resource, owner, token, expiresAt: int(row?.now, 'now') + ttlMs, ttlMs };
+  }
+
+  protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    const ttl = ttlMs ?? lease.ttlMs;
+    const ok = (await this.call((c) =>
+      c.execute(q(this.sql.renew), [ttl, bytes(lease.resource), bytes(lease.owner), lease.token]),
+    )) as OkPacket;
+    const expiresAt = int(ok.insertId, 'expires_at');
+    if (expiresAt === 0) return null;
+    return { ...pick(lease), expiresAt, ttlMs: ttl };
+  }
+
+  protected override async doRelease(lease: LeaseRef): Promise<boolean> {
+    const ok = (await this.call((c) =>
+      c.execute(q(this.sql.release), [bytes(lease.resource), bytes(lease.owner), lease.token]),
+    )) as OkPacket;
+    return ok.affectedRows > 0;
+  }
+
+  protected async doRenewMany(
+    leases: readonly Lease[],
+    ttlMs: number | undefined,
+  ): Promise<(Lease | null)[]> {
+    if (leases.length === 1) return [await this.doRenew(leases[0]!, ttlMs)];
+    const batch = planBatch(leases, (lease) => ttlMs ?? lease.ttlMs);
+    const results = await this.call((c) => c.query(q(this.sql.renewBatch), [batch.json]));
+    const out: (Lease | null)[] = leases.map(() => null);
+    for (const row of (results as unknown[])[2] as { i: unknown; expiresAt: unknown }[]) {
+      const entry = batch.entries[int(row.i, 'batch row') - 1]!;
+      const renewed: Lease = {
+        ...pick(entry.lease),
+        expiresAt: int(row.expiresAt, 'expires_at'),
+        ttlMs: entry.ttlMs,
+      };
+      for (const position of entry.positions) out[position] = renewed;
+    }
+    return out;
+  }
+
+  protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
+    if (leases.length === 1) return [await this.doRelease(leases[0]!)];
+    const batch = planBatch(leases, () => 0);
+    const results = await this.call((c) => c.query(q(this.sql.releaseBatch), [batch.json]));
+    const out = leases.map(() => false);
+    for (const row of (results as unknown[])[2] as { i: unknown }[]) {
+      out[batch.entries[int(row.i, 'batch row') - 1]!.positions[0]!] = true;
+    }
+    return out;
+  }
+
+  protected async doGet(resource: string): Promise<LeaseRecord | null> {
+    const rows = (await this.call((c) => c.execute(q(this.sql.get), [bytes(resource)]))) as Row[];
+    return rows[0] ? record(rows[0]) : null;
+  }
+
+  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+    const from = bytes(prefix);
+    // UTF-8 never contains 0xff, so bumping the last byte bounds every name that starts with `prefix`.
+    const to = from.length === 0 ? undefined : Buffer.from(from);
+    if (to) to[to.length - 1]! += 1;
+    const rows = (await this.call((c) =>
+      to
+        ? c.execute(q(this.sql.listRange), [from, to, limit])
+        : c.execute(q(this.sql.listFrom), [from, limit]),
+    )) as Row[];
+    return rows.map(record);
+  }
+
+  /** Ends a pool of its own; a connection stuck on a silent server cannot hold this up for long. */
+  protected async doClose(): Promise<void> {
+    if (!this.owned.ownsPool) return;
+    const ms = this.options.connectTimeoutMs + this.options.queryTimeoutMs;
+    await deadline(this.pool.end(), ms, `the pool did not close within ${ms} ms`);
+  }
+
+  protected override mapError(error: unknown, operation: string): LeaseError {
+    return mapMysqlError(error, operation, this.owned.where);
+  }
+
+  /** One call on one pooled connection within the store's deadlines, after the schema is ready. */
+  private async call(fn: (connection: MysqlConnection) => Promise<[unknown, unknown]>) {
+    await this.ensureSchema();
+    const [result] = await withConnection(this.pool, this.options, fn);
+    return result;
+  }
+
+  private ensureSchema(): Promise<void> {
+    this.ready ??= this.migrate().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  /**
+   * Reads the schema version and, unless it is current, creates or upgrades the tables under a
+   * named lock so racing processes migrate once. The usual case is one round trip.
+   */
+  private async migrate(): Promise<void> {
+    const { table, queryTimeoutMs } = this.options;
+    await withConnection(this.pool, this.options, async (c) => {
+      // Two statements in one: fails with a parse error unless the pool allows multi-statements.
+      let current = await readVersion(c, `DO 0; ${this.sql.readVersion}`, 1);
+      if (current === SCHEMA_VERSION) return;
+      const waitSeconds = Math.max(0, Math.floor(queryTimeoutMs / 2) / 1000);
+      const [locked] = (await c.query(q(this.sql.lockName), [bytes(table), waitSeconds])) as [
+        { got: unknown }[],
+        unknown,
+      ];
+      if (Number(locked[0]?.got) !== 1) {
+        throw new LeaseError(
+          ErrorCode.STORE_UNAVAILABLE,
+          `init: another process is creating or upgrading table ${table}; try again`,
+        );
+      }
+      try {
+        await c.query(q(metaTable(table)));
+        current = await readVersion(c, this.sql.readVersion, 0);
+        if (current > SCHEMA_VERSION) {
+          throw new LeaseError(
+            ErrorCode.STORE_UNAVAILABLE,
+            `table ${table} has schema version ${current}, newer than this leasehold understands (${SCHEMA_VERSION}); upgrade leasehold`,
+            { retryable: false },
+          );
+        }
+        const steps = migrations(table);
+        for (let v = current; v < SCHEMA_VERSION; v++) await c.query(q(steps[v]!));
+        if (current !== SCHEMA_VERSION) {
+          await c.query(q(this.sql.writeVersion), [SCHEMA_VERSION, SCHEMA_VERSION]);
+        }
+      } finally {
+        await c.query(q(this.sql.unlock), [bytes(table)]);
+      }
+    });
+  }
+}
+
+/** The version in `<table>_meta`, 0 when the table or the row is missing. */
+async function readVersion(c: MysqlConnection, sql: string, index: number): Promise<number> {
+  try {
+    const [results] = await c.query(q(sql));
+    const rows = (index === 0 ? results : (results as unknown[])[index]) as { value: unknown }[];
+    return rows[0] ? int(rows[0].value, 'schema version') : 0;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ER_NO_SUCH_TABLE') return 0;
+    if (code === 'ER_PARSE_ERROR' && index > 0) {
+      throw new LeaseError(
+        ErrorCode.INVALID_ARGUMENT,
+        'the mysql2 pool must be created with multipleStatements: true (leasehold sends the statements of one transition in one round trip)',
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+function bytes(text: string): Buffer {
+  return Buffer.from(text, 'utf8');
+}
+
+function text(value: unknown): string {
+  return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+}
+
+/** A BIGINT from the server as a number; mysql2 gives a string once it exceeds 2^53. */
+function int(value: unknown, what: string): number {
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isSafeInteger(n)) {
+    throw new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `the server returned ${String(value)} as ${what}, not a safe integer`,
+      { retryable: false },
+    );
+  }
+  return n;
+}
+
+function record(row: Row): LeaseRecord {
+  return {
+    resource: text(row.resource),
+    owner: text(row.owner),
+    token: int(row.token, 'token'),
+    expiresAt: int(row.expires_at, 'expires_at'),
+  };
+}
+
+function pick(lease: LeaseRef): LeaseRef {
+  return { resource: lease.resource, owner: lease.owner, token: lease.token };
+}

@@ -1,0 +1,215 @@
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from './ports.js';
+import { signalTree, startProcess, stopProcess, tempDir, waitFor } from './processes.js';
+
+const SEARCH_PATH = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin'];
+
+/** The database every private server creates at startup. */
+export const MARIADB_DATABASE = 'leasehold';
+
+function findBinary(name: string): string | undefined {
+  return SEARCH_PATH.map((dir) => join(dir, name)).find((path) => existsSync(path));
+}
+
+/** Why a private MariaDB cannot start here, or `null` when the binaries are installed. */
+export function mariadbUnavailable(): string | null {
+  const missing = ['mariadbd', 'mariadb-install-db'].filter((name) => !findBinary(name));
+  return missing.length === 0
+    ? null
+    : `${missing.join(' and ')} not found (install the mariadb-server package)`;
+}
+
+/** A private MariaDB on a free 127.0.0.1 port with its data in a temp folder. */
+export interface MariadbServer {
+  readonly port: number;
+  readonly dir: string;
+  /** `mysql://root@127.0.0.1:PORT/leasehold` plus `params`. */
+  url(params?: Record<string, string | number>): string;
+  /** Graceful shutdown (SIGTERM); data stays for `start`. */
+  stop(): Promise<void>;
+  /** SIGKILL, like a crash; committed data stays on disk. */
+  kill(): Promise<void>;
+  /** Starts again on the same folder and port and waits until it accepts queries. */
+  start(): Promise<void>;
+  /** `kill` (or `stop` when `graceful`) then `start`. */
+  restart(graceful?: boolean): Promise<void>;
+  /** SIGSTOP: connections stay open, nothing answers. */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
+  /** Stops the server and removes its folder. */
+  dispose(): Promise<void>;
+}
+
+const INNODB_SIZES = ['--innodb-buffer-pool-size=16M', '--innodb-log-file-size=8M'];
+
+/**
+ * A freshly initialised data folder to copy, made once per MariaDB version and kept in the temp
+ * dir: `mariadb-install-db` takes seconds here, a copy a fraction of one. Built in a private
+ * folder and renamed into place, so concurrent test processes never see half of one.
+ */
+function dataTemplate(): string {
+  const version = /Ver\s+(\S+)/.exec(
+    execFileSync(findBinary('mariadbd')!, ['--version'], { encoding: 'utf8' }),
+  )?.[1];
+  const path = join(tmpdir(), `leasehold-mariadb-template-${(version ?? 'x').replace(/\W/g, '_')}`);
+  if (existsSync(path)) return path;
+  const staging = mkdtempSync(`${path}.tmp-`);
+  try {
+    execFileSync(
+      findBinary('mariadb-install-db')!,
+      [
+        '--no-defaults',
+        `--datadir=${join(staging, 'data')}`,
+        '--user=root',
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+        ...INNODB_SIZES,
+      ],
+      { stdio: 'pipe' },
+    );
+    renameSync(staging, path);
+  } catch (error) {
+    rmSync(staging, { recursive: true, force: true });
+    if (!existsSync(path)) throw error; // another process won the race otherwise
+  }
+  return path;
+}
+
+/** Copies an initialised data folder and starts the server on it, on a free port. */
+export async function startMariadb(): Promise<MariadbServer> {
+  const reason = mariadbUnavailable();
+  if (reason) throw new Error(reason);
+  const template = dataTemplate();
+  const dir = tempDir('leasehold-mariadb-');
+  const data = join(dir.path, 'data');
+  const initFile = join(dir.path, 'init.sql');
+  const errorLog = join(dir.path, 'err.log');
+  writeFileSync(initFile, `CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};\n`);
+  cpSync(join(template, 'data'), data, { recursive: true });
+  let port = 0;
+  let child: ChildProcess | undefined;
+  let paused = false;
+
+  const args = (): string[] => [
+    '--no-defaults',
+    `--datadir=${data}`,
+    '--user=root',
+    '--bind-address=127.0.0.1',
+    `--port=${port}`,
+    `--socket=${join(dir.path, 'sock')}`,
+    `--pid-file=${join(dir.path, 'pid')}`,
+    `--log-error=${errorLog}`,
+    `--init-file=${initFile}`,
+    '--skip-name-resolve',
+    ...INNODB_SIZES,
+    // Commits reach the OS at once, so they survive SIGKILL of the server, but nothing waits for
+    // the disk: tests never crash the machine. One tablespace makes CREATE TABLE cheap.
+    '--innodb-flush-log-at-trx-commit=2',
+    '--innodb-flush-method=nosync',
+    '--innodb-doublewrite=0',
+    '--innodb-file-per-table=0',
+    '--performance-schema=OFF',
+  ];
+  const exited = (c: ChildProcess): boolean => c.exitCode !== null || c.signalCode !== null;
+
+  const server: MariadbServer = {
+    get port() {
+      return port;
+    },
+    dir: dir.path,
+    url: (params = {}) => {
+      const query = new URLSearchParams(
+        Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]),
+      ).toString();
+      return `mysql://root@127.0.0.1:${port}/${MARIADB_DATABASE}${query ? `?${query}` : ''}`;
+    },
+    async start() {
+      if (child && !exited(child)) return;
+      const started = startProcess(findBinary('mariadbd')!, args());
+      child = started;
+      paused = false;
+      await waitFor(
+        `MariaDB on port ${port}`,
+        async () => exited(started) || (await acceptsQueries(port)),
+        30_000,
+      );
+      if (exited(started)) {
+        const log = existsSync(errorLog) ? readFileSync(errorLog, 'utf8').slice(-2000) : '';
+        throw new Error(`mariadbd exited: ${started.output()}${log}`);
+      }
+    },
+    async stop() {
+      if (child) await stopProcess(child, 'SIGTERM', 15_000);
+      paused = false;
+    },
+    async kill() {
+      if (child) await stopProcess(child, 'SIGKILL');
+      paused = false;
+    },
+    async restart(graceful = false) {
+      await (graceful ? server.stop() : server.kill());
+      await server.start();
+    },
+    pause() {
+      if (child?.pid && !paused) {
+        signalTree(child.pid, 'SIGSTOP');
+        paused = true;
+      }
+    },
+    resume() {
+      if (child?.pid && paused) {
+        signalTree(child.pid, 'SIGCONT');
+        paused = false;
+      }
+    },
+    async dispose() {
+      await server.kill();
+      dir.cleanup();
+    },
+  };
+  // A free port may be taken between the probe and the bind: try another one.
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    try {
+      await server.start();
+      return server;
+    } catch (error) {
+      const bindFailed = /bind|address already in use/i.test(String(error));
+      if (!bindFailed || attempt === 3) {
+        await server.dispose();
+        throw error;
+      }
+    }
+  }
+}
+
+/**
+ * Whether the server has finished starting: it sends its handshake greeting (protocol 10) only
+ * once it accepts connections, and the database from the init file exists before it listens.
+ */
+function acceptsQueries(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    // Packet header (4 bytes) then protocol version 10; an error packet (0xff) means "not yet".
+    socket.once('data', (chunk) => done(chunk.length > 4 && chunk[4] === 10));
+  });
+}
