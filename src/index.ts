@@ -14,3 +14,6 @@ export {
 export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
 export type { LeaseClientOptions, AcquireOptions } from './client/client-options.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';
+export { LeaseManager, type LeaseManagerEvents, type StopOptions } from './fleet/lease-manager.js';
+export type { LeaseManagerOptions, WantedResources } from './fleet/manager-options.js';
+export { elect, type ElectOptions, type Election } from './fleet/election.js';

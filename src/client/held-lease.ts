@@ -175,8 +175,23 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     return error;
   }
 
+  /**
+   * @internal Aborts the work tied to the lease while keeping the lease held (and renewed) until it
+   * is released: a graceful stop or handoff lets the work wind down before anyone else can take over.
+   */
+  revoke(why: string): void {
+    if (this.isTerminal || this.endReason) return;
+    this.end(
+      quietError(
+        ErrorCode.LEASE_RELEASED,
+        `lease on ${JSON.stringify(this.resource)} (token ${this.token}) is being released: ${why}`,
+        { resource: this.resource, retryable: false },
+      ),
+    );
+  }
+
   private end(reason: LeaseError): void {
-    this.endReason = reason;
+    this.endReason ??= reason;
     this.controller?.abort(reason);
   }
 

@@ -160,6 +160,16 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     return this.heartbeat.held();
   }
 
+  /** The lease this client holds on `resource`, if any. */
+  lease(resource: string): HeldLease | undefined {
+    return this.leases.get(resource);
+  }
+
+  /** How many leases this client holds now. */
+  get size(): number {
+    return this.leases.size;
+  }
+
   /** Releases everything held with one `releaseMany` and stops the heartbeat. The store stays open. */
   close(): Promise<void> {
     this.closing ??= this.shutdown();

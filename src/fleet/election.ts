@@ -1,0 +1,98 @@
+import { ErrorCode, LeaseError } from '../core/errors.js';
+import { checkResource } from '../core/options.js';
+import type { LeaseStore } from '../core/store.js';
+import type { Clock } from '../core/time.js';
+import type { HeldLease } from '../client/held-lease.js';
+import { LeaseClient } from '../client/lease-client.js';
+
+export interface ElectOptions {
+  store: LeaseStore;
+  /** The election's name; the lease is taken on the resource `election/<name>`. */
+  name: string;
+  owner?: string;
+  /** @default 20000 */
+  ttlMs?: number;
+  heartbeatMs?: number;
+  /** Called when this process becomes leader; `lease.signal` aborts when it stops being leader. */
+  onElected: (lease: HeldLease) => void | Promise<void>;
+  /** Called when leadership ends: `'lost'` (the lease was lost), `'stopped'` (stop() was called) or `'failed'` (onElected threw). */
+  onDemoted?: (reason: 'lost' | 'stopped' | 'failed', error?: unknown) => void;
+  clock?: Clock;
+}
+
+export interface Election {
+  /** Whether this process is the leader right now (reads the clock: false once the deadline passed). */
+  isLeader(): boolean;
+  /** The leadership lease while leader; its `token` fences the leader's writes. */
+  readonly lease: HeldLease | undefined;
+  /** Steps down (releasing the lease so another candidate takes over at once) and stops campaigning. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Campaigns for leadership of `name` until stopped: waits for the lease, calls `onElected`, and
+ * campaigns again after losing it. Built on one `LeaseClient` and one resource.
+ */
+export function elect(options: ElectOptions): Election {
+  const resource = `election/${options.name}`;
+  checkResource(resource, 'name');
+  if (typeof options.onElected !== 'function')
+    throw new LeaseError(ErrorCode.INVALID_ARGUMENT, 'onElected must be a function');
+  const client = new LeaseClient({
+    store: options.store,
+    owner: options.owner,
+    ttlMs: options.ttlMs,
+    heartbeatMs: options.heartbeatMs,
+    clock: options.clock,
+  });
+  const stopped = new AbortController();
+  let current: HeldLease | undefined;
+
+  const campaign = async (): Promise<void> => {
+    while (!stopped.signal.aborted) {
+      let lease: HeldLease;
+      try {
+        lease = await client.acquire(resource, { signal: stopped.signal });
+      } catch (error) {
+        if (stopped.signal.aborted) return;
+        // The store is unreachable: try again after a pause rather than giving up the campaign.
+        await new Promise((r) => setTimeout(r, Math.min(client.heartbeatMs, 1000)).unref?.());
+        void error;
+        continue;
+      }
+      current = lease;
+      let reason: 'lost' | 'stopped' | 'failed' = 'lost';
+      let failure: unknown;
+      try {
+        await options.onElected(lease);
+        await new Promise<void>((resolve) => {
+          if (lease.signal.aborted) resolve();
+          else lease.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+      } catch (error) {
+        reason = 'failed';
+        failure = error;
+      }
+      if (stopped.signal.aborted) reason = 'stopped';
+      current = undefined;
+      if (!lease.isTerminal) await lease.release().catch(() => undefined);
+      options.onDemoted?.(reason, reason === 'lost' ? lease.signal.reason : failure);
+    }
+  };
+  const running = campaign();
+
+  return {
+    isLeader: () => current?.isValid() ?? false,
+    get lease() {
+      return current;
+    },
+    async stop() {
+      stopped.abort(
+        new LeaseError(ErrorCode.CLIENT_CLOSED, `election ${JSON.stringify(options.name)} stopped`),
+      );
+      current?.revoke('the election was stopped');
+      await client.close();
+      await running;
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { invalidArgument } from '../core/errors.js';
+import { checkInteger, checkOwner, describe, LIMITS } from '../core/options.js';
+import type { LeaseStore } from '../core/store.js';
+import type { Clock } from '../core/time.js';
+import type { HeldLease } from '../client/held-lease.js';
+import type { LeaseError } from '../core/errors.js';
+
+export type WantedResources =
+  readonly string[] | (() => readonly string[] | Promise<readonly string[]>);
+
+export interface LeaseManagerOptions {
+  /** Where the lease records live (see `openStore`). */
+  store: LeaseStore;
+  /** This worker's id in lease records; unique among live workers. @default `<hostname>:<pid>:<random>` */
+  owner?: string;
+  /** The resources the fleet wants owned: an array, or a function called at every reconcile. */
+  resources: WantedResources;
+  /** Lease TTL. @default 20000 */
+  ttlMs?: number;
+  /** Renewal period, at most `ttlMs / 3`. @default ttlMs / 4 */
+  heartbeatMs?: number;
+  /** How often the worker scans the records (jittered ±20 %, and never longer than `ttlMs − heartbeatMs`). @default 15000 */
+  reconcileMs?: number;
+  /** Share the resources evenly among live workers. @default true */
+  balance?: boolean;
+  /** The most leases this worker takes. @default Infinity */
+  maxLeases?: number;
+  /** Workers that share this name balance among themselves; a fleet per name. @default 'default' */
+  group?: string;
+  /** Clock disagreement to allow (see `LeaseClient`). @default store.maxClockSkewMs */
+  maxClockSkewMs?: number;
+  /** Starts the work for a resource; `lease.signal` aborts when it is lost, handed off or the manager stops. */
+  onAcquired?: (lease: HeldLease) => void | Promise<void>;
+  /** Told when a lease was lost (its work has already been aborted). */
+  onLost?: (lease: HeldLease, error: LeaseError) => void;
+  /** Where time comes from; inject a `ManualClock` in tests. @default the system clock */
+  clock?: Clock;
+}
+
+export const MANAGER_DEFAULTS = Object.freeze({
+  reconcileMs: 15_000,
+  balance: true,
+  group: 'default',
+});
+
+/** Where each worker's membership lease lives, so a worker with no leases yet still counts. */
+export function membersPrefix(group: string): string {
+  return `leasehold/members/${group}/`;
+}
+
+export function checkManagerOptions(options: LeaseManagerOptions): void {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  const { resources, reconcileMs, balance, maxLeases, group, onAcquired, onLost, owner } = options;
+  if (!Array.isArray(resources) && typeof resources !== 'function') {
+    throw invalidArgument(
+      'resources',
+      'must be an array of resource names or a function returning one',
+    );
+  }
+  if (owner !== undefined) checkOwner(owner);
+  if (reconcileMs !== undefined) checkInteger('reconcileMs', reconcileMs, 10, LIMITS.ttlMaxMs);
+  if (balance !== undefined && typeof balance !== 'boolean')
+    throw invalidArgument('balance', `must be a boolean, got ${describe(balance)}`);
+  if (maxLeases !== undefined && maxLeases !== Infinity)
+    checkInteger('maxLeases', maxLeases, 0, 10_000_000);
+  if (group !== undefined && (typeof group !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(group))) {
+    throw invalidArgument('group', 'must be 1 to 64 letters, digits, ".", "_" or "-"');
+  }
+  if (onAcquired !== undefined && typeof onAcquired !== 'function')
+    throw invalidArgument('onAcquired', 'must be a function');
+  if (onLost !== undefined && typeof onLost !== 'function')
+    throw invalidArgument('onLost', 'must be a function');
+}

@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Fleet, names } from './fleet-rig.js';
+
+let fleet: Fleet | undefined;
+afterEach(async () => {
+  await fleet?.stopAll();
+  fleet = undefined;
+});
+
+const TTL = 2000;
+const HB = 500;
+const RECONCILE = 1000;
+
+function newFleet(resources = names(100)) {
+  fleet = new Fleet({ resources, ttlMs: TTL, heartbeatMs: HB, reconcileMs: RECONCILE });
+  return fleet;
+}
+
+function expectExclusive(f: Fleet): void {
+  for (const [resource, holders] of f.holders()) expect(holders, resource).toHaveLength(1);
+}
+
+describe('LeaseManager', () => {
+  it('a lone worker takes every wanted resource and runs its work', async () => {
+    const f = newFleet(names(10));
+    const w = await f.join();
+    expect(
+      w.manager
+        .held()
+        .map((l) => l.resource)
+        .sort(),
+    ).toEqual(names(10));
+    expect([...w.working].sort()).toEqual(names(10));
+  });
+
+  it('four workers converge to 25 ± 1 each, and a fifth joining to 20 ± 1, without overlap', async () => {
+    const f = newFleet();
+    for (let i = 0; i < 4; i++) await f.join();
+    for (let i = 0; i < 10; i++) {
+      await f.clock.advance(RECONCILE);
+      expectExclusive(f);
+    }
+    expect(f.counts().reduce((a, b) => a + b)).toBe(100);
+    for (const n of f.counts()) expect(Math.abs(n - 25)).toBeLessThanOrEqual(1);
+    await f.join();
+    for (let i = 0; i < 10; i++) {
+      await f.clock.advance(RECONCILE);
+      expectExclusive(f);
+    }
+    expect(f.counts().reduce((a, b) => a + b)).toBe(100);
+    for (const n of f.counts()) expect(Math.abs(n - 20)).toBeLessThanOrEqual(1);
+  });
+
+  it('reclaims a crashed worker’s resources at about the TTL, not at TTL plus a scan', async () => {
+    const f = newFleet(names(40));
+    const workers = [await f.join(), await f.join()];
+    await f.clock.advance(5 * RECONCILE);
+    const victim = workers[0]!;
+    const orphaned = victim.manager.held().map((l) => l.resource);
+    expect(orphaned.length).toBeGreaterThan(0);
+    victim.link.mode = 'hang'; // SIGKILL or a partition: its renewals never arrive
+    const crashedAt = f.clock.now();
+    let recoveredAt = -1;
+    for (let t = 0; t < 4 * TTL; t += 50) {
+      await f.clock.advance(50);
+      expectExclusive(f);
+      const survivor = new Set(workers[1]!.manager.held().map((l) => l.resource));
+      if (recoveredAt < 0 && orphaned.every((r) => survivor.has(r))) recoveredAt = f.clock.now();
+    }
+    expect(recoveredAt).toBeGreaterThan(0);
+    const took = recoveredAt - crashedAt;
+    expect(took).toBeGreaterThanOrEqual(TTL - HB);
+    expect(took).toBeLessThanOrEqual(TTL + 200); // the expiry timer, not the next scan
+    expect(workers[1]!.manager.held()).toHaveLength(40);
+  });
+
+  it('stop() aborts the work, then releases everything in one releaseMany, and peers take over', async () => {
+    const f = newFleet(names(20));
+    const [a, b] = [await f.join(), await f.join()];
+    await f.clock.advance(5 * RECONCILE);
+    const mine = a.manager.held();
+    expect(mine.length).toBeGreaterThan(0);
+    let workStillRunningAtRelease = 0;
+    const released: string[] = [];
+    a.manager.on('released', (lease) => {
+      released.push(lease.resource);
+      if (a.working.has(lease.resource)) workStillRunningAtRelease++;
+    });
+    const { releaseMany, release } = { ...a.link.calls };
+    await a.manager.stop();
+    expect(a.link.calls.releaseMany - releaseMany).toBe(1);
+    expect(a.link.calls.release - release).toBe(0);
+    expect(workStillRunningAtRelease).toBe(0);
+    expect(released.sort()).toEqual(mine.map((l) => l.resource).sort());
+    expect(a.working.size).toBe(0);
+    await f.clock.advance(2 * RECONCILE);
+    expect(b.manager.held()).toHaveLength(20);
+  });
+
+  it('follows a changing wanted set: takes new resources and hands back unwanted ones', async () => {
+    let wanted = names(5);
+    const f = newFleet();
+    const w = await f.join({ resources: () => wanted });
+    expect(w.manager.held()).toHaveLength(5);
+    wanted = [...names(3), 'extra/1'];
+    await f.clock.advance(RECONCILE * 1.3);
+    expect(
+      w.manager
+        .held()
+        .map((l) => l.resource)
+        .sort(),
+    ).toEqual([...names(3), 'extra/1'].sort());
+    expect((await f.store.get(names(5)[4]!))!.owner).toBe('');
+  });
+
+  it('maxLeases caps what one worker takes', async () => {
+    const f = newFleet(names(10));
+    const w = await f.join({ maxLeases: 3, balance: false });
+    await f.clock.advance(3 * RECONCILE);
+    expect(w.manager.held()).toHaveLength(3);
+  });
+
+  it('rejects bad options naming the field', async () => {
+    const f = newFleet();
+    await expect(f.join({ reconcileMs: 1 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: /reconcileMs/,
+    });
+    await expect(f.join({ resources: 'x' as never })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: /resources/,
+    });
+    await expect(f.join({ resources: ['leasehold/members/x'] })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    f.workers.length = 0;
+  });
+});
