@@ -11,6 +11,14 @@ export {
   type SqliteStoreOptions,
   type SqliteDatabase,
 } from './stores/sqlite/index.js';
+export { PostgresStore, type PostgresStoreOptions, type PgPool } from './stores/postgres/index.js';
+export {
+  RedisStore,
+  type RedisStoreOptions,
+  type RedisClient,
+  type RedisSubscriber,
+  type Unwatch,
+} from './stores/redis/index.js';
 export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
 export type { LeaseClientOptions, AcquireOptions } from './client/client-options.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';

@@ -75,9 +75,20 @@ export function parseStoreUrl(text: unknown): StoreUrl {
   return { scheme, rest, params, redacted: redact(text) };
 }
 
-/** Replaces the password of `user:password@host` with `***`. */
+/**
+ * Replaces the password of `scheme://user:password@host…` with `***`. The user info runs to the
+ * last `@` before the query, so a password with an unencoded `@` or `/` is still hidden whole.
+ */
 export function redact(text: string): string {
-  return text.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/[^/@:]*:)[^@/]*@/, '$1***@');
+  const start = text.indexOf('://');
+  if (start === -1) return text;
+  const query = text.indexOf('?', start);
+  const end = query === -1 ? text.length : query;
+  const at = text.lastIndexOf('@', end - 1);
+  if (at <= start) return text;
+  const colon = text.indexOf(':', start + 3);
+  if (colon === -1 || colon > at) return text;
+  return `${text.slice(0, colon + 1)}***${text.slice(at)}`;
 }
 
 /** Reads the query parameters a store accepts, rejecting any other so typos are not ignored. */

@@ -7,6 +7,7 @@ import { etcdFactory } from './factories/etcd.js';
 import { mysqlFactory } from './factories/mysql.js';
 import { postgresFactory } from './factories/postgres.js';
 import { redisFactory } from './factories/redis.js';
+import { redisClusterFactory } from './factories/redis-cluster.js';
 
 function memoryFactory(): StoreFactory {
   return {
@@ -40,6 +41,7 @@ export const allStores: StoreFactory[] = [
   postgresFactory(),
   mysqlFactory(),
   redisFactory(),
+  redisClusterFactory(),
   dynamodbFactory(),
   etcdFactory(),
 ];
