@@ -44,6 +44,10 @@ export class MysqlStore extends StoreBase {
   private readonly options: ResolvedMysqlOptions;
   private readonly sql: Statements;
   private ready: Promise<void> | undefined;
+  /** Whether `close()` ends the pool: only for a pool `open` created. */
+  private ownsPool = false;
+  /** The server in error messages, never with a password. */
+  private where = 'the given pool';
 
   /**
    * Connects with a pool of its own (closed by `close()`), creating the table when missing.
@@ -55,11 +59,9 @@ export class MysqlStore extends StoreBase {
     const config = poolConfig(options, resolved);
     const driver = await loadDriver<MysqlDriver>('mysql2', 'mysql');
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    const where = `mysql://${config.user ? `${config.user}@` : ''}${host}:${config.port}/${config.database}`;
-    const store = new MysqlStore(driver.createPool(config).promise(), resolved, {
-      ownsPool: true,
-      where,
-    });
+    const store = new MysqlStore(driver.createPool(config).promise(), resolved);
+    store.ownsPool = true;
+    store.where = `mysql://${config.user ? `${config.user}@` : ''}${host}:${config.port}/${config.database}`;
     try {
       await store.init();
     } catch (error) {
@@ -77,11 +79,6 @@ export class MysqlStore extends StoreBase {
   constructor(
     private readonly pool: MysqlPool,
     options?: MysqlStoreOptions,
-    /** @internal */
-    private readonly owned: { ownsPool: boolean; where: string } = {
-      ownsPool: false,
-      where: 'the given pool',
-    },
   ) {
     super();
     this.options = resolveMysqlOptions(options);
@@ -189,13 +186,13 @@ export class MysqlStore extends StoreBase {
 
   /** Ends a pool of its own; a connection stuck on a silent server cannot hold this up for long. */
   protected async doClose(): Promise<void> {
-    if (!this.owned.ownsPool) return;
+    if (!this.ownsPool) return;
     const ms = this.options.connectTimeoutMs + this.options.queryTimeoutMs;
     await deadline(this.pool.end(), ms, `the pool did not close within ${ms} ms`);
   }
 
   protected override mapError(error: unknown, operation: string): LeaseError {
-    return mapMysqlError(error, operation, this.owned.where);
+    return mapMysqlError(error, operation, this.where);
   }
 
   /** One call on one pooled connection within the store's deadlines, after the schema is ready. */
