@@ -36,16 +36,16 @@ export interface Plan {
 }
 
 /**
- * One worker's decisions at a reconcile, as a pure function of what it saw. The fair share is the
- * wanted count divided by the live members, rounded up: every worker may hold that many, so the
- * shares always cover the wanted set. A worker over its share hands leases over only while some
- * member is under it, which keeps the fleet from flapping.
+ * One worker's decisions at a reconcile, as a pure function of what it saw. With W wanted
+ * resources and N live members, each worker may take free resources up to ⌈W/N⌉ (so the shares
+ * always cover the wanted set), and a worker above ⌊W/N⌋ hands leases over only while some member
+ * is below ⌊W/N⌋: the fleet settles with every count within one of W/N and does not flap.
  */
 export function plan(input: PlanInput, random: () => number = Math.random): Plan {
   const { me, wanted, records, held, storeNow, skewMs, horizonMs, maxLeases, balance } = input;
   const members = new Set(input.members).add(me);
-  const share = Math.ceil(wanted.length / members.size);
-  const target = Math.min(maxLeases, balance ? share : Infinity);
+  const target = Math.min(maxLeases, balance ? Math.ceil(wanted.length / members.size) : Infinity);
+  const floor = Math.min(maxLeases, Math.floor(wanted.length / members.size));
 
   const wantedSet = new Set(wanted);
   const drop = [...held].filter((r) => !wantedSet.has(r));
@@ -72,15 +72,20 @@ export function plan(input: PlanInput, random: () => number = Math.random): Plan
   const room = Math.max(0, target - mine.length);
   const acquire = free.slice(0, room);
 
-  const under = [...load.entries()].filter(([m, n]) => m !== me && n < target);
-  const deficit = under.reduce((sum, [, n]) => sum + (target - n), 0);
-  const excess = Math.max(0, mine.length - target);
-  const shed =
-    balance && free.length === 0 ? mine.slice(mine.length - Math.min(excess, deficit)) : [];
+  // Hand over what others can absorb: first anything above ⌈W/N⌉ to those below it, then anything
+  // above ⌊W/N⌋ to those below that. Stable states then have every count within one of W/N.
+  const others = [...load.entries()].filter(([m]) => m !== me).map(([, n]) => n);
+  const absorb = (level: number): number =>
+    others.reduce((sum, n) => sum + Math.max(0, level - n), 0);
+  const aboveCeil = Math.min(Math.max(0, mine.length - target), absorb(target));
+  const aboveFloor = Math.min(Math.max(0, mine.length - aboveCeil - floor), absorb(floor));
+  const count = balance && free.length === 0 ? aboveCeil + aboveFloor : 0;
+  const shed = mine.slice(mine.length - count);
+  const loads = [...load.values()];
   const unbalanced =
     balance &&
-    (under.length > 0 || mine.length < target) &&
-    [...load.values()].some((n) => n > target);
+    ((loads.some((n) => n > target) && loads.some((n) => n < target)) ||
+      (loads.some((n) => n > floor) && loads.some((n) => n < floor)));
 
   return { target, acquire, expiring, shed, drop, unbalanced };
 }
