@@ -13,6 +13,12 @@ export {
 } from './stores/sqlite/index.js';
 export { PostgresStore, type PostgresStoreOptions, type PgPool } from './stores/postgres/index.js';
 export {
+  MysqlStore,
+  type MysqlStoreOptions,
+  type MysqlConnectionOptions,
+  type MysqlPool,
+} from './stores/mysql/index.js';
+export {
   RedisStore,
   type RedisStoreOptions,
   type RedisClient,
