@@ -13,6 +13,8 @@ export default tseslint.config(
         performance: 'readonly',
         console: 'readonly',
         setTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
         URL: 'readonly',
       },
     },
