@@ -178,6 +178,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     } catch (error) {
       if (first) {
         this.running = undefined;
+        this.unwatch?.();
         await this.client.close().catch(() => undefined);
         throw error;
       }
@@ -231,7 +232,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       held: new Set(held.keys()),
       storeNow,
       skewMs,
-      horizonMs: interval + this.client.heartbeatMs,
+      // Up to the next scan, and short of where a healthy holder's record sits (≥ ttl − heartbeat
+      // ahead): only records that stopped being renewed get a takeover timer.
+      horizonMs: interval + this.client.heartbeatMs / 8,
       maxLeases: this.maxLeases,
       balance: this.balance,
     });
@@ -308,6 +311,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.taking.delete(resource);
     }
     if (!lease) return;
+    if (this.stopping) {
+      await lease.release().catch(() => undefined);
+      return;
+    }
     this.emit('acquired', lease);
     if (this.onAcquired) {
       const acquired = lease;

@@ -74,6 +74,22 @@ describe('LeaseManager', () => {
     expect(workers[1]!.manager.held()).toHaveLength(40);
   });
 
+  it('a settled, healthy fleet spends no store calls on takeover attempts', async () => {
+    const f = newFleet(names(40));
+    const workers = [await f.join(), await f.join(), await f.join()];
+    await f.clock.advance(10 * RECONCILE);
+    const before = workers.map((w) => ({ ...w.link.calls }));
+    await f.clock.advance(20 * RECONCILE);
+    workers.forEach((w, i) => {
+      expect(w.link.calls.tryAcquire - before[i]!.tryAcquire).toBe(0);
+      // Per worker and scan: two lists; per heartbeat: one renewMany for all its leases.
+      expect(w.link.calls.renew).toBe(0);
+      expect(w.link.calls.renewMany - before[i]!.renewMany).toBeLessThanOrEqual(
+        (20 * RECONCILE) / HB + 1,
+      );
+    });
+  });
+
   it('stop() aborts the work, then releases everything in one releaseMany, and peers take over', async () => {
     const f = newFleet(names(20));
     const [a, b] = [await f.join(), await f.join()];
