@@ -1,11 +1,24 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { ErrorCode, isLeaseError, LeaseError } from '../../core/errors.js';
 import type { StoreUrl } from '../../core/open-store.js';
-import type { LeaseStore } from '../../core/store.js';
+import { DynamodbStore } from './dynamodb-store.js';
+import { parseDynamodbUrl, redactEndpoint } from './dynamodb-url.js';
 
-// Placeholder until the dynamodb adapter lands: the scheme is reserved and says so.
-export async function openDynamodb(url: StoreUrl): Promise<LeaseStore> {
-  throw new LeaseError(
-    ErrorCode.STORE_URL_INVALID,
-    `the dynamodb store is not available in this build (${url.redacted})`,
-  );
+/**
+ * `dynamodb://TABLE?region=&endpoint=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&createTable=&concurrency=`.
+ * Credentials come from the AWS SDK's default chain.
+ */
+export async function openDynamodb(url: StoreUrl): Promise<DynamodbStore> {
+  const target = parseDynamodbUrl(url);
+  try {
+    return await DynamodbStore.connect(target);
+  } catch (error) {
+    if (isLeaseError(error, ErrorCode.INVALID_ARGUMENT)) {
+      throw new LeaseError(
+        ErrorCode.STORE_URL_INVALID,
+        `${error.message} in ${redactEndpoint(url.redacted)}`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
 }

@@ -1,16 +1,29 @@
+import { openStore } from '../../../src/index.js';
+import {
+  dynaliteUnavailable,
+  startDynalite,
+  type DynaliteServer,
+} from '../../harness/dynalite-server.js';
 import type { StoreFactory } from '../factory.js';
 
-// Placeholder until the dynamodb adapter lands.
+/**
+ * dynalite in the test process; each namespace is a fresh table, created on open. Every store
+ * here reads one host clock, so a small skew allowance keeps the expiry tests short.
+ */
 export function dynamodbFactory(): StoreFactory {
-  const fail = async (): Promise<never> => {
-    throw new Error('dynamodb adapter not built yet');
-  };
+  let server: DynaliteServer | undefined;
   return {
     name: 'dynamodb',
     durable: true,
-    unavailable: () => 'dynamodb adapter not built yet',
-    setup: fail,
-    open: fail,
-    teardown: async () => {},
+    unavailable: dynaliteUnavailable,
+    setup: async () => {
+      server = await startDynalite();
+    },
+    open: (namespace) =>
+      openStore(server!.url(namespace, { createTable: true, maxClockSkewMs: 100 })),
+    teardown: async () => {
+      await server?.stop();
+      server = undefined;
+    },
   };
 }

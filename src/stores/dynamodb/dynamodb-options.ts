@@ -1,0 +1,145 @@
+import { invalidArgument } from '../../core/errors.js';
+import { checkInteger, describe } from '../../core/options.js';
+import { systemClock, type Clock } from '../../core/time.js';
+
+export interface DynamodbStoreOptions {
+  /**
+   * The table holding the lease records: partition key `resource` (String), no sort key.
+   * Required when the store is given a client; a `dynamodb://TABLE` URL names it.
+   */
+  table?: string;
+  /**
+   * Clock disagreement a contender allows before treating a record as expired. DynamoDB has no
+   * clock of its own in a condition, so expiry is judged on the callers' clocks: set this to twice
+   * the worst offset of any one host from true time (see the README). @default 1000
+   */
+  maxClockSkewMs?: number;
+  /**
+   * Deadline of every store call, the SDK's own retries included, after which it fails with a
+   * retryable `STORE_UNAVAILABLE`: a paused or unreachable endpoint never makes a call hang. A
+   * write that timed out may still land later. @default 5000
+   */
+  requestTimeoutMs?: number;
+  /** Create the table (on-demand capacity) when it is missing, and wait until it is active. @default false */
+  createTable?: boolean;
+  /** How many per-lease updates `renewMany` / `releaseMany` keep in flight at once. @default 16 */
+  concurrency?: number;
+  /** Where "now" comes from when writing and judging `expiresAt`. @default the system clock */
+  clock?: Pick<Clock, 'now'>;
+}
+
+/** Where a store that makes its own `DynamoDBClient` connects: what a `dynamodb://` URL holds. */
+export interface DynamodbConnectOptions {
+  /** AWS region. @default the SDK's chain (`AWS_REGION`, profile), or `us-east-1` for a loopback endpoint */
+  region?: string;
+  /** Endpoint URL, for DynamoDB Local or dynalite (`http://127.0.0.1:8000`). @default AWS's endpoint for the region */
+  endpoint?: string;
+  /** TCP connect deadline of each attempt. @default 5000 */
+  connectTimeoutMs?: number;
+}
+
+export const DYNAMODB_DEFAULTS = Object.freeze({
+  maxClockSkewMs: 1000,
+  requestTimeoutMs: 5000,
+  connectTimeoutMs: 5000,
+  createTable: false,
+  concurrency: 16,
+});
+
+export interface ResolvedDynamodbOptions {
+  readonly table: string;
+  readonly maxClockSkewMs: number;
+  readonly requestTimeoutMs: number;
+  readonly createTable: boolean;
+  readonly concurrency: number;
+  readonly clock: Pick<Clock, 'now'>;
+}
+
+/** DynamoDB's own rule for table names. */
+const TABLE = /^[A-Za-z0-9_.-]{3,255}$/;
+
+export function checkTable(value: unknown): string {
+  if (typeof value !== 'string' || !TABLE.test(value)) {
+    throw invalidArgument(
+      'table',
+      `must be 3 to 255 letters, digits, _ . or -, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+export function resolveDynamodbOptions(
+  options: DynamodbStoreOptions = {},
+): ResolvedDynamodbOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  const createTable = options.createTable ?? DYNAMODB_DEFAULTS.createTable;
+  if (typeof createTable !== 'boolean')
+    throw invalidArgument('createTable', `must be a boolean, got ${describe(createTable)}`);
+  const clock = options.clock ?? systemClock;
+  if (typeof clock?.now !== 'function')
+    throw invalidArgument('clock', 'must be an object with a now() method');
+  const concurrency = options.concurrency ?? DYNAMODB_DEFAULTS.concurrency;
+  if (typeof concurrency !== 'number' || !Number.isInteger(concurrency))
+    throw invalidArgument('concurrency', `must be an integer, got ${describe(concurrency)}`);
+  if (concurrency < 1 || concurrency > 256)
+    throw invalidArgument('concurrency', `must be from 1 to 256, got ${concurrency}`);
+  return {
+    table: checkTable(options.table),
+    maxClockSkewMs: checkInteger(
+      'maxClockSkewMs',
+      options.maxClockSkewMs ?? DYNAMODB_DEFAULTS.maxClockSkewMs,
+      0,
+      3_600_000,
+    ),
+    requestTimeoutMs: checkInteger(
+      'requestTimeoutMs',
+      options.requestTimeoutMs ?? DYNAMODB_DEFAULTS.requestTimeoutMs,
+      100,
+      600_000,
+    ),
+    createTable,
+    concurrency,
+    clock,
+  };
+}
+
+export function resolveConnectOptions(
+  options: DynamodbConnectOptions,
+): Required<Pick<DynamodbConnectOptions, 'connectTimeoutMs'>> & DynamodbConnectOptions {
+  const { region, endpoint } = options;
+  if (region !== undefined && (typeof region !== 'string' || !/^[a-z0-9-]{1,64}$/.test(region)))
+    throw invalidArgument('region', `must look like us-east-1, got ${describe(region)}`);
+  if (endpoint !== undefined) checkEndpoint(endpoint);
+  return {
+    region,
+    endpoint,
+    connectTimeoutMs: checkInteger(
+      'connectTimeoutMs',
+      options.connectTimeoutMs ?? DYNAMODB_DEFAULTS.connectTimeoutMs,
+      1,
+      600_000,
+    ),
+  };
+}
+
+/** An http(s) URL without credentials in it (those come from the SDK's chain, never a URL). */
+function checkEndpoint(value: unknown): string {
+  if (typeof value !== 'string' || !URL.canParse(value))
+    throw invalidArgument('endpoint', 'must be an http:// or https:// URL');
+  const url = new URL(value);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw invalidArgument('endpoint', `must be an http:// or https:// URL, got ${url.protocol}`);
+  if (url.username !== '' || url.password !== '')
+    throw invalidArgument(
+      'endpoint',
+      'must not hold credentials: AWS credentials come from the SDK (environment, profile or role)',
+    );
+  return value;
+}
+
+/** Whether an endpoint is on this machine, where a local DynamoDB accepts any credentials. */
+export function isLoopback(endpoint: string): boolean {
+  const host = new URL(endpoint).hostname.replace(/^\[(.*)\]$/, '$1');
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

@@ -1,0 +1,129 @@
+import type { LeaseRecord, LeaseRef } from '../../core/lease.js';
+import type { Item } from './dynamodb-driver.js';
+
+/**
+ * The request bodies of every transition: one conditional `UpdateItem` each. `owner` is a
+ * DynamoDB reserved word, so every attribute goes through `ExpressionAttributeNames`.
+ *
+ * Item layout (the table's key schema is `resource` HASH, type S, no sort key):
+ * `resource` S, `owner` S (`''` once released), `token` N, `expiresAt` N (ms since the epoch on
+ * the writer's clock, `0` once released).
+ */
+const NAMES = Object.freeze({
+  '#r': 'resource',
+  '#o': 'owner',
+  '#t': 'token',
+  '#e': 'expiresAt',
+});
+
+const key = (resource: string): Item => ({ resource: { S: resource } });
+const num = (value: number): { N: string } => ({ N: String(value) });
+
+/**
+ * Acquire: the item is absent, released, or expired by more than the allowed skew
+ * (`expiresAt + skew < now`, written `expiresAt < now − skew`). The token is bumped in the same
+ * update (`if_not_exists` starts a new item at 0) and comes back with `UPDATED_NEW`.
+ */
+export function acquireRequest(
+  table: string,
+  resource: string,
+  owner: string,
+  expiresAt: number,
+  cutoff: number,
+): object {
+  return {
+    TableName: table,
+    Key: key(resource),
+    UpdateExpression: 'SET #o = :owner, #e = :expiresAt, #t = if_not_exists(#t, :zero) + :one',
+    ConditionExpression: 'attribute_not_exists(#r) OR #o = :released OR #e < :cutoff',
+    ExpressionAttributeNames: NAMES,
+    ExpressionAttributeValues: {
+      ':owner': { S: owner },
+      ':expiresAt': num(expiresAt),
+      ':zero': num(0),
+      ':one': num(1),
+      ':released': { S: '' },
+      ':cutoff': num(cutoff),
+    },
+    ReturnValues: 'UPDATED_NEW',
+  };
+}
+
+/**
+ * Renew: owner and token still ours. Nothing else is compared, so a renew whose answer was lost
+ * and that is sent again finds the same owner and token and succeeds again.
+ */
+export function renewRequest(table: string, lease: LeaseRef, expiresAt: number): object {
+  return {
+    TableName: table,
+    Key: key(lease.resource),
+    UpdateExpression: 'SET #e = :expiresAt',
+    ConditionExpression: '#o = :owner AND #t = :token',
+    ExpressionAttributeNames: { '#o': NAMES['#o'], '#t': NAMES['#t'], '#e': NAMES['#e'] },
+    ExpressionAttributeValues: {
+      ':owner': { S: lease.owner },
+      ':token': num(lease.token),
+      ':expiresAt': num(expiresAt),
+    },
+  };
+}
+
+/** Release: owner and token still ours; the item stays, with its token, so tokens never restart. */
+export function releaseRequest(table: string, lease: LeaseRef): object {
+  return {
+    TableName: table,
+    Key: key(lease.resource),
+    UpdateExpression: 'SET #o = :released, #e = :zero',
+    ConditionExpression: '#o = :owner AND #t = :token',
+    ExpressionAttributeNames: { '#o': NAMES['#o'], '#t': NAMES['#t'], '#e': NAMES['#e'] },
+    ExpressionAttributeValues: {
+      ':owner': { S: lease.owner },
+      ':token': num(lease.token),
+      ':released': { S: '' },
+      ':zero': num(0),
+    },
+  };
+}
+
+export function getRequest(table: string, resource: string): object {
+  return { TableName: table, Key: key(resource), ConsistentRead: true };
+}
+
+/** One page of a consistent scan, filtered to resources starting with `prefix` when there is one. */
+export function scanRequest(table: string, prefix: string, startKey: Item | undefined): object {
+  return {
+    TableName: table,
+    ConsistentRead: true,
+    ExclusiveStartKey: startKey,
+    ...(prefix === ''
+      ? {}
+      : {
+          FilterExpression: 'begins_with(#r, :prefix)',
+          ExpressionAttributeNames: { '#r': NAMES['#r'] },
+          ExpressionAttributeValues: { ':prefix': { S: prefix } },
+        }),
+  };
+}
+
+export function describeTableRequest(table: string): object {
+  return { TableName: table };
+}
+
+export function createTableRequest(table: string): object {
+  return {
+    TableName: table,
+    AttributeDefinitions: [{ AttributeName: 'resource', AttributeType: 'S' }],
+    KeySchema: [{ AttributeName: 'resource', KeyType: 'HASH' }],
+    BillingMode: 'PAY_PER_REQUEST',
+  };
+}
+
+/** A stored item as a record. Missing attributes read as a released record at token 0. */
+export function toRecord(item: Item): LeaseRecord {
+  return {
+    resource: item.resource?.S ?? '',
+    owner: item.owner?.S ?? '',
+    token: Number(item.token?.N ?? 0),
+    expiresAt: Number(item.expiresAt?.N ?? 0),
+  };
+}

@@ -1,0 +1,347 @@
+import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { parseStoreUrl } from '../../core/open-store.js';
+import { compareResources, StoreBase, type StoreCapabilities } from '../../core/store.js';
+import { runInOrder } from './dynamodb-batch.js';
+import {
+  createClient,
+  loadSdk,
+  type DynamodbClient,
+  type DynamodbCommand,
+  type DynamodbModule,
+  type Item,
+} from './dynamodb-driver.js';
+import { isConditionFailed, mapDynamodbError, wasRetried } from './dynamodb-errors.js';
+import {
+  resolveConnectOptions,
+  resolveDynamodbOptions,
+  type DynamodbConnectOptions,
+  type DynamodbStoreOptions,
+  type ResolvedDynamodbOptions,
+} from './dynamodb-options.js';
+import {
+  acquireRequest,
+  getRequest,
+  releaseRequest,
+  renewRequest,
+  scanRequest,
+  toRecord,
+} from './dynamodb-requests.js';
+import { ensureTable } from './dynamodb-table.js';
+import { parseDynamodbUrl, redactEndpoint, type DynamodbTarget } from './dynamodb-url.js';
+
+/**
+ * Leases in a DynamoDB table (partition key `resource`, String; no sort key), one item per
+ * resource. Every transition is one conditional `UpdateItem`, so one round trip; a failed
+ * condition is the answer "held by someone else" / "no longer yours", never an error.
+ *
+ * DynamoDB cannot read a clock inside a condition, so expiry is judged on the callers' clocks
+ * (`capabilities.clock` is `'local'`): a contender takes a lease only when
+ * `expiresAt + maxClockSkewMs < now`, and a holder stops believing `maxClockSkewMs` early.
+ *
+ * Items are never deleted, and DynamoDB's TTL must not be enabled on the table: TTL deletes an
+ * expired item, and the next acquire would then start the resource's fencing token again at 1,
+ * below tokens a downstream fence has already seen; the new holder's writes would be refused
+ * and a paused ex-holder's higher token would still pass. A released item stays with `owner`
+ * `''`, `expiresAt` `0` and its token (a few dozen bytes per resource ever leased).
+ *
+ * The SDK retries timeouts and dropped connections itself, within `requestTimeoutMs`. A renew
+ * sent twice succeeds twice (it compares owner and token, nothing that the first one changed);
+ * an acquire or release whose earlier attempt landed fails its condition on the retry and reads
+ * the record back once to recognise its own write.
+ *
+ * `renewMany` / `releaseMany` are one update per lease, up to `concurrency` in flight (no
+ * transaction: one failed condition would fail them all). `list` is a `Scan` of the whole table,
+ * sorted here: right for an admin command or a dashboard, not for a hot path.
+ */
+export class DynamodbStore extends StoreBase {
+  readonly capabilities: StoreCapabilities = Object.freeze({
+    clock: 'local',
+    batch: false,
+    watch: false,
+  });
+  readonly maxClockSkewMs: number;
+  private readonly options: ResolvedDynamodbOptions;
+
+  /**
+   * Opens a `dynamodb://TABLE?region=&endpoint=…` URL (the store makes a `DynamoDBClient` and
+   * destroys it on `close()`), or uses a `DynamoDBClient` you made (it stays yours; pass
+   * `options.table`). Checks the table with one `DescribeTable`, creating it when
+   * `createTable` is set. `options` win over the URL's parameters.
+   */
+  static async open(
+    target: string | DynamodbClient,
+    options: DynamodbStoreOptions & DynamodbConnectOptions = {},
+  ): Promise<DynamodbStore> {
+    if (typeof target === 'string') {
+      const url = parseStoreUrl(target);
+      if (url.scheme !== 'dynamodb')
+        throw new LeaseError(
+          ErrorCode.STORE_URL_INVALID,
+          `expected a dynamodb://TABLE URL, got ${redactEndpoint(url.redacted)}`,
+        );
+      return DynamodbStore.connect(parseDynamodbUrl(url), options);
+    }
+    if (typeof (target as Partial<DynamodbClient> | null)?.send !== 'function')
+      throw invalidArgument('target', 'must be a dynamodb:// URL or a DynamoDBClient');
+    const { region, endpoint, connectTimeoutMs, ...storeOptions } = options;
+    if (region !== undefined || endpoint !== undefined || connectTimeoutMs !== undefined)
+      throw invalidArgument(
+        'options',
+        'region, endpoint and connectTimeoutMs belong on your DynamoDBClient, not the store',
+      );
+    const resolved = resolveDynamodbOptions(storeOptions);
+    return DynamodbStore.start(target, await loadSdk(), resolved, '', false);
+  }
+
+  /** @internal Opens what a parsed URL names; `options` override its parameters. */
+  static async connect(
+    target: DynamodbTarget,
+    options: DynamodbStoreOptions & DynamodbConnectOptions = {},
+  ): Promise<DynamodbStore> {
+    const defined = stripUndefined(options);
+    const resolved = resolveDynamodbOptions({ ...target.store, ...defined });
+    const connect = resolveConnectOptions({ ...target.connect, ...defined });
+    const sdk = await loadSdk();
+    const client = createClient(sdk, connect, resolved.requestTimeoutMs);
+    const where = connect.endpoint
+      ? ` at ${redactEndpoint(connect.endpoint)}`
+      : connect.region
+        ? ` in ${connect.region}`
+        : '';
+    return DynamodbStore.start(client, sdk, resolved, where, true);
+  }
+
+  private static async start(
+    client: DynamodbClient,
+    sdk: DynamodbModule,
+    options: ResolvedDynamodbOptions,
+    where: string,
+    ownsClient: boolean,
+  ): Promise<DynamodbStore> {
+    const store = new DynamodbStore(client, sdk, options, where, ownsClient);
+    try {
+      await ensureTable(store.tableTarget(), options.createTable);
+    } catch (error) {
+      await store.close().catch(() => {});
+      throw store.mapError(error, 'open');
+    }
+    return store;
+  }
+
+  private constructor(
+    private readonly client: DynamodbClient,
+    private readonly sdk: DynamodbModule,
+    options: ResolvedDynamodbOptions,
+    private readonly where: string,
+    private readonly ownsClient: boolean,
+  ) {
+    super();
+    this.options = options;
+    this.maxClockSkewMs = options.maxClockSkewMs;
+  }
+
+  /** The table holding this store's leases. */
+  get table(): string {
+    return this.options.table;
+  }
+
+  /**
+   * Creates the table when it is missing (partition key `resource`, String; on-demand capacity)
+   * and waits until it is active; does nothing to one that exists with that key schema.
+   */
+  async createTable(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.isClosed) {
+      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'createTable failed: the store is closed', {
+        retryable: false,
+      });
+    }
+    try {
+      await ensureTable(this.tableTarget(), true, options.timeoutMs);
+    } catch (error) {
+      throw this.mapError(error, 'createTable');
+    }
+  }
+
+  protected async doTryAcquire(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const now = this.options.clock.now();
+    const expiresAt = now + ttlMs;
+    const request = acquireRequest(
+      this.table,
+      resource,
+      owner,
+      expiresAt,
+      now - this.maxClockSkewMs,
+    );
+    let answer: { Attributes?: Item };
+    try {
+      answer = (await this.send('tryAcquire', new this.sdk.UpdateItemCommand(request))) as {
+        Attributes?: Item;
+      };
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+      if (!wasRetried(error)) return null;
+      // An earlier attempt of this same request may have landed before its answer was lost:
+      // then the record holds exactly what it wrote, and the lease is ours.
+      const record = await this.doGet(resource);
+      if (record?.owner !== owner || record.expiresAt !== expiresAt) return null;
+      return { resource, owner, token: record.token, expiresAt, ttlMs };
+    }
+    const token = Number(answer.Attributes?.token?.N);
+    if (!Number.isSafeInteger(token) || token < 1) {
+      throw new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `DynamoDB tryAcquire on table "${this.table}" answered without a valid token`,
+        { retryable: false },
+      );
+    }
+    return { resource, owner, token, expiresAt, ttlMs };
+  }
+
+  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    return this.renewOne(lease, ttlMs);
+  }
+
+  protected override doRelease(lease: LeaseRef): Promise<boolean> {
+    return this.releaseOne(lease);
+  }
+
+  protected doRenewMany(
+    leases: readonly Lease[],
+    ttlMs: number | undefined,
+  ): Promise<(Lease | null)[]> {
+    return runInOrder(
+      leases,
+      (lease) => lease.resource,
+      this.options.concurrency,
+      (lease) => this.renewOne(lease, ttlMs),
+    );
+  }
+
+  protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
+    return runInOrder(
+      leases,
+      (lease) => lease.resource,
+      this.options.concurrency,
+      (lease) => this.releaseOne(lease),
+    );
+  }
+
+  protected async doGet(resource: string): Promise<LeaseRecord | null> {
+    const answer = (await this.send(
+      'get',
+      new this.sdk.GetItemCommand(getRequest(this.table, resource)),
+    )) as { Item?: Item };
+    return answer.Item ? toRecord(answer.Item) : null;
+  }
+
+  /** Scans every page (1 MB each), keeping the `limit` first records in resource order. */
+  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+    let kept: LeaseRecord[] = [];
+    let startKey: Item | undefined;
+    do {
+      const page = (await this.send(
+        'list',
+        new this.sdk.ScanCommand(scanRequest(this.table, prefix, startKey)),
+      )) as { Items?: Item[]; LastEvaluatedKey?: Item };
+      for (const item of page.Items ?? []) kept.push(toRecord(item));
+      if (kept.length >= 2 * limit) kept = first(kept, limit);
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return first(kept, limit);
+  }
+
+  protected async doClose(): Promise<void> {
+    if (this.ownsClient) (this.client as { destroy?: () => void }).destroy?.();
+  }
+
+  protected override mapError(error: unknown, operation: string): LeaseError {
+    return mapDynamodbError(error, operation, this.table, this.where);
+  }
+
+  private async renewOne(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    const ttl = ttlMs ?? lease.ttlMs;
+    const expiresAt = this.options.clock.now() + ttl;
+    try {
+      await this.send(
+        'renew',
+        new this.sdk.UpdateItemCommand(renewRequest(this.table, lease, expiresAt)),
+      );
+    } catch (error) {
+      if (isConditionFailed(error)) return null;
+      throw error;
+    }
+    return {
+      resource: lease.resource,
+      owner: lease.owner,
+      token: lease.token,
+      expiresAt,
+      ttlMs: ttl,
+    };
+  }
+
+  private async releaseOne(lease: LeaseRef): Promise<boolean> {
+    try {
+      await this.send('release', new this.sdk.UpdateItemCommand(releaseRequest(this.table, lease)));
+      return true;
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+      if (!wasRetried(error)) return false;
+      // Released by an earlier attempt whose answer was lost? Only this lease's holder can have
+      // emptied the owner at this token: a later acquire would have raised it.
+      const record = await this.doGet(lease.resource);
+      return record?.owner === '' && record.token === lease.token;
+    }
+  }
+
+  /**
+   * One SDK call within `requestTimeoutMs`, the SDK's retries included. At the deadline the call
+   * is aborted and fails with a retryable `STORE_UNAVAILABLE`, even if the SDK would wait on.
+   */
+  private async send(operation: string, command: DynamodbCommand): Promise<unknown> {
+    const ms = this.options.requestTimeoutMs;
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(
+          new LeaseError(
+            ErrorCode.STORE_UNAVAILABLE,
+            `DynamoDB ${operation} on table "${this.table}"${this.where} failed: no answer within ${ms} ms (is the endpoint paused or unreachable?)`,
+          ),
+        );
+        controller.abort();
+      }, ms);
+    });
+    try {
+      return await Promise.race([
+        this.client.send(command, { abortSignal: controller.signal }),
+        deadline,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private tableTarget() {
+    return {
+      sdk: this.sdk,
+      send: (operation: string, command: DynamodbCommand) => this.send(operation, command),
+      table: this.table,
+      where: this.where,
+    };
+  }
+}
+
+/** The `limit` first records in code-point order of their resource. */
+function first(records: LeaseRecord[], limit: number): LeaseRecord[] {
+  return records.sort((a, b) => compareResources(a.resource, b.resource)).slice(0, limit);
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

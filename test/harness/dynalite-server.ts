@@ -1,0 +1,118 @@
+import type { ChildProcess } from 'node:child_process';
+import type { Server } from 'node:http';
+import { createRequire } from 'node:module';
+import { freePort } from './ports.js';
+import { signalTree, startProcess, stopProcess, waitFor } from './processes.js';
+
+const require = createRequire(import.meta.url);
+
+// The SDK warns once per process that its releases after 2026 need Node 22; tests pin the version.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+type Dynalite = (options: object) => Server;
+const TIMINGS = { createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 };
+
+/** Why dynalite or the AWS SDK cannot run here, or `null` when they can. */
+export function dynaliteUnavailable(): string | null {
+  for (const pkg of ['dynalite', '@aws-sdk/client-dynamodb']) {
+    try {
+      require.resolve(pkg);
+    } catch {
+      return `the ${pkg} package is not installed`;
+    }
+  }
+  return null;
+}
+
+/** A dynalite (DynamoDB API emulator, in memory) on a free 127.0.0.1 port. */
+export interface DynaliteServer {
+  readonly port: number;
+  /** `http://127.0.0.1:PORT`. */
+  readonly endpoint: string;
+  /** `dynamodb://TABLE?endpoint=…&region=us-east-1` plus `params`. */
+  url(table: string, params?: Record<string, string | number | boolean>): string;
+  stop(): Promise<void>;
+}
+
+/** A dynalite run as a child process, so a test can freeze it. */
+export interface DynaliteProcess extends DynaliteServer {
+  /** SIGSTOP: connections stay open, nothing answers. */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
+}
+
+function urlFor(port: number) {
+  return (table: string, params: Record<string, string | number | boolean> = {}): string => {
+    const query = new URLSearchParams({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: 'us-east-1',
+      ...Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])),
+    });
+    return `dynamodb://${table}?${query}`;
+  };
+}
+
+/** dynalite inside the test process: starts in milliseconds, the port picked by the OS. */
+export async function startDynalite(): Promise<DynaliteServer> {
+  const dynalite = require('dynalite') as Dynalite;
+  const server = dynalite(TIMINGS);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('dynalite has no port');
+  const port = address.port;
+  return {
+    port,
+    endpoint: `http://127.0.0.1:${port}`,
+    url: urlFor(port),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** dynalite as a child process (`node …/dynalite/cli.js`), ready in about 0.1 s. */
+export async function startDynaliteProcess(): Promise<DynaliteProcess> {
+  const cli = require.resolve('dynalite/cli.js');
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const child = startProcess(process.execPath, [
+      cli,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      ...Object.entries(TIMINGS).flatMap(([k, v]) => [`--${k}`, String(v)]),
+    ]);
+    try {
+      await waitFor(`dynalite on port ${port}`, () => {
+        if (child.exitCode !== null) throw new Error(`dynalite exited: ${child.output()}`);
+        return child.output().includes('listening');
+      });
+      return processHandle(child, port);
+    } catch (error) {
+      await stopProcess(child, 'SIGKILL');
+      if (attempt >= 3) throw error; // else the port was taken in the meantime: another one
+    }
+  }
+}
+
+function processHandle(child: ChildProcess, port: number): DynaliteProcess {
+  return {
+    port,
+    endpoint: `http://127.0.0.1:${port}`,
+    url: urlFor(port),
+    pause: () => {
+      if (child.pid) signalTree(child.pid, 'SIGSTOP');
+    },
+    resume: () => {
+      if (child.pid) signalTree(child.pid, 'SIGCONT');
+    },
+    stop: () => stopProcess(child, 'SIGKILL'),
+  };
+}
