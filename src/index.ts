@@ -19,6 +19,12 @@ export {
   type MysqlPool,
 } from './stores/mysql/index.js';
 export {
+  DynamodbStore,
+  type DynamodbStoreOptions,
+  type DynamodbConnectOptions,
+  type DynamodbClient,
+} from './stores/dynamodb/index.js';
+export {
   RedisStore,
   type RedisStoreOptions,
   type RedisClient,

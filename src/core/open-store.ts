@@ -80,6 +80,17 @@ export function parseStoreUrl(text: unknown): StoreUrl {
  * last `@` before the query, so a password with an unencoded `@` or `/` is still hidden whole.
  */
 export function redact(text: string): string {
+  const q = text.indexOf('?');
+  if (q !== -1) return redactMain(text.slice(0, q)) + redactNested(text.slice(q));
+  return redactMain(text);
+}
+
+/** Credentials of URLs nested in query parameters, such as `?endpoint=http://user:pass@host`. */
+function redactNested(query: string): string {
+  return query.replace(/((?:\/\/|%2F%2F)[^/@:?&#=\s]*(?::|%3A))[^@&#\s]*(@|%40)/gi, '$1***$2');
+}
+
+function redactMain(text: string): string {
   const start = text.indexOf('://');
   if (start === -1) return text;
   const query = text.indexOf('?', start);

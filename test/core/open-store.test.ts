@@ -64,5 +64,11 @@ describe('openStore', () => {
     );
     expect(redact('postgres://user@host/db')).toBe('postgres://user@host/db');
     expect(redact('sqlite:./a@b.db')).toBe('sqlite:./a@b.db');
+    expect(redact('dynamodb://t?endpoint=http://key:sec@127.0.0.1:8000&region=x')).toBe(
+      'dynamodb://t?endpoint=http://key:***@127.0.0.1:8000&region=x',
+    );
+    expect(redact('dynamodb://t?endpoint=http%3A%2F%2Fkey%3Asec%40h')).toBe(
+      'dynamodb://t?endpoint=http%3A%2F%2Fkey%3A***%40h',
+    );
   });
 });
