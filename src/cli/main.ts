@@ -7,6 +7,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerGet } from './commands/get.js';
 import { registerList } from './commands/list.js';
 import { registerRelease } from './commands/release.js';
+import { registerRun } from './commands/run.js';
 import { CliFailure, errorLine, scrubPassword } from './output.js';
 import { storeUrl } from './store.js';
 
@@ -35,6 +36,7 @@ Exit codes: 0 ok, 1 the operation failed (LEASE_UNAVAILABLE, not found, ...), 2 
   registerGet(program);
   registerAcquire(program);
   registerRelease(program);
+  registerRun(program);
   registerDemo(program);
   return program;
 }

@@ -1,0 +1,128 @@
+import { Option, type Command } from 'commander';
+import { LeaseClient, LIMITS, type LeaseStore } from '../../index.js';
+import { durationOption } from '../duration.js';
+import { acquireForRun } from '../run/acquire-for-run.js';
+import { RUN_EXIT } from '../run/exit-codes.js';
+import { SignalRelay } from '../run/signal-relay.js';
+import { supervise } from '../run/supervise.js';
+import { waitOption } from '../run/wait-option.js';
+import { storeUrl, withStore } from '../store.js';
+
+interface RunOptions {
+  store?: string;
+  owner?: string;
+  ttl: number;
+  wait: number;
+  grace: number;
+}
+
+const HELP = `
+The command runs without a shell, in its own process group, while this process renews the lease.
+It gets LEASEHOLD_RESOURCE, LEASEHOLD_OWNER and LEASEHOLD_TOKEN, the fencing token: pass the token
+with every write so the target can refuse a holder that lost the lease. SIGTERM, SIGINT and SIGHUP
+sent to leasehold go to the command's group; when the command exits the lease is released.
+
+If the lease is lost (renewals failed until its deadline, or the store shows another owner), the
+group gets SIGTERM at once and SIGKILL after --grace. The command may thus run up to the grace
+without the lease, while another holder may already be at work: only the token makes that safe.
+If leasehold itself is killed with SIGKILL, the command keeps running and the lease lapses at its TTL.
+
+Exit codes: the command's own (128+N if signal N ended it); ${RUN_EXIT.unavailable} the lease was held by another
+owner until --wait ran out; ${RUN_EXIT.lost} the lease was lost while the command ran; ${RUN_EXIT.notFound} command not found;
+${RUN_EXIT.cannotRun} command could not be started; 1 store error; 2 usage error; 128+N signal N while waiting.
+
+Examples:
+  leasehold run nightly-report --wait 0 -- ./report.sh    # cron: skip (exit ${RUN_EXIT.unavailable}) if another host runs it
+  leasehold run db-migrate --wait 5m --ttl 30s -- npm run migrate`;
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .usage('<resource> [options] -- <command> [args...]')
+    .description('run a command while holding a lease; stop it if the lease is lost')
+    .argument('<resource>', 'the resource name')
+    .argument('[command...]', 'the command and its arguments, after "--"')
+    .option(
+      '--store <url>',
+      'store URL (default: $LEASEHOLD_STORE, else sqlite:./leasehold.db); see "leasehold --help"',
+    )
+    .option('--owner <id>', 'who holds the lease (default: <hostname>:<pid>:<random>)')
+    .addOption(
+      new Option(
+        '--ttl <duration>',
+        'how long the lease lasts without a renewal (renewed every ttl/4)',
+      )
+        .argParser(durationOption(LIMITS.ttlMinMs, LIMITS.ttlMaxMs))
+        .default(20_000, '20s'),
+    )
+    .addOption(
+      new Option('--wait <duration>', 'how long to wait for the lease; 0 tries once')
+        .argParser(waitOption)
+        .default(Infinity, 'forever'),
+    )
+    .addOption(
+      new Option('--grace <duration>', 'time between SIGTERM and SIGKILL once the lease is lost')
+        .argParser(durationOption(0, LIMITS.ttlMaxMs))
+        .default(10_000, '10s'),
+    )
+    .addHelpText('after', HELP)
+    .action(async (resource: string, words: string[], options: RunOptions, command: Command) => {
+      const argv = commandAfterDashes(command, words);
+      const code = await withStore(storeUrl(options), (store) =>
+        runUnderLease(store, resource, argv, options),
+      );
+      // The command's exit code is ours; nothing is left to flush (stdout and stderr are the command's or written synchronously).
+      process.exit(code);
+    });
+}
+
+async function runUnderLease(
+  store: LeaseStore,
+  resource: string,
+  argv: string[],
+  options: RunOptions,
+): Promise<number> {
+  const say = (line: string): void => void process.stderr.write(`${line}\n`);
+  const signals = new SignalRelay();
+  const client = new LeaseClient({ store, owner: options.owner, ttlMs: options.ttl });
+  try {
+    const held = await acquireForRun(client, store, resource, options.wait, signals);
+    held.on('at-risk', (reason) =>
+      say(`leasehold: warning: lease on ${JSON.stringify(resource)} at risk: ${reason}`),
+    );
+    const outcome = await supervise(held, { argv, graceMs: options.grace, signals, say });
+    return outcome.code;
+  } finally {
+    // Releases what is still held, in one bounded attempt. If that fails the lease lapses at its
+    // TTL, which is no reason to hide the command's exit code.
+    await client
+      .close()
+      .catch((error: unknown) =>
+        say(
+          `leasehold: warning: release failed, the lease lapses at its TTL: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      );
+    signals.dispose();
+  }
+}
+
+/** The command after `--`; a usage error (exit 2) when there is no `--`, nothing after it, or extra words before it. */
+function commandAfterDashes(command: Command, words: string[]): string[] {
+  const raw = (command.parent as { rawArgs?: string[] } | null)?.rawArgs ?? process.argv;
+  const dashes = raw.indexOf('--');
+  const after = dashes === -1 ? [] : raw.slice(dashes + 1);
+  if (dashes === -1 || after.length === 0)
+    command.error(
+      'error: put the command after "--", e.g. leasehold run my-job -- ./job.sh --flag',
+      {
+        code: 'leasehold.usage',
+        exitCode: 2,
+      },
+    );
+  if (words.length !== after.length)
+    command.error(`error: unexpected argument ${JSON.stringify(words[0])} before "--"`, {
+      code: 'leasehold.usage',
+      exitCode: 2,
+    });
+  return after;
+}

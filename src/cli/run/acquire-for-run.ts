@@ -1,0 +1,61 @@
+import {
+  ErrorCode,
+  isLeaseError,
+  type HeldLease,
+  type LeaseClient,
+  type LeaseStore,
+} from '../../index.js';
+import { formatDuration } from '../duration.js';
+import { expiresText, viewRecord } from '../format.js';
+import { CliFailure } from '../output.js';
+import { RUN_EXIT, signalExitCode } from './exit-codes.js';
+import type { SignalRelay } from './signal-relay.js';
+
+/**
+ * Waits up to `waitMs` for the lease. A signal ends the wait with exit 128+N; a lease still held by
+ * another owner when the wait runs out ends it with `RUN_EXIT.unavailable` and one line naming them.
+ */
+export async function acquireForRun(
+  client: LeaseClient,
+  store: LeaseStore,
+  resource: string,
+  waitMs: number,
+  signals: SignalRelay,
+): Promise<HeldLease> {
+  const interrupt = new AbortController();
+  signals.onSignal = (signal) =>
+    interrupt.abort(
+      new CliFailure(
+        `interrupted by ${signal} while waiting for the lease on ${JSON.stringify(resource)}`,
+        signalExitCode(signal),
+      ),
+    );
+  let held: HeldLease;
+  try {
+    held = await client.acquire(resource, { waitMs, signal: interrupt.signal });
+  } catch (error) {
+    if (!isLeaseError(error, ErrorCode.LEASE_UNAVAILABLE)) throw error;
+    throw new CliFailure(await unavailableLine(store, resource, waitMs), RUN_EXIT.unavailable);
+  } finally {
+    signals.onSignal = () => undefined;
+  }
+  // A signal that came while the winning attempt was in flight still wins: give the lease back.
+  if (interrupt.signal.aborted) {
+    await held.release().catch(() => undefined);
+    throw interrupt.signal.reason;
+  }
+  return held;
+}
+
+async function unavailableLine(
+  store: LeaseStore,
+  resource: string,
+  waitMs: number,
+): Promise<string> {
+  const waited = waitMs > 0 ? ` (waited ${formatDuration(waitMs)})` : '';
+  const record = await store.get(resource).catch(() => null);
+  if (!record || record.owner === '')
+    return `${ErrorCode.LEASE_UNAVAILABLE}: lease on ${JSON.stringify(resource)} is held by another owner${waited}`;
+  const view = viewRecord(record, Date.now(), store.maxClockSkewMs);
+  return `${ErrorCode.LEASE_UNAVAILABLE}: lease on ${JSON.stringify(resource)} is held by ${JSON.stringify(record.owner)} with token ${record.token}, expiring ${expiresText(view)}${waited}`;
+}

@@ -1,0 +1,51 @@
+import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
+import { checkResource, checkToken, describe } from '../core/options.js';
+
+/** What a fenced write came to: the caller's value when the token was current, nothing when stale. */
+export type FenceResult<T> =
+  { readonly accepted: true; readonly value: T } | { readonly accepted: false };
+
+export interface FenceOptions {
+  /** Table holding the highest token seen per resource. @default 'leasehold_fence' */
+  table?: string;
+}
+
+export const FENCE_DEFAULTS = Object.freeze({ table: 'leasehold_fence' });
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+export function resolveFenceOptions(options: FenceOptions | undefined): { table: string } {
+  if (options !== undefined && (typeof options !== 'object' || options === null))
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  const table = options?.table ?? FENCE_DEFAULTS.table;
+  if (typeof table !== 'string' || !IDENTIFIER.test(table))
+    throw invalidArgument(
+      'table',
+      'must be a letter or _ followed by up to 62 letters, digits or _',
+    );
+  return { table };
+}
+
+/** Checks the arguments of `write`: the same resource rules as the lease store, a positive safe token. */
+export function checkWrite(resource: unknown, token: unknown, fn: unknown): void {
+  checkResource(resource);
+  checkToken(token);
+  if (typeof fn !== 'function')
+    throw invalidArgument('fn', `must be a function, got ${describe(fn)}`);
+}
+
+/** A token read back from a driver that may hand out a number, a bigint or a numeric string. */
+export function tokenOf(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value);
+}
+
+/** The fence's own statements failed (not the caller's write): one error code, the cause kept. */
+export function fenceError(error: unknown, what: string): LeaseError {
+  if (error instanceof LeaseError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  const detail = typeof code === 'string' && !message.includes(code) ? ` [${code}]` : '';
+  return new LeaseError(ErrorCode.STORE_UNAVAILABLE, `${what} failed: ${message}${detail}`, {
+    cause: error,
+  });
+}
