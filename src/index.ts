@@ -37,3 +37,16 @@ export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-
 export { LeaseManager, type LeaseManagerEvents, type StopOptions } from './fleet/lease-manager.js';
 export type { LeaseManagerOptions, WantedResources } from './fleet/manager-options.js';
 export { elect, type ElectOptions, type Election } from './fleet/election.js';
+export {
+  FenceGuard,
+  SqliteFence,
+  PostgresFence,
+  FENCE_DEFAULTS,
+  type FenceOptions,
+  type FenceResult,
+  type SqliteFenceDatabase,
+  type SqliteFenceStatement,
+  type PgFenceClient,
+  type PgFencePool,
+  type PgFenceQueryResult,
+} from './fence/index.js';
