@@ -8,6 +8,7 @@ import { registerGet } from './commands/get.js';
 import { registerList } from './commands/list.js';
 import { registerRelease } from './commands/release.js';
 import { registerRun } from './commands/run.js';
+import { registerTour } from './commands/tour.js';
 import { CliFailure, errorLine, scrubPassword } from './output.js';
 import { storeUrl } from './store.js';
 
@@ -38,6 +39,7 @@ Exit codes: 0 ok, 1 the operation failed (LEASE_UNAVAILABLE, not found, ...), 2 
   registerRelease(program);
   registerRun(program);
   registerDemo(program);
+  registerTour(program);
   return program;
 }
 

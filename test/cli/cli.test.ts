@@ -138,41 +138,16 @@ describe('leasehold CLI', () => {
     expect((await cli('--version')).stdout.trim()).toBe(version);
     const help = await cli('--help');
     expect(help.code).toBe(0);
-    for (const word of ['list', 'get', 'acquire', 'release', 'demo', 'sqlite:', 'postgres:'])
+    for (const word of [
+      'list',
+      'get',
+      'acquire',
+      'release',
+      'demo',
+      'tour',
+      'sqlite:',
+      'postgres:',
+    ])
       expect(help.stdout).toContain(word);
-  });
-
-  it('runs the demo: token 1, takeover with token 2, a rejected stale write', async () => {
-    const demoStore = `sqlite:${join(dir.path, 'demo.db')}`;
-    const result = await cli('demo', '--ttl', '300ms', '--store', demoStore, '--json');
-    expect(result).toMatchObject({ code: 0, stderr: '' });
-    const steps = result.stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-    const index = (who: string, event: string): number =>
-      steps.findIndex((s) => s.who === who && s.event === event);
-    const aAcquired = index('A', 'acquired');
-    const bAcquired = index('B', 'acquired');
-    expect(steps[aAcquired]).toMatchObject({ token: 1 });
-    expect(steps[bAcquired]).toMatchObject({ token: 2 });
-    expect(aAcquired).toBeLessThan(bAcquired);
-    expect(steps.filter((s) => s.event === 'renewed').length).toBeGreaterThanOrEqual(3);
-    expect(index('A', 'aborted')).toBeGreaterThan(aAcquired);
-    const rejected = steps.find((s) => s.event === 'write-rejected');
-    expect(rejected).toMatchObject({ writer: 'A', token: 1, highestToken: 2 });
-    expect(steps[index('B', 'released')]).toMatchObject({ owner: '', token: 2, expiresAt: 0 });
-    expect(steps.at(-1)?.event).toBe('summary');
-  });
-
-  it('narrates the demo as plain text by default', async () => {
-    const demoStore = `sqlite:${join(dir.path, 'demo-text.db')}`;
-    const result = await cli('demo', '--ttl', '300ms', '--store', demoStore);
-    expect(result.code).toBe(0);
-    const out = result.stdout;
-    expect(out.indexOf('with token 1')).toBeGreaterThan(-1);
-    expect(out.indexOf('with token 2')).toBeGreaterThan(out.indexOf('with token 1'));
-    expect(out).toMatch(/REJECTS A's write with token 1 \(highest token seen: 2\)/);
-    expect(out).toMatch(/^summary: /m);
   });
 });

@@ -1,17 +1,18 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Command } from 'commander';
-import { LIMITS } from '../../index.js';
-import { redact } from '../../core/open-store.js';
-import { Narrator } from '../demo/narrator.js';
-import { runDemo } from '../demo/run-demo.js';
-import { durationOption, formatDuration } from '../duration.js';
-import { keepAlive, withStore } from '../store.js';
+import { parseStoreUrl } from '../../core/open-store.js';
+import { DEMO_LIMITS, demoSettings } from '../demo/demo-settings.js';
+import { reportText } from '../demo/report.js';
+import { runFleetDemo } from '../demo/run-fleet-demo.js';
+import { durationOption } from '../duration.js';
+import { integerOption } from '../numbers.js';
+import { CliFailure, printJson } from '../output.js';
 
 interface DemoOptions {
   store?: string;
-  ttl: number;
+  workers: number;
+  resources: number;
+  ttl?: number;
+  quick?: boolean;
   json?: boolean;
 }
 
@@ -19,37 +20,73 @@ export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description(
-      'a short narrated run: two workers, heartbeats, a freeze, takeover with a higher token, a fenced stale write',
+      'worker processes share leases through SIGKILL, SIGTERM, SIGSTOP and a join; fenced writes; a safety verdict',
     )
     .option('--store <url>', 'store URL (default: a fresh SQLite file in a temp folder)')
     .option(
-      '--ttl <duration>',
-      'the lease TTL; the run lasts about 3.5 TTLs',
-      durationOption(LIMITS.ttlMinMs, 60_000),
-      2000,
+      '--workers <n>',
+      'worker processes to start',
+      integerOption(DEMO_LIMITS.minWorkers, DEMO_LIMITS.maxWorkers),
+      4,
     )
-    .option('--json', 'one JSON object per step')
+    .option(
+      '--resources <n>',
+      'resources the fleet shares',
+      integerOption(1, DEMO_LIMITS.maxResources),
+      32,
+    )
+    .option(
+      '--ttl <duration>',
+      'lease TTL (default 2s, 1s with --quick); heartbeat TTL/4, reconcile about TTL/2',
+      durationOption(DEMO_LIMITS.minTtlMs, DEMO_LIMITS.maxTtlMs),
+    )
+    .option('--quick', 'a shorter run (TTL 1s, shorter settle waits): under 20 s')
+    .option('--json', 'print only the final report, as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 safe and every fault recovered, 1 unsafe or a fault not recovered, 2 usage error.`,
+    )
     .action(async (options: DemoOptions) => {
-      const fresh = options.store === undefined;
-      const url =
-        options.store ??
-        `sqlite:${join(mkdtempSync(join(tmpdir(), 'leasehold-demo-')), 'demo.db')}`;
-      const say = new Narrator(options.json === true);
-      say.note(
-        'start',
-        `leasehold demo: worker-a (A) and worker-b (B) both want "report-job"; TTL ${formatDuration(options.ttl)}, heartbeat every ${formatDuration(Math.floor(options.ttl / 4))}`,
-        {
-          ttlMs: options.ttl,
-        },
-      );
-      say.note(
-        'store',
-        `store: ${redact(url)}${fresh ? ' (a fresh temp file; your ./leasehold.db is untouched)' : ''}`,
-        {
-          store: redact(url),
-        },
-      );
-      await withStore(url, (store) => keepAlive(runDemo(store, options.ttl, say)));
-      if (fresh && !options.json) say.note('inspect', `inspect it: leasehold list --store ${url}`);
+      if (options.resources < options.workers) {
+        throw new CliFailure(
+          `--resources (${options.resources}) must be at least --workers (${options.workers}), so every worker holds a lease`,
+          2,
+        );
+      }
+      if (options.store !== undefined) checkShareable(options.store);
+      const settings = demoSettings({
+        workers: options.workers,
+        resources: options.resources,
+        ttlMs: options.ttl,
+        quick: options.quick === true,
+      });
+      const mode = options.json ? 'json' : process.stdout.isTTY ? 'tty' : 'plain';
+      const report = await runFleetDemo({ settings, store: options.store, mode });
+      if (options.json) printJson(report);
+      else process.stdout.write(`${reportText(report)}\n`);
+      if (!report.ok) {
+        throw new CliFailure(
+          report.safe
+            ? 'a fault did not recover in time'
+            : 'the safety check failed (see the report)',
+        );
+      }
     });
+}
+
+/** Worker processes must share the store: an in-process one would give each its own. */
+function checkShareable(url: string): void {
+  let parsed;
+  try {
+    parsed = parseStoreUrl(url);
+  } catch {
+    return; // opening it reports what is wrong
+  }
+  if (parsed.scheme === 'memory' || (parsed.scheme === 'sqlite' && parsed.rest === ':memory:')) {
+    throw new CliFailure(
+      `${parsed.redacted} lives inside one process; the demo's worker processes need a store they share (omit --store for a temp SQLite file)`,
+      2,
+    );
+  }
 }

@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
 
-/** Prints the demo's steps with the time since the start, measured, as text or one JSON object a line. */
+/** Prints the tour's steps with the time since the start, measured, as text or one JSON object a line. */
 export class Narrator {
   private readonly start = performance.now();
 
   constructor(private readonly json: boolean) {}
 
-  /** Milliseconds since the demo started. */
+  /** Milliseconds since the tour started. */
   elapsed(): number {
     return Math.round(performance.now() - this.start);
   }

@@ -1,5 +1,5 @@
 /**
- * The demo's "downstream": a resource that remembers the highest fencing token it has seen and
+ * The tour's "downstream": a resource that remembers the highest fencing token it has seen and
  * rejects any write carrying a lower one (design rule 3), so a paused ex-holder cannot do harm.
  */
 export class FencedCounter {

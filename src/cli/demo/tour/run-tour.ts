@@ -5,12 +5,12 @@ import {
   LeaseError,
   type HeldLease,
   type LeaseStore,
-} from '../../index.js';
-import { formatDuration } from '../duration.js';
+} from '../../../index.js';
+import { formatDuration } from '../../duration.js';
 import { FencedCounter } from './fenced-counter.js';
 import type { Narrator } from './narrator.js';
 
-export const DEMO_RESOURCE = 'report-job';
+export const TOUR_RESOURCE = 'report-job';
 /** How many heartbeats worker A sends before it freezes: 2.5 TTLs at a quarter TTL each. */
 const BEATS = 10;
 
@@ -18,18 +18,18 @@ const BEATS = 10;
  * Two workers and a fenced downstream on one store: A holds the lease with heartbeats, freezes,
  * loses it at its deadline; B takes over with a higher token; A's late write is rejected.
  */
-export async function runDemo(store: LeaseStore, ttlMs: number, say: Narrator): Promise<void> {
+export async function runTour(store: LeaseStore, ttlMs: number, say: Narrator): Promise<void> {
   const heartbeatMs = Math.floor(ttlMs / 4);
   const a = new LeaseClient({ store, owner: 'worker-a', ttlMs, heartbeatMs, autoRenew: false });
   const b = new LeaseClient({ store, owner: 'worker-b', ttlMs, heartbeatMs });
   const downstream = new FencedCounter();
   try {
-    const heldA = await a.tryAcquire(DEMO_RESOURCE);
+    const heldA = await a.tryAcquire(TOUR_RESOURCE);
     if (!heldA) throw busy();
     say.say(
       'A',
       'acquired',
-      `acquired "${DEMO_RESOURCE}" with token ${heldA.token}; the store expires it ${until(heldA)}`,
+      `acquired "${TOUR_RESOURCE}" with token ${heldA.token}; the store expires it ${until(heldA)}`,
       {
         token: heldA.token,
       },
@@ -50,16 +50,16 @@ export async function runDemo(store: LeaseStore, ttlMs: number, say: Narrator): 
     });
     write(say, downstream, 'A', heldA.token);
 
-    const firstTry = await b.tryAcquire(DEMO_RESOURCE);
+    const firstTry = await b.tryAcquire(TOUR_RESOURCE);
     if (firstTry)
       throw new Error('worker B acquired a lease worker A holds: the store broke exclusivity');
-    say.say('B', 'refused', `tryAcquire("${DEMO_RESOURCE}"): refused, worker-a holds it`);
-    const bWaits = b.acquire(DEMO_RESOURCE, { waitMs: 20 * ttlMs });
+    say.say('B', 'refused', `tryAcquire("${TOUR_RESOURCE}"): refused, worker-a holds it`);
+    const bWaits = b.acquire(TOUR_RESOURCE, { waitMs: 20 * ttlMs });
     bWaits.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
     say.say(
       'B',
       'waiting',
-      `waits: acquire("${DEMO_RESOURCE}", { waitMs: ${20 * ttlMs} }) retries with backoff`,
+      `waits: acquire("${TOUR_RESOURCE}", { waitMs: ${20 * ttlMs} }) retries with backoff`,
     );
 
     const heldSince = say.elapsed();
@@ -85,7 +85,7 @@ export async function runDemo(store: LeaseStore, ttlMs: number, say: Narrator): 
     say.say(
       'B',
       'acquired',
-      `acquired "${DEMO_RESOURCE}" with token ${heldB.token}, ${takenAt - frozenAt} ms after A froze`,
+      `acquired "${TOUR_RESOURCE}" with token ${heldB.token}, ${takenAt - frozenAt} ms after A froze`,
       { token: heldB.token },
     );
     write(say, downstream, 'B', heldB.token);
@@ -100,7 +100,7 @@ export async function runDemo(store: LeaseStore, ttlMs: number, say: Narrator): 
     write(say, downstream, 'A', heldA.token);
 
     await heldB.release();
-    const record = await store.get(DEMO_RESOURCE);
+    const record = await store.get(TOUR_RESOURCE);
     say.say(
       'B',
       'released',
@@ -140,7 +140,7 @@ function until(held: HeldLease): string {
 function busy(): LeaseError {
   return new LeaseError(
     ErrorCode.LEASE_UNAVAILABLE,
-    `"${DEMO_RESOURCE}" is held by someone else in this store; run the demo without --store to use a fresh file`,
-    { resource: DEMO_RESOURCE, retryable: true },
+    `"${TOUR_RESOURCE}" is held by someone else in this store; run the tour without --store to use a fresh file`,
+    { resource: TOUR_RESOURCE, retryable: true },
   );
 }

@@ -1,0 +1,55 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { LIMITS } from '../../index.js';
+import { redact } from '../../core/open-store.js';
+import { Narrator } from '../demo/tour/narrator.js';
+import { runTour } from '../demo/tour/run-tour.js';
+import { durationOption, formatDuration } from '../duration.js';
+import { keepAlive, withStore } from '../store.js';
+
+interface TourOptions {
+  store?: string;
+  ttl: number;
+  json?: boolean;
+}
+
+export function registerTour(program: Command): void {
+  program
+    .command('tour')
+    .description(
+      'a short narrated run: two workers, heartbeats, a freeze, takeover with a higher token, a fenced stale write',
+    )
+    .option('--store <url>', 'store URL (default: a fresh SQLite file in a temp folder)')
+    .option(
+      '--ttl <duration>',
+      'the lease TTL; the run lasts about 3.5 TTLs',
+      durationOption(LIMITS.ttlMinMs, 60_000),
+      2000,
+    )
+    .option('--json', 'one JSON object per step')
+    .action(async (options: TourOptions) => {
+      const fresh = options.store === undefined;
+      const url =
+        options.store ??
+        `sqlite:${join(mkdtempSync(join(tmpdir(), 'leasehold-tour-')), 'tour.db')}`;
+      const say = new Narrator(options.json === true);
+      say.note(
+        'start',
+        `leasehold tour: worker-a (A) and worker-b (B) both want "report-job"; TTL ${formatDuration(options.ttl)}, heartbeat every ${formatDuration(Math.floor(options.ttl / 4))}`,
+        {
+          ttlMs: options.ttl,
+        },
+      );
+      say.note(
+        'store',
+        `store: ${redact(url)}${fresh ? ' (a fresh temp file; your ./leasehold.db is untouched)' : ''}`,
+        {
+          store: redact(url),
+        },
+      );
+      await withStore(url, (store) => keepAlive(runTour(store, options.ttl, say)));
+      if (fresh && !options.json) say.note('inspect', `inspect it: leasehold list --store ${url}`);
+    });
+}

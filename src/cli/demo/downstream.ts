@@ -1,0 +1,72 @@
+import Database from 'better-sqlite3';
+import { SqliteFence } from '../../index.js';
+
+/** The downstream's own table: every accepted fenced write, in commit order (`id`). */
+export const WRITES_TABLE = 'demo_writes';
+
+const CREATE = `CREATE TABLE IF NOT EXISTS ${WRITES_TABLE} (
+  id       INTEGER PRIMARY KEY AUTOINCREMENT,
+  resource TEXT    NOT NULL,
+  token    INTEGER NOT NULL,
+  worker   TEXT    NOT NULL,
+  seq      INTEGER NOT NULL,
+  at       REAL    NOT NULL
+)`;
+
+/** Opens the downstream SQLite file in WAL mode. */
+export function openDownstream(path: string): Database.Database {
+  const db = new Database(path, { timeout: 10_000 });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  return db;
+}
+
+/** Creates the downstream file with its table and the fence's, once, before the workers start. */
+export async function createDownstream(path: string): Promise<void> {
+  const db = openDownstream(path);
+  try {
+    db.exec(CREATE);
+    await new SqliteFence(db).init();
+  } finally {
+    db.close();
+  }
+}
+
+export function insertWrite(db: Database.Database): Database.Statement {
+  return db.prepare(
+    `INSERT INTO ${WRITES_TABLE} (resource, token, worker, seq, at) VALUES (?, ?, ?, ?, ?)`,
+  );
+}
+
+export interface DownstreamVerdict {
+  /** Accepted writes found in the table. */
+  writes: number;
+  /** Accepted writes whose token was lower than one already committed for the resource. */
+  stale: string[];
+}
+
+/**
+ * Reads every accepted write in commit order and checks that, per resource, tokens never go down:
+ * a write under a lower token after a higher one committed is a stale write the fence let through.
+ */
+export function checkDownstream(path: string): DownstreamVerdict {
+  const db = new Database(path, { readonly: true, timeout: 10_000 });
+  try {
+    const rows = db
+      .prepare(`SELECT id, resource, token, worker FROM ${WRITES_TABLE} ORDER BY id`)
+      .all() as { id: number; resource: string; token: number; worker: string }[];
+    const highest = new Map<string, number>();
+    const stale: string[] = [];
+    for (const row of rows) {
+      const seen = highest.get(row.resource) ?? 0;
+      if (row.token < seen) {
+        stale.push(
+          `${row.resource}: write #${row.id} by worker ${row.worker} under token ${row.token} committed after token ${seen}`,
+        );
+      } else highest.set(row.resource, row.token);
+    }
+    return { writes: rows.length, stale };
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,55 @@
+import { performance } from 'node:perf_hooks';
+
+/**
+ * Wall-clock milliseconds with sub-millisecond precision. Every demo process on the host reads the
+ * same wall clock through its own monotonic timer, so instants from different workers compare.
+ */
+export function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** A monotonic instant of this process (`performance.now()`, what a lease's `validUntil` is on) as wall time. */
+export function toWall(monotonic: number): number {
+  return performance.timeOrigin + monotonic;
+}
+
+interface LeaseFact {
+  /** The worker's letter. */
+  w: string;
+  resource: string;
+  token: number;
+  /** Wall time of the event. */
+  at: number;
+}
+
+/** What a worker process reports to the demo, one JSON object a line on its stdout. */
+export type WorkerEvent =
+  | { e: 'ready'; w: string; pid: number; at: number }
+  /** The acquire reply arrived: the holder believes from `at` until `validUntilWall`. */
+  | (LeaseFact & { e: 'acquired'; validUntilWall: number })
+  /** A renewal landed: the holder now believes until `validUntilWall`. */
+  | (LeaseFact & { e: 'renewed'; validUntilWall: number })
+  /** The release is being sent: the holder stopped believing at `at`. */
+  | (LeaseFact & { e: 'released'; validUntilWall: number })
+  /** The holder noticed the loss at `at` (its belief ended at `validUntilWall` if that is earlier). */
+  | (LeaseFact & { e: 'lost'; validUntilWall: number })
+  /** The manager is handing the lease to a less loaded worker (a `released` follows). */
+  | (LeaseFact & { e: 'handoff'; reason: string })
+  /** A fenced write reached the downstream and was accepted or rejected. */
+  | (LeaseFact & { e: 'write'; seq: number; accepted: boolean })
+  | { e: 'warn'; w: string; at: number; message: string };
+
+export type LeaseEvent = Extract<WorkerEvent, { resource: string }>;
+
+/** Reads one line of a worker's output; `undefined` for anything that is not an event. */
+export function parseEvent(line: string): WorkerEvent | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const value = JSON.parse(line) as { e?: unknown; w?: unknown };
+    return typeof value.e === 'string' && typeof value.w === 'string'
+      ? (value as WorkerEvent)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openStore } from '../../index.js';
+import { redact } from '../../core/open-store.js';
+import { formatDuration } from '../duration.js';
+import { checkHistory } from './check-history.js';
+import { resourceNames, type DemoSettings } from './demo-settings.js';
+import { checkDownstream, createDownstream } from './downstream.js';
+import { wallNow } from './events.js';
+import { Fleet } from './fleet.js';
+import { LiveView, type ViewMode } from './live-view.js';
+import { Monitor } from './monitor.js';
+import { allRecovered, phaseReport, safetyReport, type DemoReport } from './report.js';
+import { runScenario } from './scenario.js';
+import { sqlitePath } from './sqlite-lock.js';
+
+const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
+
+export interface FleetDemoOptions {
+  settings: DemoSettings;
+  /** `--store`; a fresh SQLite file in a temp folder when absent. */
+  store?: string;
+  mode: ViewMode;
+}
+
+/**
+ * The fleet demo: worker processes sharing leases on one store and writing through a fence, taken
+ * through four faults; returns the report, with the safety verdict from the recorded history.
+ */
+export async function runFleetDemo({
+  settings,
+  store,
+  mode,
+}: FleetDemoOptions): Promise<DemoReport> {
+  const startedAt = wallNow();
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-demo-'));
+  const url = store ?? `sqlite:${join(dir, 'leases.db')}?synchronous=normal`;
+  const downstream = join(dir, 'downstream.db');
+  const run = randomBytes(3).toString('hex');
+  const prefix = `demo-${run}/`;
+  const resources = resourceNames(prefix, settings.resources);
+
+  // Opening the store once here checks the URL, the driver and the connection, and creates a
+  // SQLite schema before several processes race to. Names unique to this run keep runs on a shared store apart.
+  const probe = await openStore(url);
+  try {
+    await probe.get(resources[0]!);
+  } finally {
+    await probe.close();
+  }
+  await createDownstream(downstream);
+
+  const fleet = new Fleet(WORKER_ENTRY, {
+    store: url,
+    group: `demo-${run}`,
+    resourcePrefix: prefix,
+    resourceCount: settings.resources,
+    ttlMs: settings.ttlMs,
+    heartbeatMs: settings.heartbeatMs,
+    reconcileMs: settings.reconcileMs,
+    downstream,
+    writeEveryMs: settings.writeEveryMs,
+  });
+  const monitor = new Monitor(fleet, resources);
+  const view = new LiveView(mode, monitor, fleet.workers, startedAt);
+  view.header(
+    `leasehold demo: ${settings.workers} worker processes share ${settings.resources} resources; TTL ${formatDuration(settings.ttlMs)}, heartbeat ${formatDuration(settings.heartbeatMs)}, reconcile ~${formatDuration(settings.reconcileMs)}`,
+  );
+  view.header(
+    `store: ${redact(url)}${store === undefined ? ' (a fresh temp file; your ./leasehold.db is untouched)' : ''}`,
+  );
+  view.header(
+    `downstream: ${downstream} (every lease writes a row every 100-200 ms through a SqliteFence)`,
+  );
+
+  const release = killOnExit(fleet, view);
+  let phases;
+  view.start();
+  try {
+    phases = await runScenario({
+      fleet,
+      monitor,
+      settings,
+      sqliteFiles: [downstream, sqlitePath(url)].filter((p): p is string => p !== undefined),
+      phase: (title, detail) => view.phase(title, detail),
+      say: (text) => view.say(text),
+    });
+    view.phase('stopping', 'SIGTERM to every worker: each releases its leases and exits');
+    await fleet.stopAll(5000);
+    view.say(`all workers stopped`);
+  } finally {
+    fleet.killAll();
+    view.stop();
+    release();
+  }
+
+  const tenures = monitor.history.tenures();
+  const safety = safetyReport(checkHistory(tenures), tenures.length, checkDownstream(downstream));
+  const recovered = allRecovered(phases);
+  const { totals } = monitor;
+  return {
+    ok: safety.safe && recovered,
+    safe: safety.safe,
+    recovered,
+    store: redact(url),
+    embeddedStore: store === undefined,
+    downstream,
+    dir,
+    workers: settings.workers,
+    pids: Object.fromEntries([...fleet.workers.values()].map((w) => [w.letter, w.pid])),
+    resources: settings.resources,
+    ttlMs: settings.ttlMs,
+    heartbeatMs: settings.heartbeatMs,
+    reconcileMs: settings.reconcileMs,
+    quick: settings.quick,
+    durationMs: Math.round(wallNow() - startedAt),
+    phases: phases.map((p) => phaseReport(p, startedAt)),
+    safety,
+    totals: {
+      writesAccepted: totals.writesAccepted,
+      writesRejected: totals.writesRejected,
+      handoffs: totals.handoffs,
+    },
+    warnings: monitor.warnings.slice(0, 10),
+  };
+}
+
+/**
+ * No worker outlives the demo: a Ctrl-C, a SIGTERM or an early exit kills them all. Returns the
+ * uninstaller.
+ */
+function killOnExit(fleet: Fleet, view: LiveView): () => void {
+  const onExit = (): void => fleet.killAll();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    fleet.killAll();
+    view.stop();
+    process.stderr.write(`leasehold: demo interrupted by ${signal}; worker processes killed\n`);
+    process.exit(signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143);
+  };
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  process.on('exit', onExit);
+  for (const signal of signals) process.on(signal, onSignal);
+  return () => {
+    process.off('exit', onExit);
+    for (const signal of signals) process.off(signal, onSignal);
+  };
+}

@@ -1,0 +1,75 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../harness/processes.js';
+
+const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let dir: ReturnType<typeof tempDir>;
+
+function cli(...args: string[]): Promise<Result> {
+  const env = { ...process.env };
+  delete env.LEASEHOLD_STORE;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { cwd: dir.path, env, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+beforeAll(() => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npx tsc -p tsconfig.build.json`);
+  dir = tempDir('leasehold-tour-');
+});
+
+afterAll(() => dir.cleanup());
+
+describe('leasehold tour', () => {
+  it('runs the tour: token 1, takeover with token 2, a rejected stale write', async () => {
+    const store = `sqlite:${join(dir.path, 'tour.db')}`;
+    const result = await cli('tour', '--ttl', '300ms', '--store', store, '--json');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    const steps = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const index = (who: string, event: string): number =>
+      steps.findIndex((s) => s.who === who && s.event === event);
+    const aAcquired = index('A', 'acquired');
+    const bAcquired = index('B', 'acquired');
+    expect(steps[aAcquired]).toMatchObject({ token: 1 });
+    expect(steps[bAcquired]).toMatchObject({ token: 2 });
+    expect(aAcquired).toBeLessThan(bAcquired);
+    expect(steps.filter((s) => s.event === 'renewed').length).toBeGreaterThanOrEqual(3);
+    expect(index('A', 'aborted')).toBeGreaterThan(aAcquired);
+    const rejected = steps.find((s) => s.event === 'write-rejected');
+    expect(rejected).toMatchObject({ writer: 'A', token: 1, highestToken: 2 });
+    expect(steps[index('B', 'released')]).toMatchObject({ owner: '', token: 2, expiresAt: 0 });
+    expect(steps.at(-1)?.event).toBe('summary');
+  });
+
+  it('narrates the tour as plain text by default', async () => {
+    const store = `sqlite:${join(dir.path, 'tour-text.db')}`;
+    const result = await cli('tour', '--ttl', '300ms', '--store', store);
+    expect(result.code).toBe(0);
+    const out = result.stdout;
+    expect(out).toMatch(/^leasehold tour: /);
+    expect(out.indexOf('with token 1')).toBeGreaterThan(-1);
+    expect(out.indexOf('with token 2')).toBeGreaterThan(out.indexOf('with token 1'));
+    expect(out).toMatch(/REJECTS A's write with token 1 \(highest token seen: 2\)/);
+    expect(out).toMatch(/^summary: /m);
+  });
+});
