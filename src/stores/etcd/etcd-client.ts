@@ -1,0 +1,123 @@
+/**
+ * The part of an `etcd3` client (`Etcd3`) this store uses, typed structurally so that `etcd3`
+ * stays an optional peer dependency. Keys and values are bytes; revisions, versions and lease ids
+ * are int64 decimal strings, exactly as etcd3 hands them over.
+ */
+
+/** gRPC call options: this store always sets an absolute deadline. */
+export interface EtcdCallOptions {
+  deadline?: Date | number;
+}
+
+export interface EtcdKeyValue {
+  key: Buffer;
+  value: Buffer;
+  /** Writes since the key was created; reset only by deleting it. */
+  version: string;
+  create_revision: string;
+  mod_revision: string;
+  /** The etcd lease the key is attached to, `'0'` for none. */
+  lease: string;
+}
+
+export interface EtcdCompare {
+  key: Buffer;
+  target: 'Version' | 'Create' | 'Mod' | 'Value' | 'Lease';
+  result: 'Equal' | 'NotEqual' | 'Greater' | 'Less';
+  version?: string | number;
+  create_revision?: string | number;
+  value?: Buffer;
+  lease?: string | number;
+}
+
+export interface EtcdRangeRequest {
+  key: Buffer;
+  range_end?: Buffer;
+  limit?: number;
+  /** Read as of this revision (a snapshot across pages); the newest when omitted. */
+  revision?: string;
+}
+
+export interface EtcdRequestOp {
+  request_range?: EtcdRangeRequest;
+  request_put?: { key: Buffer; value: Buffer; lease?: string; prev_kv?: boolean };
+  request_delete_range?: { key: Buffer };
+  request_txn?: EtcdTxnRequest;
+}
+
+export interface EtcdTxnRequest {
+  compare: EtcdCompare[];
+  success: EtcdRequestOp[];
+  failure: EtcdRequestOp[];
+}
+
+export interface EtcdRangeResponse {
+  header?: { revision: string } | null;
+  kvs: EtcdKeyValue[];
+  more: boolean;
+}
+
+export interface EtcdResponseOp {
+  response_range?: EtcdRangeResponse | null;
+  response_put?: { prev_kv?: EtcdKeyValue | null } | null;
+  response_txn?: EtcdTxnResponse | null;
+}
+
+export interface EtcdTxnResponse {
+  succeeded: boolean;
+  responses: EtcdResponseOp[];
+}
+
+export interface EtcdLeaseGrantResponse {
+  ID: string;
+  /** Whole seconds actually granted: the server raises a TTL below its minimum. */
+  TTL: string;
+  error?: string;
+}
+
+/** One `LeaseKeepAlive` stream; this store sends one request on it and reads one answer. */
+export interface EtcdKeepAliveStream {
+  write(request: { ID: string }): unknown;
+  end(): unknown;
+  on(event: 'data', listener: (response: { ID: string; TTL: string }) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+export interface EtcdEvent {
+  type: 'Put' | 'Delete';
+  kv: EtcdKeyValue;
+}
+
+export interface EtcdWatchResponse {
+  events: EtcdEvent[];
+}
+
+export interface EtcdWatcher {
+  on(event: 'data', listener: (response: EtcdWatchResponse) => void): unknown;
+  on(event: 'connected', listener: () => void): unknown;
+  on(event: 'disconnected' | 'error', listener: (error: Error) => void): unknown;
+  cancel(): Promise<void>;
+}
+
+export interface EtcdWatchBuilder {
+  inRange(range: { start: Buffer; end: Buffer }): EtcdWatchBuilder;
+  /** Attaches the watcher at once; it reconnects and resumes by itself after a broken stream. */
+  watcher(): EtcdWatcher;
+}
+
+/** The part of an `Etcd3` client this store uses. */
+export interface EtcdClient {
+  readonly kv: {
+    range(request: EtcdRangeRequest, options?: EtcdCallOptions): Promise<EtcdRangeResponse>;
+    txn(request: EtcdTxnRequest, options?: EtcdCallOptions): Promise<EtcdTxnResponse>;
+  };
+  readonly leaseClient: {
+    leaseGrant(
+      request: { TTL: number },
+      options?: EtcdCallOptions,
+    ): Promise<EtcdLeaseGrantResponse>;
+    leaseKeepAlive(options?: EtcdCallOptions): Promise<EtcdKeepAliveStream>;
+  };
+  watch(): EtcdWatchBuilder;
+  close(): void;
+}

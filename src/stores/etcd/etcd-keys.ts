@@ -1,0 +1,131 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { LeaseRecord } from '../../core/lease.js';
+import type { EtcdKeyValue } from './etcd-client.js';
+
+/**
+ * The key layout. Each resource has up to three keys, `<prefix><resource>\0<kind>`:
+ *
+ * - `h` hold: exists while the lease is held; attached to the holder's etcd lease, so etcd deletes
+ *   it when that lease lapses. Its value is the owner.
+ * - `r` record: `{"owner","expiresAt"}` as last written by acquire, renew or release; never
+ *   attached to a lease, so it outlives an expiry.
+ * - `t` token: written by every acquire and by nothing else, never deleted: its etcd `version`
+ *   (the count of writes to it) is the fencing token. Its value is the acquire's nonce.
+ *
+ * A resource never contains NUL, so `\0` ends the name: keys sort by resource in code-point
+ * (= UTF-8 byte) order, and one range `[<prefix><resource>\0, <prefix><resource>\x01)` reads
+ * all three at one revision.
+ */
+export const KIND = Object.freeze({ hold: 0x68, record: 0x72, token: 0x74 });
+export type Kind = (typeof KIND)[keyof typeof KIND];
+
+export interface ResourceKeys {
+  readonly hold: Buffer;
+  readonly record: Buffer;
+  readonly token: Buffer;
+}
+
+export class EtcdKeys {
+  readonly prefix: Buffer;
+
+  constructor(prefix: string) {
+    this.prefix = Buffer.from(prefix, 'utf8');
+  }
+
+  of(resource: string): ResourceKeys {
+    const base = Buffer.concat([this.prefix, Buffer.from(resource, 'utf8'), Buffer.from([0, 0])]);
+    const key = (kind: Kind): Buffer => {
+      const out = Buffer.from(base);
+      out[out.length - 1] = kind;
+      return out;
+    };
+    return { hold: key(KIND.hold), record: key(KIND.record), token: key(KIND.token) };
+  }
+
+  /** `[start, end)` holding every key of `resource`. */
+  resource(resource: string): { start: Buffer; end: Buffer } {
+    const start = Buffer.concat([this.prefix, Buffer.from(resource, 'utf8'), Buffer.from([0])]);
+    const end = Buffer.from(start);
+    end[end.length - 1] = 1;
+    return { start, end };
+  }
+
+  /** `[start, end)` holding every key of every resource that starts with `namePrefix`. */
+  names(namePrefix: string): { start: Buffer; end: Buffer } {
+    const start = Buffer.concat([this.prefix, Buffer.from(namePrefix, 'utf8')]);
+    return { start, end: bytesAfterPrefix(start) };
+  }
+
+  /** The resource and kind of one of our keys; `undefined` for a key this layout never writes. */
+  parse(key: Buffer): { resource: string; kind: number } | undefined {
+    const n = key.length;
+    if (n < this.prefix.length + 3 || key[n - 2] !== 0) return undefined;
+    if (!key.subarray(0, this.prefix.length).equals(this.prefix)) return undefined;
+    return { resource: key.toString('utf8', this.prefix.length, n - 2), kind: key[n - 1]! };
+  }
+}
+
+/** The first key after every key that starts with `prefix` (etcd's own prefix-range rule). */
+export function bytesAfterPrefix(prefix: Buffer): Buffer {
+  let n = prefix.length;
+  while (n > 0 && prefix[n - 1] === 0xff) n--;
+  if (n === 0) return Buffer.from([0]); // "to the end of the keyspace"
+  const end = Buffer.from(prefix.subarray(0, n));
+  end[n - 1]!++;
+  return end;
+}
+
+/** What the record key holds. */
+export interface StoredRecord {
+  readonly owner: string;
+  readonly expiresAt: number;
+}
+
+export function encodeRecord(owner: string, expiresAt: number): Buffer {
+  return Buffer.from(JSON.stringify({ owner, expiresAt }), 'utf8');
+}
+
+export function decodeRecord(kv: EtcdKeyValue): StoredRecord {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(kv.value.toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const { owner, expiresAt } = (parsed ?? {}) as Partial<StoredRecord>;
+  if (typeof owner !== 'string' || typeof expiresAt !== 'number') {
+    throw foreignKey(kv.key);
+  }
+  return { owner, expiresAt };
+}
+
+/** A version (or any int64 etcd counter) as a safe integer; beyond 2^53 − 1 is refused, never rounded. */
+export function safeCount(value: string, key: Buffer): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `etcd key ${JSON.stringify(key.toString('utf8'))} has version ${value}, beyond the safe integer range of fencing tokens`,
+      { retryable: false },
+    );
+  }
+  return n;
+}
+
+/** The record of one resource from the keys a range read returned for it; `null` if never acquired. */
+export function recordOf(
+  resource: string,
+  kvs: { record?: EtcdKeyValue; token?: EtcdKeyValue },
+): LeaseRecord | null {
+  if (!kvs.token || !kvs.record) return null;
+  const { owner, expiresAt } = decodeRecord(kvs.record);
+  return { resource, owner, token: safeCount(kvs.token.version, kvs.token.key), expiresAt };
+}
+
+function foreignKey(key: Buffer): LeaseError {
+  return new LeaseError(
+    ErrorCode.STORE_UNAVAILABLE,
+    `etcd key ${JSON.stringify(key.toString('utf8'))} was not written by leasehold: is the key prefix used by something else?`,
+    { retryable: false },
+  );
+}

@@ -1,0 +1,79 @@
+import { invalidArgument, type LeaseError } from '../../core/errors.js';
+import { checkInteger } from '../../core/options.js';
+
+export interface EtcdStoreOptions {
+  /**
+   * Start of every key: one namespace of leases. Any UTF-8 without NUL, 1 to 128 bytes; end it
+   * with a separator (`/`), since a namespace whose prefix extends another's would see its keys.
+   * @default '/leasehold/'
+   */
+  prefix?: string;
+  /**
+   * Deadline of every etcd call, after which it fails with `STORE_UNAVAILABLE` (a paused or
+   * unreachable server never makes a call hang). A write that timed out may still land later.
+   * @default 5000
+   */
+  timeoutMs?: number;
+  /**
+   * Most leases per transaction: etcd refuses a txn with more operations than its
+   * `--max-txn-ops` (128 by default); larger batches are split and sent concurrently.
+   * @default 128
+   */
+  maxTxnOps?: number;
+  /**
+   * Called when the stream that serves `watch` fails; it reconnects and resumes by itself.
+   * @default emits a process warning
+   */
+  onWatchError?: (error: LeaseError) => void;
+}
+
+export const ETCD_DEFAULTS = Object.freeze({
+  prefix: '/leasehold/',
+  timeoutMs: 5000,
+  maxTxnOps: 128,
+});
+
+export interface ResolvedEtcdOptions {
+  readonly prefix: string;
+  readonly timeoutMs: number;
+  readonly maxTxnOps: number;
+  readonly onWatchError: (error: LeaseError) => void;
+}
+
+export function resolveEtcdOptions(options: EtcdStoreOptions = {}): ResolvedEtcdOptions {
+  const onWatchError = options.onWatchError ?? warn;
+  if (typeof onWatchError !== 'function')
+    throw invalidArgument('onWatchError', 'must be a function');
+  return {
+    prefix: checkPrefix(options.prefix ?? ETCD_DEFAULTS.prefix),
+    timeoutMs: checkInteger('timeoutMs', options.timeoutMs ?? ETCD_DEFAULTS.timeoutMs, 1, 600_000),
+    maxTxnOps: checkCount('maxTxnOps', options.maxTxnOps ?? ETCD_DEFAULTS.maxTxnOps),
+    onWatchError,
+  };
+}
+
+function checkPrefix(value: unknown): string {
+  const ok =
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value.isWellFormed() &&
+    !value.includes('\u0000') &&
+    Buffer.byteLength(value, 'utf8') <= 128;
+  if (!ok) {
+    throw invalidArgument(
+      'prefix',
+      `must be 1 to 128 bytes of UTF-8 without NUL, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+function checkCount(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 100_000)
+    throw invalidArgument(field, `must be an integer from 1 to 100000, got ${String(value)}`);
+  return value;
+}
+
+function warn(error: LeaseError): void {
+  process.emitWarning(error.message, { type: 'LeaseholdWarning', code: error.code });
+}

@@ -1,0 +1,139 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { WatchEvent, WatchListener } from '../../core/store.js';
+import type { EtcdClient, EtcdKeyValue, EtcdWatchResponse, EtcdWatcher } from './etcd-client.js';
+import { mapEtcdError } from './etcd-errors.js';
+import { decodeRecord, KIND, type EtcdKeys } from './etcd-keys.js';
+
+interface Entry {
+  readonly prefix: string;
+  readonly listener: WatchListener;
+}
+
+/** The unsubscribe function `watch` returns; `ready` settles once the etcd watch is in place. */
+export type EtcdUnwatch = (() => void) & { readonly ready: Promise<void> };
+
+/**
+ * Lease events from one etcd watch over the store's whole key prefix, made on the first `watch`
+ * and cancelled with the last. A hold key created is `acquired`; a hold key deleted in the same
+ * revision as its record was blanked is `released`; a hold key deleted alone is `expired` (etcd
+ * revoked the lease it was attached to). etcd3 resumes a broken stream from the last revision it
+ * saw, so events are not lost across a reconnect unless etcd compacted them meanwhile.
+ */
+export class EtcdWatch {
+  private watcher: EtcdWatcher | undefined;
+  private ready: Promise<void> = Promise.resolve();
+  private readonly entries = new Set<Entry>();
+  /** One report per failure, not one per reconnect attempt. */
+  private reported = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly client: EtcdClient,
+    private readonly keys: EtcdKeys,
+    private readonly timeoutMs: number,
+    private readonly onError: (error: LeaseError) => void,
+  ) {}
+
+  add(prefix: string, listener: WatchListener): EtcdUnwatch {
+    const entry: Entry = { prefix, listener };
+    this.entries.add(entry);
+    if (!this.watcher) this.start();
+    const unwatch = (): void => {
+      if (this.entries.delete(entry) && this.entries.size === 0) this.stop();
+    };
+    return Object.assign(unwatch, { ready: this.ready });
+  }
+
+  stop(): void {
+    this.entries.clear();
+    clearTimeout(this.restartTimer);
+    const watcher = this.watcher;
+    this.watcher = undefined;
+    watcher?.cancel().catch(() => {}); // the stream may already be gone; nothing is left to undo
+  }
+
+  private start(): void {
+    const watcher = this.client.watch().inRange(this.keys.names('')).watcher();
+    this.watcher = watcher;
+    this.ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new LeaseError(
+              ErrorCode.STORE_UNAVAILABLE,
+              `etcd watch failed: not in place within ${this.timeoutMs} ms (it keeps trying)`,
+            ),
+          ),
+        this.timeoutMs,
+      );
+      timer.unref();
+      watcher.on('connected', () => {
+        clearTimeout(timer);
+        this.reported = false;
+        resolve();
+      });
+    });
+    this.ready.catch(() => {}); // for whoever awaits `ready`; the watch itself keeps trying
+    watcher.on('data', (response) => {
+      if (this.watcher === watcher) this.dispatch(response);
+    });
+    watcher.on('disconnected', (error) => this.report(watcher, error));
+    watcher.on('error', (error) => {
+      // The server cancelled the watch (e.g. its revision was compacted): start a new one.
+      this.report(watcher, error);
+      if (this.watcher !== watcher) return;
+      this.watcher = undefined;
+      this.restartTimer = setTimeout(() => {
+        if (!this.watcher && this.entries.size > 0) this.start();
+      }, 100);
+      this.restartTimer.unref();
+    });
+  }
+
+  private dispatch(response: EtcdWatchResponse): void {
+    const events: WatchEvent[] = [];
+    const released = new Set<string>();
+    for (const { type, kv } of response.events) {
+      const parsed = this.keys.parse(kv.key);
+      if (parsed?.kind === KIND.record && type === 'Put' && isBlank(kv)) {
+        released.add(`${kv.mod_revision}:${parsed.resource}`);
+      }
+    }
+    for (const { type, kv } of response.events) {
+      const parsed = this.keys.parse(kv.key);
+      if (parsed?.kind !== KIND.hold) continue;
+      const { resource } = parsed;
+      if (type === 'Put' && kv.version === '1') events.push({ type: 'acquired', resource });
+      if (type === 'Delete') {
+        const how = released.has(`${kv.mod_revision}:${resource}`) ? 'released' : 'expired';
+        events.push({ type: how, resource });
+      }
+    }
+    for (const event of events) {
+      for (const { prefix, listener } of [...this.entries]) {
+        if (!event.resource.startsWith(prefix)) continue;
+        try {
+          listener(event);
+        } catch (error) {
+          setImmediate(() => {
+            throw error; // a listener's own bug surfaces as it would from an EventEmitter
+          });
+        }
+      }
+    }
+  }
+
+  private report(watcher: EtcdWatcher, error: unknown): void {
+    if (this.reported || this.watcher !== watcher) return;
+    this.reported = true;
+    this.onError(mapEtcdError(error, 'watch'));
+  }
+}
+
+function isBlank(kv: EtcdKeyValue): boolean {
+  try {
+    return decodeRecord(kv).owner === '';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,9 @@
+export { EtcdStore } from './etcd-store.js';
+export type {
+  EtcdClient,
+  EtcdWatcher,
+  EtcdWatchBuilder,
+  EtcdKeepAliveStream,
+} from './etcd-client.js';
+export type { EtcdStoreOptions } from './etcd-options.js';
+export type { EtcdUnwatch } from './etcd-watch.js';

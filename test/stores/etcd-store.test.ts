@@ -1,0 +1,236 @@
+import { Etcd3 } from 'etcd3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaseError, openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
+import { EtcdStore } from '../../src/stores/etcd/index.js';
+import { acquiredToken, acquireTxn } from '../../src/stores/etcd/etcd-ops.js';
+import { EtcdKeys } from '../../src/stores/etcd/etcd-keys.js';
+import { EtcdCluster, etcdUnavailable } from '../harness/etcd-server.js';
+import { waitFor } from '../harness/processes.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function rejection(call: Promise<unknown>): Promise<LeaseError> {
+  const error = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(LeaseError);
+  return error as LeaseError;
+}
+
+describe('etcd store URLs', () => {
+  it.each([
+    ['etcd://u:pw1@127.0.0.1:1?prefx=x', 'prefx'],
+    ['etcd://u:pw1@127.0.0.1:1/leases', 'path'],
+    ['etcd:127.0.0.1:2379', 'etcd://'],
+    ['etcd://u:pw1@127.0.0.1:1,', 'empty'],
+    ['etcd://u:pw1@127.0.0.1:1?timeoutMs=soon', 'timeoutMs'],
+    ['etcd://u:pw1@127.0.0.1:1?maxTxnOps=0', 'maxTxnOps'],
+    ['etcd://u:pw1@127.0.0.1:1?prefix=a%00b', 'prefix'],
+  ])('%s is refused, naming %s, without the password', async (url, field) => {
+    const error = await rejection(openStore(url));
+    expect(error.code).toBe('STORE_URL_INVALID');
+    expect(error.message).toContain(field);
+    expect(error.message).not.toContain('pw1');
+  });
+
+  it('refuses bad options given in code', () => {
+    const client = {} as never;
+    expect(() => new EtcdStore(client, { prefix: '' })).toThrow(/prefix/);
+    expect(() => new EtcdStore(client, { timeoutMs: 0 })).toThrow(/timeoutMs/);
+    expect(() => new EtcdStore(client, { maxTxnOps: 1.5 })).toThrow(/maxTxnOps/);
+  });
+});
+
+describe.skipIf(etcdUnavailable() !== null)('etcd store', () => {
+  let etcd: EtcdCluster;
+  let raw: Etcd3;
+  const opened: LeaseStore[] = [];
+  const open = async (prefix: string, params = ''): Promise<EtcdStore> => {
+    const store = await openStore(`${etcd.url}?prefix=${prefix}&timeoutMs=2000${params}`);
+    opened.push(store);
+    return store as EtcdStore;
+  };
+  /** Every key under `prefix` with its lease and version, as `name → [lease, version]`. */
+  const keysUnder = async (prefix: string): Promise<Record<string, [string, string]>> => {
+    const end = Buffer.from(prefix);
+    end[end.length - 1]!++;
+    const { kvs } = await raw.kv.range({ key: Buffer.from(prefix), range_end: end });
+    return Object.fromEntries(
+      kvs.map((kv) => [
+        kv.key.toString().slice(prefix.length).replace('\0', '|'),
+        [kv.lease, kv.version],
+      ]),
+    );
+  };
+
+  beforeAll(async () => {
+    etcd = await EtcdCluster.start();
+    raw = new Etcd3({ hosts: `http://${etcd.members[0]!.endpoint}` });
+  });
+  afterAll(async () => {
+    await Promise.allSettled(opened.map((s) => s.close()));
+    raw?.close();
+    await etcd?.stop();
+  });
+
+  it('keeps a hold key on an etcd lease, a record and a token key whose version is the token', async () => {
+    const store = await open('/app1/');
+    const first = (await store.tryAcquire('job', 'a', 5000))!;
+    const held = await keysUnder('/app1/');
+    expect(Object.keys(held)).toEqual(['job|h', 'job|r', 'job|t']);
+    expect(held['job|h']![0]).not.toBe('0');
+    expect(held['job|r']![0]).toBe('0');
+    expect(held['job|t']).toEqual(['0', '1']);
+
+    await store.release(first);
+    const released = await keysUnder('/app1/');
+    expect(Object.keys(released)).toEqual(['job|r', 'job|t']);
+    expect(await store.tryAcquire('job', 'b', 5000)).toMatchObject({ token: 2 });
+    expect((await keysUnder('/app1/'))['job|t']).toEqual(['0', '2']);
+  });
+
+  it('puts every key of one owner and TTL on one etcd lease, and renews them all with it', async () => {
+    const store = await open('/app2/');
+    const mine = await Promise.all(['r1', 'r2', 'r3'].map((r) => store.tryAcquire(r, 'a', 5000)));
+    const theirs = await store.tryAcquire('r4', 'b', 5000);
+    const leaseOf = async (): Promise<Record<string, string>> =>
+      Object.fromEntries(
+        Object.entries(await keysUnder('/app2/'))
+          .filter(([k]) => k.endsWith('|h'))
+          .map(([k, [lease]]) => [k.slice(0, -2), lease]),
+      );
+    const before = await leaseOf();
+    expect(new Set([before.r1, before.r2, before.r3]).size).toBe(1);
+    expect(before.r4).not.toBe(before.r1);
+
+    const renewed = await store.renewMany([...mine.map((l) => l!), theirs!]);
+    expect(renewed.every((r) => r !== null)).toBe(true);
+    expect(await leaseOf()).toEqual(before);
+    const ttl = await raw.leaseClient.leaseTimeToLive({ ID: before.r1!, keys: true });
+    expect(ttl.keys.map((k) => k.toString().slice('/app2/'.length, -2)).sort()).toEqual([
+      'r1',
+      'r2',
+      'r3',
+    ]);
+  });
+
+  it('rounds a TTL up to whole seconds and reports expiresAt by it', async () => {
+    const store = await open('/app3/');
+    const before = Date.now();
+    const lease = (await store.tryAcquire('job', 'a', 1500))!;
+    expect(lease.ttlMs).toBe(1500);
+    expect(lease.expiresAt).toBeGreaterThanOrEqual(before + 2000);
+    expect(lease.expiresAt).toBeLessThanOrEqual(Date.now() + 2000);
+    expect((await store.get('job'))!.expiresAt).toBe(lease.expiresAt);
+  });
+
+  it('after etcd drops a lapsed lease, get shows the last owner and expiry with the token kept', async () => {
+    const store = await open('/app4/');
+    const lease = (await store.tryAcquire('job', 'a', 1000))!;
+    await waitFor(
+      'etcd to drop the lease',
+      async () => !('job|h' in (await keysUnder('/app4/'))),
+      4000,
+    );
+    expect(await store.get('job')).toEqual({
+      resource: 'job',
+      owner: 'a',
+      token: 1,
+      expiresAt: lease.expiresAt,
+    });
+    expect(await store.renew(lease)).toBeNull();
+    expect(await store.tryAcquire('job', 'b', 5000)).toMatchObject({ token: 2 });
+  });
+
+  it('a key its holder stops renewing lapses although the same owner keeps renewing others', async () => {
+    const store = await open('/app5/');
+    const dropped = (await store.tryAcquire('dropped', 'a', 1000))!;
+    let kept = (await store.tryAcquire('kept', 'a', 1000))!;
+    expect(dropped).not.toBeNull();
+    const started = Date.now();
+    let taken: unknown = null;
+    while (taken === null && Date.now() - started < 6000) {
+      kept = (await store.renew(kept))!;
+      expect(kept).not.toBeNull();
+      taken = await store.tryAcquire('dropped', 'b', 1000);
+      await sleep(200);
+    }
+    expect(taken).toMatchObject({ owner: 'b', token: 2 });
+    expect(await store.get('kept')).toMatchObject({ owner: 'a', token: 1 });
+  });
+
+  it('answers batches larger than one transaction, and a lease listed twice, in input order', async () => {
+    const store = await open('/app6/', '&maxTxnOps=8');
+    const leases = [];
+    for (let i = 0; i < 30; i++) leases.push((await store.tryAcquire(`b/${i}`, 'a', 5000))!);
+    const renewed = await store.renewMany([...leases, leases[3]!]);
+    expect(renewed.map((r) => r?.resource)).toEqual([...leases, leases[3]!].map((l) => l.resource));
+    const released = await store.releaseMany([leases[0]!, ...leases, leases[5]!]);
+    expect(released).toEqual([true, false, ...Array(29).fill(true), false]);
+    expect((await store.list({ prefix: 'b/' })).every((r) => r.owner === '')).toBe(true);
+  });
+
+  it("names maxTxnOps when a batch is over the server's --max-txn-ops, and changes nothing", async () => {
+    const store = await open('/app10/', '&maxTxnOps=1000');
+    const leases = [];
+    for (let i = 0; i < 130; i++) leases.push((await store.tryAcquire(`b/${i}`, 'a', 5000))!);
+    const error = await rejection(store.releaseMany(leases));
+    expect(error.code).toBe('STORE_UNAVAILABLE');
+    expect(error.retryable).toBe(false);
+    expect(error.message).toContain('maxTxnOps');
+    expect((await store.list({ prefix: 'b/' })).every((r) => r.owner === 'a')).toBe(true);
+    const fitting = await open('/app10/');
+    expect((await fitting.releaseMany(leases)).every(Boolean)).toBe(true);
+  });
+
+  it('recognises an acquire the driver sent twice after the first had landed', async () => {
+    const keys = new EtcdKeys('/app7/').of('job');
+    const lease = await raw.leaseClient.leaseGrant({ TTL: 5 });
+    const nonce = Buffer.from('nonce-1');
+    const txn = acquireTxn(keys, 'a', lease.ID, Date.now() + 5000, nonce);
+    const first = await raw.kv.txn(txn);
+    const retried = await raw.kv.txn(txn);
+    expect(first.succeeded).toBe(true);
+    expect(retried.succeeded).toBe(false);
+    expect(acquiredToken(first, 'a', nonce)).toBe(1);
+    expect(acquiredToken(retried, 'a', nonce)).toBe(1);
+    expect(acquiredToken(retried, 'a', Buffer.from('another call'))).toBeUndefined();
+  });
+
+  it('watch tells acquired, released and expired apart, under a prefix, until unsubscribed', async () => {
+    const store = await open('/app8/');
+    const events: WatchEvent[] = [];
+    const unwatch = store.watch('w/', (event) => events.push(event));
+    await unwatch.ready;
+    const released = (await store.tryAcquire('w/released', 'a', 5000))!;
+    await store.tryAcquire('other', 'a', 1000);
+    await store.tryAcquire('w/expired', 'a', 1000);
+    await store.release(released);
+    await waitFor('the expiry event', () => events.some((e) => e.type === 'expired'), 4000);
+    expect(events).toEqual([
+      { type: 'acquired', resource: 'w/released' },
+      { type: 'acquired', resource: 'w/expired' },
+      { type: 'released', resource: 'w/released' },
+      { type: 'expired', resource: 'w/expired' },
+    ]);
+    unwatch();
+    await store.tryAcquire('w/late', 'a', 5000);
+    await sleep(100);
+    expect(events).toHaveLength(4);
+  });
+
+  it('uses an Etcd3 client it was given and leaves it open', async () => {
+    const client = new Etcd3({ hosts: `http://${etcd.members[0]!.endpoint}` });
+    try {
+      const store = await EtcdStore.open(client, { prefix: '/app9/' });
+      expect(await store.tryAcquire('job', 'a', 5000)).toMatchObject({ token: 1 });
+      await store.close();
+      expect(await client.get('/app9/job\0h').string()).toBe('a'); // the client still works
+      const error = await rejection(store.get('job'));
+      expect(error.code).toBe('STORE_UNAVAILABLE');
+    } finally {
+      client.close();
+    }
+  });
+});
