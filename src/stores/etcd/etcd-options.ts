@@ -15,8 +15,9 @@ export interface EtcdStoreOptions {
    */
   timeoutMs?: number;
   /**
-   * Most leases per transaction: etcd refuses a txn with more operations than its
-   * `--max-txn-ops` (128 by default); larger batches are split and sent concurrently.
+   * The server's `--max-txn-ops` (128 by default): etcd refuses a transaction with more
+   * operations, so batches are split to fit (125 renewals or 126 releases per transaction at
+   * 128) and the parts sent concurrently. At least 4.
    * @default 128
    */
   maxTxnOps?: number;
@@ -47,7 +48,7 @@ export function resolveEtcdOptions(options: EtcdStoreOptions = {}): ResolvedEtcd
   return {
     prefix: checkPrefix(options.prefix ?? ETCD_DEFAULTS.prefix),
     timeoutMs: checkInteger('timeoutMs', options.timeoutMs ?? ETCD_DEFAULTS.timeoutMs, 1, 600_000),
-    maxTxnOps: checkCount('maxTxnOps', options.maxTxnOps ?? ETCD_DEFAULTS.maxTxnOps),
+    maxTxnOps: checkCount('maxTxnOps', options.maxTxnOps ?? ETCD_DEFAULTS.maxTxnOps, 4),
     onWatchError,
   };
 }
@@ -68,9 +69,9 @@ function checkPrefix(value: unknown): string {
   return value;
 }
 
-function checkCount(field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 100_000)
-    throw invalidArgument(field, `must be an integer from 1 to 100000, got ${String(value)}`);
+function checkCount(field: string, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 100_000)
+    throw invalidArgument(field, `must be an integer from ${min} to 100000, got ${String(value)}`);
   return value;
 }
 
