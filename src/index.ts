@@ -4,7 +4,12 @@ export { LIMITS, type ListOptions } from './core/options.js';
 export type { LeaseStore, StoreCapabilities, WatchEvent, WatchListener } from './core/store.js';
 export { StoreBase } from './core/store.js';
 export { systemClock, driftMs, type Clock, type TimerHandle } from './core/time.js';
-export { openStore, DEFAULT_STORE_URL, knownSchemes } from './core/open-store.js';
+export {
+  openStore,
+  DEFAULT_STORE_URL,
+  knownSchemes,
+  type OpenStoreOptions,
+} from './core/open-store.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory/index.js';
 export {
   SqliteStore,

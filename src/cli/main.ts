@@ -5,6 +5,7 @@ import { knownSchemes } from '../index.js';
 import { registerAcquire } from './commands/acquire.js';
 import { registerDemo } from './commands/demo.js';
 import { registerGet } from './commands/get.js';
+import { registerInit } from './commands/init.js';
 import { registerList } from './commands/list.js';
 import { registerRelease } from './commands/release.js';
 import { registerRun } from './commands/run.js';
@@ -33,6 +34,7 @@ Store URLs (--store, else $LEASEHOLD_STORE, else sqlite:./leasehold.db):
 Durations take a unit: 500ms, 20s, 1.5s, 2m, 1h.
 Exit codes: 0 ok, 1 the operation failed (LEASE_UNAVAILABLE, not found, ...), 2 usage error.`,
     );
+  registerInit(program);
   registerList(program);
   registerGet(program);
   registerAcquire(program);

@@ -14,7 +14,15 @@ export interface StoreUrl {
   readonly redacted: string;
 }
 
-type Opener = (url: StoreUrl) => Promise<LeaseStore>;
+export interface OpenStoreOptions {
+  /**
+   * Create the store's tables when they are missing, for stores that do not create them on first
+   * use (DynamoDB); what `leasehold init` asks for. @default false
+   */
+  create?: boolean;
+}
+
+type Opener = (url: StoreUrl, options: OpenStoreOptions) => Promise<LeaseStore>;
 
 const openers = new Map<string, Opener>([
   ['memory', async (url) => (await import('../stores/memory/open.js')).openMemory(url)],
@@ -25,7 +33,10 @@ const openers = new Map<string, Opener>([
   ['mariadb', async (url) => (await import('../stores/mysql/open.js')).openMysql(url)],
   ['redis', async (url) => (await import('../stores/redis/open.js')).openRedis(url)],
   ['rediss', async (url) => (await import('../stores/redis/open.js')).openRedis(url)],
-  ['dynamodb', async (url) => (await import('../stores/dynamodb/open.js')).openDynamodb(url)],
+  [
+    'dynamodb',
+    async (url, options) => (await import('../stores/dynamodb/open.js')).openDynamodb(url, options),
+  ],
   ['etcd', async (url) => (await import('../stores/etcd/open.js')).openEtcd(url)],
 ]);
 
@@ -38,7 +49,7 @@ export function knownSchemes(): string[] {
  * Opens the store a URL names. With no URL: `LEASEHOLD_STORE` from the environment,
  * else the embedded SQLite file `./leasehold.db`.
  */
-export async function openStore(url?: string): Promise<LeaseStore> {
+export async function openStore(url?: string, options: OpenStoreOptions = {}): Promise<LeaseStore> {
   const text = url ?? process.env.LEASEHOLD_STORE ?? DEFAULT_STORE_URL;
   const parsed = parseStoreUrl(text);
   const opener = openers.get(parsed.scheme);
@@ -50,7 +61,7 @@ export async function openStore(url?: string): Promise<LeaseStore> {
         .join(', ')}`,
     );
   }
-  return opener(parsed);
+  return opener(parsed, options);
 }
 
 export function parseStoreUrl(text: unknown): StoreUrl {

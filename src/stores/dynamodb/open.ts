@@ -1,5 +1,5 @@
 import { ErrorCode, isLeaseError, LeaseError } from '../../core/errors.js';
-import type { StoreUrl } from '../../core/open-store.js';
+import type { OpenStoreOptions, StoreUrl } from '../../core/open-store.js';
 import { DynamodbStore } from './dynamodb-store.js';
 import { parseDynamodbUrl, redactEndpoint } from './dynamodb-url.js';
 
@@ -7,8 +7,12 @@ import { parseDynamodbUrl, redactEndpoint } from './dynamodb-url.js';
  * `dynamodb://TABLE?region=&endpoint=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&createTable=&concurrency=`.
  * Credentials come from the AWS SDK's default chain.
  */
-export async function openDynamodb(url: StoreUrl): Promise<DynamodbStore> {
+export async function openDynamodb(
+  url: StoreUrl,
+  options: OpenStoreOptions = {},
+): Promise<DynamodbStore> {
   const target = parseDynamodbUrl(url);
+  if (options.create) target.store.createTable = true;
   try {
     return await DynamodbStore.connect(target);
   } catch (error) {
