@@ -30,6 +30,12 @@ export {
   type DynamodbClient,
 } from './stores/dynamodb/index.js';
 export {
+  EtcdStore,
+  type EtcdStoreOptions,
+  type EtcdClient,
+  type EtcdUnwatch,
+} from './stores/etcd/index.js';
+export {
   RedisStore,
   type RedisStoreOptions,
   type RedisClient,

@@ -140,6 +140,9 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   markRenewed(lease: Lease, validUntil: number): boolean {
     if (this.isTerminal) return false;
     this.current = lease;
+    // Renewals of one lease all use its TTL, so whichever landed last at the store, the store's
+    // expiry is at least every landed renewal's tSent + ttl: the latest deadline is safe even when
+    // replies arrive out of order.
     this.deadline = Math.max(this.deadline, validUntil);
     this.failing = false;
     if (this.status === 'at-risk' && this.keeper.clock.monotonic() < this.atRiskAt)

@@ -41,6 +41,11 @@ export interface LeaseStore {
    * (design rule 1); a holder subtracts it from its own deadline too (rule 2).
    */
   readonly maxClockSkewMs: number;
+  /**
+   * How long after `expiresAt` the store may still count a lapsed lease as held (etcd revokes a
+   * lapsed lease a little late); contenders add it before trying to take over. Absent means 0.
+   */
+  readonly expiryLagMs?: number;
   /** Acquires when there is no record, or it was released, or it expired; `null` while a live lease exists. */
   tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null>;
   /** Extends a lease still ours (same owner and token); `null` when it is not. */

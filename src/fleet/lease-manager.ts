@@ -280,12 +280,13 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     const now = this.storeNow();
     for (const { resource, at } of expiring) {
       const jitter = Math.random() * Math.min(50, this.client.heartbeatMs / 10);
+      const lag = this.store.expiryLagMs ?? 0;
       const timer = this.clock.setTimeout(
         () => {
           this.expiryTimers.delete(resource);
           void this.take(resource);
         },
-        at - now + 1 + jitter,
+        at + lag - now + 1 + jitter,
       );
       this.expiryTimers.set(resource, timer);
     }

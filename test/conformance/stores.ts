@@ -125,5 +125,5 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 
 /** Long enough for a lease of `ttlMs` to count as expired to a contender on `store`. */
 export function expiryWait(store: LeaseStore, ttlMs: number): number {
-  return ttlMs + store.maxClockSkewMs + 60;
+  return ttlMs + store.maxClockSkewMs + (store.expiryLagMs ?? 0) + 60;
 }
