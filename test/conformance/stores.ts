@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
 import { MemoryStore, SqliteStore, type LeaseStore } from '../../src/index.js';
+import { describeServer } from '../harness/describe-server.js';
 import { tempDir } from '../harness/processes.js';
 import { freshNamespace, type StoreFactory } from './factory.js';
 import { dynamodbFactory } from './factories/dynamodb.js';
@@ -70,21 +71,8 @@ export interface StoreContext {
  */
 export function describeStores(topic: string, body: (ctx: StoreContext) => void): void {
   for (const factory of selectedStores()) {
-    const reason = factory.unavailable();
-    if (reason) {
-      if (process.env.CI) {
-        describe(`${topic} [${factory.name}]`, () => {
-          it('has its store available', () => {
-            throw new Error(`${factory.name} store unavailable in CI: ${reason}`);
-          });
-        });
-      } else {
-        console.warn(`\n!!! SKIPPED ${topic} [${factory.name}]: ${reason} (this fails in CI)\n`);
-        describe.skip(`${topic} [${factory.name}]`, () => body(unusable(factory)));
-      }
-      continue;
-    }
-    describe(`${topic} [${factory.name}]`, () => {
+    const title = `${topic} [${factory.name}]`;
+    describeServer(title, factory.unavailable(), () => {
       const opened: LeaseStore[] = [];
       const namespaces = new Map<LeaseStore, string>();
       beforeAll(() => factory.setup());
@@ -112,13 +100,6 @@ export function describeStores(topic: string, body: (ctx: StoreContext) => void)
       });
     });
   }
-}
-
-function unusable(factory: StoreFactory): StoreContext {
-  const fail = (): never => {
-    throw new Error(`${factory.name} unavailable`);
-  };
-  return { factory, shortTtl: factory.shortTtlMs ?? 120, open: fail, reopen: fail };
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

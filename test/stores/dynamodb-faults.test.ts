@@ -9,6 +9,7 @@ import {
 } from '../harness/dynalite-server.js';
 import { freePort } from '../harness/ports.js';
 import { TcpProxy } from '../harness/tcp-proxy.js';
+import { describeServer } from '../harness/describe-server.js';
 
 let tables = 0;
 const freshTable = (): string => `ddbf_${process.pid}_${++tables}`;
@@ -24,7 +25,7 @@ async function outcome(promise: Promise<unknown>): Promise<{ error: LeaseError; 
   return { error: error as LeaseError, ms: Date.now() - start };
 }
 
-describe.skipIf(dynaliteUnavailable() !== null)('DynamoDB store faults', () => {
+describeServer('DynamoDB store faults', dynaliteUnavailable(), () => {
   describe('lost responses', () => {
     let server: DynaliteServer;
     let proxy: TcpProxy;

@@ -13,6 +13,7 @@ import {
   startDynalite,
   type DynaliteServer,
 } from '../harness/dynalite-server.js';
+import { describeServer } from '../harness/describe-server.js';
 
 let server: DynaliteServer;
 let raw: DynamoDBClient;
@@ -47,7 +48,7 @@ function countingClient(inner: DynamodbClient) {
   return { client, state };
 }
 
-describe.skipIf(dynaliteUnavailable() !== null)('DynamoDB store', () => {
+describeServer('DynamoDB store', dynaliteUnavailable(), () => {
   beforeAll(async () => {
     server = await startDynalite();
     raw = new DynamoDBClient({

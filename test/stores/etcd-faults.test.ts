@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import {
   LeaseClient,
   LeaseError,
@@ -9,6 +9,7 @@ import {
 import { EtcdCluster, etcdUnavailable, type EtcdMember } from '../harness/etcd-server.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -66,7 +67,7 @@ function violations(tenures: readonly Tenure[]): string[] {
   return out;
 }
 
-describe.skipIf(etcdUnavailable() !== null)('etcd store under faults', () => {
+describeServer('etcd store under faults', etcdUnavailable(), () => {
   const cleanup: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});

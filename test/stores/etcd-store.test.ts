@@ -6,6 +6,7 @@ import { acquiredToken, acquireTxn } from '../../src/stores/etcd/etcd-ops.js';
 import { EtcdKeys } from '../../src/stores/etcd/etcd-keys.js';
 import { EtcdCluster, etcdUnavailable } from '../harness/etcd-server.js';
 import { waitFor } from '../harness/processes.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -42,7 +43,7 @@ describe('etcd store URLs', () => {
   });
 });
 
-describe.skipIf(etcdUnavailable() !== null)('etcd store', () => {
+describeServer('etcd store', etcdUnavailable(), () => {
   let etcd: EtcdCluster;
   let raw: Etcd3;
   const opened: LeaseStore[] = [];

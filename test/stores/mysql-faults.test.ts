@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { LeaseClient, LeaseError, openStore, type LeaseStore } from '../../src/index.js';
 import type { HeldLease } from '../../src/index.js';
 import { freshNamespace } from '../conformance/factory.js';
@@ -10,6 +10,7 @@ import {
 } from '../harness/mariadb-server.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const unavailable = mariadbUnavailable();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -45,7 +46,7 @@ function nextOutcome(held: HeldLease): Promise<'renewed' | 'lost'> {
   });
 }
 
-describe.skipIf(unavailable)('MySQL store faults (MariaDB)', () => {
+describeServer('MySQL store faults (MariaDB)', unavailable, () => {
   let server: MariadbServer;
   const cleanup: (() => Promise<unknown>)[] = [];
   const store = async (table = freshNamespace()): Promise<LeaseStore> => {

@@ -1,5 +1,5 @@
 import mysql from 'mysql2/promise';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { LeaseError, openStore, type LeaseStore } from '../../src/index.js';
 import { MysqlStore } from '../../src/stores/mysql/index.js';
 import { freshNamespace } from '../conformance/factory.js';
@@ -9,6 +9,7 @@ import {
   startMariadb,
   type MariadbServer,
 } from '../harness/mariadb-server.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const unavailable = mariadbUnavailable();
 
@@ -21,7 +22,7 @@ async function rejection(call: Promise<unknown>): Promise<LeaseError> {
   return error as LeaseError;
 }
 
-describe.skipIf(unavailable)('MySQL store (MariaDB)', () => {
+describeServer('MySQL store (MariaDB)', unavailable, () => {
   let server: MariadbServer;
   let admin: mysql.Pool;
   const cleanup: (() => Promise<unknown>)[] = [];

@@ -1,10 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { LeaseClient, LeaseError, openStore, type HeldLease } from '../../src/index.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const unavailable = postgresUnavailable();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -29,7 +30,7 @@ function nextOutcome(held: HeldLease): Promise<'renewed' | 'lost'> {
   });
 }
 
-describe.skipIf(unavailable)('PostgreSQL faults', () => {
+describeServer('PostgreSQL faults', unavailable, () => {
   let server: PostgresServer;
   const cleanup: (() => Promise<unknown>)[] = [];
   const store = async (table = freshNamespace()): Promise<PostgresStore> => {

@@ -1,15 +1,16 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LeaseError, openStore, type Lease, type LeaseStore } from '../../src/index.js';
 import { PostgresStore, type PgPool } from '../../src/stores/postgres/index.js';
 import { statements } from '../../src/stores/postgres/postgres-sql.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
 import { freePort } from '../harness/ports.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const unavailable = postgresUnavailable();
 
-describe.skipIf(unavailable)('PostgresStore', () => {
+describeServer('PostgresStore', unavailable, () => {
   let server: PostgresServer;
   let admin: pg.Pool;
   const stores: LeaseStore[] = [];

@@ -1,15 +1,16 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LeaseError, type WatchEvent } from '../../src/index.js';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/stores/postgres/index.js';
 import { channelName } from '../../src/stores/postgres/postgres-sql.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
 import { waitFor } from '../harness/processes.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const unavailable = postgresUnavailable();
 
-describe.skipIf(unavailable)('PostgresStore.watch', () => {
+describeServer('PostgresStore.watch', unavailable, () => {
   let server: PostgresServer;
   let admin: pg.Pool;
   const stores: PostgresStore[] = [];

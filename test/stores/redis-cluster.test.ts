@@ -1,11 +1,12 @@
 import { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore, type LeaseStore } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisCluster, redisUnavailable } from '../harness/redis-server.js';
+import { describeServer } from '../harness/describe-server.js';
 
-describe.skipIf(redisUnavailable() !== null)('redis store on a 3-master cluster', () => {
+describeServer('redis store on a 3-master cluster', redisUnavailable(), () => {
   let cluster: RedisCluster;
   const opened: LeaseStore[] = [];
   const open = async (prefix: string): Promise<RedisStore> => {

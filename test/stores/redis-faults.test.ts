@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import {
   LeaseClient,
   LeaseError,
@@ -11,6 +11,7 @@ import { RedisStore } from '../../src/stores/redis/index.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisServer, redisUnavailable, type RedisServerOptions } from '../harness/redis-server.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -23,7 +24,7 @@ async function rejection(call: Promise<unknown>): Promise<LeaseError> {
   return error as LeaseError;
 }
 
-describe.skipIf(redisUnavailable() !== null)('redis store under faults', () => {
+describeServer('redis store under faults', redisUnavailable(), () => {
   const cleanup: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});

@@ -4,6 +4,7 @@ import { LeaseError, openStore, type LeaseStore, type WatchEvent } from '../../s
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisServer, redisUnavailable } from '../harness/redis-server.js';
+import { describeServer } from '../harness/describe-server.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -41,7 +42,7 @@ describe('redis store URLs', () => {
   });
 });
 
-describe.skipIf(redisUnavailable() !== null)('redis store', () => {
+describeServer('redis store', redisUnavailable(), () => {
   let server: RedisServer;
   const opened: LeaseStore[] = [];
   const openUrl = async (url: string): Promise<LeaseStore> => {
