@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LeaseClient, MemoryStore, SqliteStore } from '../dist/index.js';
+import { LeaseClient, LeaseManager, MemoryStore, SqliteStore } from '../dist/index.js';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -82,6 +82,24 @@ for (const name of wanted) {
     const client = new LeaseClient({ store, owner: `closer-${size}`, ttlMs: 20_000 });
     for (let i = 0; i < size; i++) await client.tryAcquire(`close${size}/${i}`);
     record(name, `client.close() holding ${size}`, await ms(() => client.close()), 'ms');
+  }
+
+  // LeaseManager.stop(): abort every lease's work, wait for it, release all in one call — flat in N.
+  for (const size of [1, 100, 10_000]) {
+    const resources = Array.from({ length: size }, (_, i) => `fleet${size}/${i}`);
+    const manager = new LeaseManager({
+      store,
+      owner: `fleet-${size}`,
+      resources,
+      balance: false,
+      ttlMs: 60_000,
+      onAcquired: (lease) =>
+        new Promise((resolve) => lease.signal.addEventListener('abort', resolve)),
+    });
+    await manager.start();
+    if (manager.held().length !== size)
+      throw new Error(`manager holds ${manager.held().length} of ${size}`);
+    record(name, `manager.stop() holding ${size}`, await ms(() => manager.stop()), 'ms');
   }
 
   // Memory per held lease in a client (handle, heartbeat bookkeeping, AbortController).
