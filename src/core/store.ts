@@ -1,4 +1,4 @@
-import { ErrorCode, LeaseError } from './errors.js';
+import { ErrorCode, invalidArgument, LeaseError } from './errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from './lease.js';
 import {
   checkLease,
@@ -169,6 +169,18 @@ export abstract class StoreBase implements LeaseStore {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** The checks every `watch` starts with: the store is open, the prefix valid, the listener a function. */
+  protected checkWatch(prefix: unknown, listener: unknown): string {
+    if (this.closed) {
+      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'watch failed: the store is closed', {
+        retryable: false,
+      });
+    }
+    const checked = checkListOptions({ prefix }).prefix;
+    if (typeof listener !== 'function') throw invalidArgument('listener', 'must be a function');
+    return checked;
   }
 
   private async guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/open-store.js';
-import { checkListOptions } from '../../core/options.js';
 import { StoreBase, type StoreCapabilities, type WatchListener } from '../../core/store.js';
 import type { EtcdClient, EtcdKeyValue, EtcdTxnRequest } from './etcd-client.js';
 import { connectEtcd } from './etcd-connect.js';
@@ -129,15 +128,7 @@ export class EtcdStore extends StoreBase {
    * `ready` promise settles once the etcd watch is in place.
    */
   watch(prefix: string, listener: WatchListener): EtcdUnwatch {
-    if (this.isClosed) {
-      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'watch failed: the store is closed', {
-        retryable: false,
-      });
-    }
-    const checked = checkListOptions({ prefix }).prefix;
-    if (typeof listener !== 'function') {
-      throw new LeaseError(ErrorCode.INVALID_ARGUMENT, 'listener must be a function');
-    }
+    const checked = this.checkWatch(prefix, listener);
     return this.watcher.add(checked, listener);
   }
 

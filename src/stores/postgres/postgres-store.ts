@@ -3,7 +3,6 @@ import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { redact } from '../../core/open-store.js';
-import { checkListOptions } from '../../core/options.js';
 import {
   prefixEnd,
   StoreBase,
@@ -137,13 +136,7 @@ export class PostgresStore extends StoreBase {
    * periodic scan. Returns the unsubscribe function.
    */
   watch(prefix: string, listener: WatchListener): () => void {
-    if (this.isClosed) {
-      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'watch failed: the store is closed', {
-        retryable: false,
-      });
-    }
-    checkListOptions({ prefix });
-    if (typeof listener !== 'function') throw invalidArgument('listener', 'must be a function');
+    this.checkWatch(prefix, listener);
     if (!this.notifier) {
       throw new LeaseError(
         ErrorCode.NOT_SUPPORTED,

@@ -1,7 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/open-store.js';
-import { checkListOptions } from '../../core/options.js';
 import {
   compareResources,
   prefixEnd,
@@ -100,15 +99,7 @@ export class RedisStore extends StoreBase {
    * The returned function unsubscribes; its `ready` promise settles once the subscription is live.
    */
   watch(prefix: string, listener: WatchListener): Unwatch {
-    if (this.isClosed) {
-      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'watch failed: the store is closed', {
-        retryable: false,
-      });
-    }
-    const checked = checkListOptions({ prefix }).prefix;
-    if (typeof listener !== 'function') {
-      throw new LeaseError(ErrorCode.INVALID_ARGUMENT, 'listener must be a function');
-    }
+    const checked = this.checkWatch(prefix, listener);
     return this.watcher.add(checked, listener);
   }
 
