@@ -1,26 +1,10 @@
 import { afterEach, expect, it } from 'vitest';
-import {
-  LeaseClient,
-  LeaseError,
-  openStore,
-  type HeldLease,
-  type LeaseStore,
-} from '../../src/index.js';
+import { LeaseClient, openStore, type HeldLease, type LeaseStore } from '../../src/index.js';
 import { EtcdCluster, etcdUnavailable, type EtcdMember } from '../harness/etcd-server.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function rejection(call: Promise<unknown>): Promise<LeaseError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LeaseError);
-  return error as LeaseError;
-}
+import { rejection, sleep } from '../harness/expect-error.js';
 
 /** A time a holder believed it held `resource` with `token`, on this process's monotonic clock. */
 interface Tenure {

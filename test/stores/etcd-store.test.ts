@@ -1,23 +1,13 @@
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseError, openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
+import { openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
 import { EtcdStore } from '../../src/stores/etcd/index.js';
 import { acquiredToken, acquireTxn } from '../../src/stores/etcd/etcd-ops.js';
 import { EtcdKeys } from '../../src/stores/etcd/etcd-keys.js';
 import { EtcdCluster, etcdUnavailable } from '../harness/etcd-server.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function rejection(call: Promise<unknown>): Promise<LeaseError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LeaseError);
-  return error as LeaseError;
-}
+import { rejection, sleep } from '../harness/expect-error.js';
 
 describe('etcd store URLs', () => {
   it.each([

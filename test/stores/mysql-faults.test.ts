@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { LeaseClient, LeaseError, openStore, type LeaseStore } from '../../src/index.js';
-import type { HeldLease } from '../../src/index.js';
+import { LeaseClient, openStore, type LeaseStore } from '../../src/index.js';
+import type { HeldLease, LeaseError } from '../../src/index.js';
 import { freshNamespace } from '../conformance/factory.js';
 import {
   MARIADB_DATABASE,
@@ -11,32 +11,12 @@ import {
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
+import { rejection, sleep } from '../harness/expect-error.js';
 
 const unavailable = mariadbUnavailable();
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Short deadlines so a silent server fails a call in well under a second. */
 const FAST = { connectTimeoutMs: 600, queryTimeoutMs: 600 };
-/** Far above FAST: a call still pending after this is hanging, not slow. */
-const HANG_MS = 8000;
-
-/** The error `call` rejects with; fails the test if it resolves or is still pending after HANG_MS. */
-async function rejection(call: Promise<unknown>): Promise<LeaseError> {
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise((resolve) => {
-    timer = setTimeout(() => resolve(new Error(`still pending after ${HANG_MS} ms`)), HANG_MS);
-  });
-  const error = await Promise.race([
-    call.then(
-      () => new Error('resolved'),
-      (e: unknown) => e,
-    ),
-    hung,
-  ]);
-  clearTimeout(timer);
-  expect(error).toBeInstanceOf(LeaseError);
-  return error as LeaseError;
-}
 
 /** The next 'renewed' or 'lost' of a held lease. */
 function nextOutcome(held: HeldLease): Promise<'renewed' | 'lost'> {

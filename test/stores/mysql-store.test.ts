@@ -1,6 +1,6 @@
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { LeaseError, openStore, type LeaseStore } from '../../src/index.js';
+import { openStore, type LeaseStore } from '../../src/index.js';
 import { MysqlStore } from '../../src/stores/mysql/index.js';
 import { freshNamespace } from '../conformance/factory.js';
 import {
@@ -10,17 +10,9 @@ import {
   type MariadbServer,
 } from '../harness/mariadb-server.js';
 import { describeServer } from '../harness/describe-server.js';
+import { rejection } from '../harness/expect-error.js';
 
 const unavailable = mariadbUnavailable();
-
-async function rejection(call: Promise<unknown>): Promise<LeaseError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LeaseError);
-  return error as LeaseError;
-}
 
 describeServer('MySQL store (MariaDB)', unavailable, () => {
   let server: MariadbServer;

@@ -1,26 +1,18 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { LeaseClient, LeaseError, openStore, type HeldLease } from '../../src/index.js';
+import type { LeaseError } from '../../src/index.js';
+import { LeaseClient, openStore, type HeldLease } from '../../src/index.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
+import { rejection, sleep } from '../harness/expect-error.js';
 
 const unavailable = postgresUnavailable();
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Short deadlines so faults surface quickly: a silent server fails a call in ~0.5–1 s. */
 const FAST = { statementTimeoutMs: 500, connectTimeoutMs: 1000 };
-
-async function rejection(call: Promise<unknown>): Promise<LeaseError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LeaseError);
-  return error as LeaseError;
-}
 
 /** The next 'renewed' or 'lost' of a held lease. */
 function nextOutcome(held: HeldLease): Promise<'renewed' | 'lost'> {

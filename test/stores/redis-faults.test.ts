@@ -1,28 +1,13 @@
 import { Redis } from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import {
-  LeaseClient,
-  LeaseError,
-  openStore,
-  type HeldLease,
-  type LeaseStore,
-} from '../../src/index.js';
+import type { LeaseError } from '../../src/index.js';
+import { LeaseClient, openStore, type HeldLease, type LeaseStore } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisServer, redisUnavailable, type RedisServerOptions } from '../harness/redis-server.js';
 import { describeServer } from '../harness/describe-server.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function rejection(call: Promise<unknown>): Promise<LeaseError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LeaseError);
-  return error as LeaseError;
-}
+import { rejection, sleep } from '../harness/expect-error.js';
 
 describeServer('redis store under faults', redisUnavailable(), () => {
   const cleanup: (() => Promise<unknown>)[] = [];

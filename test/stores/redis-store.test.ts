@@ -1,21 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseError, openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
+import { openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisServer, redisUnavailable } from '../harness/redis-server.js';
 import { describeServer } from '../harness/describe-server.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function rejection(call: Promise<unknown>): Promise<LeaseError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LeaseError);
-  return error as LeaseError;
-}
+import { rejection, sleep } from '../harness/expect-error.js';
 
 describe('redis store URLs', () => {
   it.each([
