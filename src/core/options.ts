@@ -147,3 +147,21 @@ export function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
 }
+
+/**
+ * A table, schema or similar name that is spliced into SQL: a letter or `_` followed by letters,
+ * digits or `_`, at most `maxLength` characters (stores leave room for suffixes like `_meta`).
+ */
+export function checkIdentifier(field: string, value: unknown, maxLength: number): string {
+  if (
+    typeof value !== 'string' ||
+    !/^[A-Za-z_][A-Za-z0-9_]*$/.test(value) ||
+    value.length > maxLength
+  ) {
+    throw invalidArgument(
+      field,
+      `must be a letter or _ followed by letters, digits or _, at most ${maxLength} characters, got ${describe(value)}`,
+    );
+  }
+  return value;
+}

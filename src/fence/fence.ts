@@ -1,5 +1,5 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
-import { checkResource, checkToken, describe } from '../core/options.js';
+import { checkIdentifier, checkResource, checkToken, describe } from '../core/options.js';
 
 /** What a fenced write came to: the caller's value when the token was current, nothing when stale. */
 export type FenceResult<T> =
@@ -12,18 +12,11 @@ export interface FenceOptions {
 
 export const FENCE_DEFAULTS = Object.freeze({ table: 'leasehold_fence' });
 
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
-
 export function resolveFenceOptions(options: FenceOptions | undefined): { table: string } {
   if (options !== undefined && (typeof options !== 'object' || options === null))
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   const table = options?.table ?? FENCE_DEFAULTS.table;
-  if (typeof table !== 'string' || !IDENTIFIER.test(table))
-    throw invalidArgument(
-      'table',
-      'must be a letter or _ followed by up to 62 letters, digits or _',
-    );
-  return { table };
+  return { table: checkIdentifier('table', table, 63) };
 }
 
 /** Checks the arguments of `write`: the same resource rules as the lease store, a positive safe token. */

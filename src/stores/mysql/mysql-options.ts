@@ -1,5 +1,5 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkInteger } from '../../core/options.js';
+import { checkIdentifier as checkName, checkInteger } from '../../core/options.js';
 
 export interface MysqlStoreOptions {
   /** Table holding the lease records; `<table>_meta` holds the schema version. @default 'leasehold_leases' */
@@ -40,14 +40,10 @@ export const MYSQL_DEFAULTS = Object.freeze({
 });
 
 // MySQL names are at most 64 characters; the table name leaves room for the `_meta` suffix.
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,58}$/;
 const DATABASE = /^[A-Za-z0-9_$-]{1,64}$/;
 
 export function checkIdentifier(field: string, value: unknown): string {
-  if (typeof value !== 'string' || !IDENTIFIER.test(value)) {
-    throw invalidArgument(field, 'must be a letter or _ followed by up to 58 letters, digits or _');
-  }
-  return value;
+  return checkName(field, value, 59);
 }
 
 export function checkDatabase(value: unknown): string {

@@ -1,5 +1,5 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkInteger, describe } from '../../core/options.js';
+import { checkIdentifier as checkName, checkInteger, describe } from '../../core/options.js';
 
 export interface PostgresStoreOptions {
   /** Schema of the lease table; created when missing. @default 'public' */
@@ -52,16 +52,9 @@ export const POSTGRES_DEFAULTS = Object.freeze({
 });
 
 // 58 characters leave room for the `_meta` suffix within PostgreSQL's 63-byte identifiers.
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,57}$/;
 
 export function checkIdentifier(field: string, value: unknown): string {
-  if (typeof value !== 'string' || !IDENTIFIER.test(value)) {
-    throw invalidArgument(
-      field,
-      `must be a letter or _ followed by up to 57 letters, digits or _, got ${describe(value)}`,
-    );
-  }
-  return value;
+  return checkName(field, value, 58);
 }
 
 export function resolvePostgresOptions(

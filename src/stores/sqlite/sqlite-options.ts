@@ -1,5 +1,5 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkInteger } from '../../core/options.js';
+import { checkIdentifier as checkName, checkInteger } from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
 export interface SqliteStoreOptions {
@@ -25,13 +25,8 @@ export const SQLITE_DEFAULTS = Object.freeze({
   synchronous: 'full' as const,
 });
 
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,57}$/;
-
 export function checkIdentifier(field: string, value: unknown): string {
-  if (typeof value !== 'string' || !IDENTIFIER.test(value)) {
-    throw invalidArgument(field, 'must be a letter or _ followed by up to 57 letters, digits or _');
-  }
-  return value;
+  return checkName(field, value, 58);
 }
 
 export function resolveSqliteOptions(
