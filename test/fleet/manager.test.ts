@@ -33,22 +33,29 @@ describe('LeaseManager', () => {
     expect([...w.working].sort()).toEqual(names(10));
   });
 
-  it('four workers converge to 25 ± 1 each, and a fifth joining to 20 ± 1, without overlap', async () => {
+  it('four workers converge to 25 ± 1 each within 3 scans, a fifth joining to 20 ± 1 within 5, and then stay put', async () => {
     const f = newFleet();
     for (let i = 0; i < 4; i++) await f.join();
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < 3; i++) {
       await f.clock.advance(RECONCILE);
       expectExclusive(f);
     }
     expect(f.counts().reduce((a, b) => a + b)).toBe(100);
     for (const n of f.counts()) expect(Math.abs(n - 25)).toBeLessThanOrEqual(1);
     await f.join();
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < 5; i++) {
       await f.clock.advance(RECONCILE);
       expectExclusive(f);
     }
     expect(f.counts().reduce((a, b) => a + b)).toBe(100);
     for (const n of f.counts()) expect(Math.abs(n - 20)).toBeLessThanOrEqual(1);
+    // Damping: once balanced, nothing moves.
+    let moves = 0;
+    for (const w of f.workers) w.manager.on('handoff', () => moves++);
+    const settled = f.counts();
+    for (let i = 0; i < 10; i++) await f.clock.advance(RECONCILE);
+    expect(moves).toBe(0);
+    expect(f.counts()).toEqual(settled);
   });
 
   it('reclaims a crashed worker’s resources at about the TTL, not at TTL plus a scan', async () => {
