@@ -202,13 +202,16 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   markReleased(): boolean {
     if (this.isTerminal) return false;
     this.status = 'released';
-    this.end(
-      quietError(
-        ErrorCode.LEASE_RELEASED,
-        `lease on ${JSON.stringify(this.resource)} (token ${this.token}) released`,
-        { resource: this.resource, retryable: false },
-      ),
-    );
+    // A revoked lease already aborted its signal with the reason it is being released.
+    if (!this.endReason) {
+      this.end(
+        quietError(
+          ErrorCode.LEASE_RELEASED,
+          `lease on ${JSON.stringify(this.resource)} (token ${this.token}) released`,
+          { resource: this.resource, retryable: false },
+        ),
+      );
+    }
     this.keeper.stateChanged(this, 'released');
     this.emit('released');
     return true;
