@@ -97,7 +97,8 @@ describe('heartbeats', () => {
     lease.on('at-risk', () => states.push('at-risk'));
     lease.on('renewed', () => states.push('renewed'));
     store.mode = 'fail';
-    await clock.advance(600);
+    // Beats at 250 ms; retries after 100 and 200 ms (±25 % jitter): a third attempt by 625 ms.
+    await clock.advance(650);
     const attempts = store.calls.renewMany;
     expect(attempts).toBeGreaterThanOrEqual(3); // retried faster than the heartbeat
     expect(lease.state).toBe('at-risk');
