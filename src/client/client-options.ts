@@ -82,10 +82,12 @@ export function resolveClientOptions(options: LeaseClientOptions): ResolvedClien
     LIMITS.ttlMaxMs,
   );
   const window = ttlMs - driftMs(ttlMs) - maxClockSkewMs;
-  if (window <= heartbeatMs) {
+  // A lease may go 1.25 beats between renewals (see Heartbeat.beat); two beats of validity leave
+  // room for that and one failed attempt.
+  if (window < 2 * heartbeatMs) {
     throw invalidArgument(
       'maxClockSkewMs',
-      `leaves a validity window of ${window} ms (ttlMs − drift − maxClockSkewMs), not more than heartbeatMs (${heartbeatMs}); raise ttlMs or lower maxClockSkewMs`,
+      `leaves a validity window of ${window} ms (ttlMs − drift − maxClockSkewMs), less than two heartbeats (${2 * heartbeatMs} ms); raise ttlMs, or lower heartbeatMs or maxClockSkewMs`,
     );
   }
   const autoRenew = options.autoRenew ?? CLIENT_DEFAULTS.autoRenew;

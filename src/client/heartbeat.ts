@@ -91,19 +91,28 @@ export class Heartbeat {
 
   private async beat(): Promise<void> {
     if (this.stopped || this.inFlight) return;
+    try {
+      await this.renewDue();
+    } finally {
+      if (!this.stopped && this.leases.size > 0) {
+        this.scheduleBeat(this.failures === 0 ? this.options.heartbeatMs : this.retryDelay());
+      }
+    }
+  }
+
+  private async renewDue(): Promise<void> {
     this.expireDue();
     const now = this.options.clock.monotonic();
-    const half = this.options.heartbeatMs / 2;
+    // Skip only leases renewed (or acquired) within the last quarter beat, so none goes longer
+    // than 1.25 beats between renewals; options guarantee the validity window spans two beats.
+    const recent = this.options.heartbeatMs / 4;
     const batch = [...this.leases].filter(
-      (h) => !h.isTerminal && (h.failing || now - h.lastSentAt >= half),
+      (h) => !h.isTerminal && (h.failing || now - h.lastSentAt >= recent),
     );
     if (batch.length > 0) {
       this.inFlight = this.renewBatch(batch);
       await this.inFlight;
       this.inFlight = undefined;
-    }
-    if (!this.stopped && this.leases.size > 0) {
-      this.scheduleBeat(this.failures === 0 ? this.options.heartbeatMs : this.retryDelay());
     }
   }
 
@@ -178,8 +187,11 @@ export class Heartbeat {
     this.watchTimer = this.options.clock.setTimeout(() => {
       this.watchTimer = undefined;
       this.watchAt = Infinity;
-      this.expireDue();
-      this.armWatchdog();
+      try {
+        this.expireDue();
+      } finally {
+        this.armWatchdog();
+      }
     }, next - this.options.clock.monotonic());
   }
 }

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { Lease } from '../core/lease.js';
+import { safeEmit } from '../core/safe-emit.js';
 import type { Clock } from '../core/time.js';
 
 export type LeaseState = 'held' | 'at-risk' | 'lost' | 'released';
@@ -47,6 +48,8 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   failing = false;
   /** Monotonic time the last renewal was sent. */
   lastSentAt: number;
+  /** A third of the validity window (ttl − drift − skew): at-risk when less than this is left. */
+  private readonly riskMs: number;
 
   constructor(
     lease: Lease,
@@ -61,6 +64,12 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     this.current = lease;
     this.deadline = validUntil;
     this.lastSentAt = tSent;
+    this.riskMs = (validUntil - tSent) / 3;
+  }
+
+  /** Listener errors are isolated (see `safeEmit`), so they cannot stop loss detection. */
+  override emit<K extends keyof HeldLeaseEvents>(event: K, ...args: HeldLeaseEvents[K]): boolean {
+    return safeEmit(this, event, args);
   }
 
   /** The lease as the store last granted it. */
@@ -94,9 +103,9 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     return this.controller.signal;
   }
 
-  /** When the lease turns at-risk if not renewed: a third of the TTL before the deadline. */
+  /** When the lease turns at-risk if not renewed: a third of its validity window before the deadline. */
   get atRiskAt(): number {
-    return this.deadline - this.current.ttlMs / 3;
+    return this.deadline - this.riskMs;
   }
 
   get isTerminal(): boolean {

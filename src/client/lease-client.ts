@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import { checkResource } from '../core/options.js';
 import { withDeadline } from '../core/deadline.js';
+import { safeEmit } from '../core/safe-emit.js';
 import { sleep, validUntil } from '../core/time.js';
 import {
   checkAcquireOptions,
@@ -66,7 +67,18 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     };
   }
 
-  /** Acquires `resource` if it is free now; `null` when another live holder has it. */
+  /** Listener errors are isolated (see `safeEmit`), so they cannot stop loss detection. */
+  override emit<K extends keyof LeaseClientEvents>(
+    event: K,
+    ...args: LeaseClientEvents[K]
+  ): boolean {
+    return safeEmit(this, event, args);
+  }
+
+  /**
+   * Acquires `resource` if it is free now; `null` when another live holder has it (or when the
+   * store answered so late that the lease's validity deadline had already passed: it is released).
+   */
   async tryAcquire(resource: string): Promise<HeldLease | null> {
     this.assertOpen();
     checkResource(resource);
@@ -87,6 +99,11 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       tSent,
       this.keeper,
     );
+    if (!held.isValid()) {
+      // The answer came after the deadline measured from when the request left: never hand it out.
+      await this.releaseQuietly(held);
+      return null;
+    }
     if (this.closing) {
       await this.releaseQuietly(held);
       this.assertOpen();
@@ -110,6 +127,10 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
       const held = await this.tryAcquire(resource);
+      if (held && signal?.aborted) {
+        await this.releaseQuietly(held); // aborted while the store was answering
+        signal.throwIfAborted();
+      }
       if (held) return held;
       const left = deadline - clock.monotonic();
       if (left <= 0) {
@@ -146,6 +167,10 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         .release()
         .catch((releaseError: unknown) => this.emit('release-failed', held, releaseError));
       throw error;
+    }
+    // `isValid()` reads the clock: a frozen event loop may have kept the watchdog from running.
+    if (held.state === 'held' || held.state === 'at-risk') {
+      if (!held.isValid()) held.markLost('its validity deadline passed while the work ran');
     }
     if (held.state === 'lost') throw held.signal.reason;
     // The work is done; a failed release only means the lease lapses at its TTL, so it is reported, not thrown.

@@ -79,7 +79,7 @@ describe('heartbeats', () => {
     expect(client.held()).toEqual([]);
   });
 
-  it('warn with at-risk once less than a third of the TTL is left', async () => {
+  it('warn with at-risk once less than a third of the validity window is left', async () => {
     const { clock, store, client } = track(rig());
     const lease = (await client.tryAcquire('job'))!;
     const events: [string, number][] = [];
@@ -87,7 +87,8 @@ describe('heartbeats', () => {
     store.mode = 'hang';
     await clock.advance(800);
     expect(events).toHaveLength(1);
-    expect(events[0]![1]).toBeCloseTo(lease.validUntil - 1000 / 3, 6);
+    // Acquired at 0: the window is validUntil − 0 = ttl − drift − skew.
+    expect(events[0]![1]).toBeCloseTo(lease.validUntil - lease.validUntil / 3, 6);
   });
 
   it('retry failed renewals until one lands, and recover to held', async () => {
@@ -196,5 +197,43 @@ describe('heartbeats', () => {
     store.mode = 'pass';
     await lease.renew();
     expect(lease.state).toBe('held');
+  });
+
+  it('a listener that throws neither hides other losses nor stops the watchdog', async () => {
+    const { clock, store, client } = track(rig());
+    const a = (await client.tryAcquire('a'))!;
+    const b = (await client.tryAcquire('b'))!;
+    store.mode = 'hang';
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown): void => void uncaught.push(e);
+    process.prependListener('uncaughtException', onUncaught);
+    let first = true;
+    client.on('lost', () => {
+      if (first) {
+        first = false;
+        throw new Error('a bug in user code');
+      }
+    });
+    try {
+      await clock.advance(1000);
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    expect([a.state, b.state]).toEqual(['lost', 'lost']);
+    expect(b.signal.aborted).toBe(true);
+    expect(uncaught).toHaveLength(1); // reported, not swallowed
+  });
+
+  it('never hands out a lease whose answer arrived after its deadline', async () => {
+    const { clock, store, real, client } = track(rig());
+    store.mode = 'hang';
+    const pending = client.tryAcquire('job');
+    await clock.advance(1200); // the store answers 1.2 s after the request left; the TTL is 1 s
+    store.mode = 'pass';
+    store.resumeHung();
+    expect(await pending).toBeNull();
+    expect(client.held()).toEqual([]);
+    expect(await real.get('job')).toMatchObject({ owner: '', token: 1 }); // given back at once
   });
 });

@@ -146,6 +146,17 @@ describe('withLease', () => {
     expect(await code(running)).toBe('LEASE_LOST');
   });
 
+  it('rejects with LEASE_LOST when the deadline passed during the work even if no timer ran', async () => {
+    const { clock, real, client, other } = tracked();
+    const running = client.withLease('job', async () => {
+      clock.jump(1500); // the event loop was frozen past the deadline
+      expect(await other.tryAcquire('job')).not.toBeNull();
+      return 'done';
+    });
+    expect(await code(running)).toBe('LEASE_LOST');
+    expect((await real.get('job'))!.owner).toBe('other');
+  });
+
   it("passes the work's own error through and still releases", async () => {
     const { real, client } = tracked();
     const boom = new Error('work failed');
@@ -233,6 +244,8 @@ describe('options', () => {
     [{ owner: 'o'.repeat(257) }, 'owner'],
     [{ maxClockSkewMs: -1 }, 'maxClockSkewMs'],
     [{ ttlMs: 1000, heartbeatMs: 300, maxClockSkewMs: 700 }, 'maxClockSkewMs'],
+    // 2000 − 22 − 1000 = 978 ms of validity: less than two 666 ms beats.
+    [{ ttlMs: 2000, heartbeatMs: 666, maxClockSkewMs: 1000 }, 'maxClockSkewMs'],
     [{ autoRenew: 'yes' }, 'autoRenew'],
   ];
   for (const [options, field] of bad) {
