@@ -1,4 +1,4 @@
-import { invalidArgument } from '../core/errors.js';
+import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { checkResource } from '../core/options.js';
 import {
   checkWrite,
@@ -12,6 +12,8 @@ import { postgresFenceSql } from './postgres-fence-sql.js';
 
 export interface PgFenceQueryResult {
   rows: Record<string, unknown>[];
+  /** The command tag: `COMMIT` answers `ROLLBACK` when the transaction had already failed. */
+  command?: string;
 }
 
 /** One connection as node-postgres shapes it: a `Client`, or a `PoolClient` you checked out. */
@@ -142,13 +144,22 @@ export class PostgresFence<C extends PgFenceClient = PgFenceClient> {
       await rollback();
       throw error;
     }
+    let committed: PgFenceQueryResult;
     try {
-      await client.query('COMMIT');
+      committed = await client.query('COMMIT');
     } catch (error) {
       await rollback();
       throw fenceError(
         error,
         `${what}: COMMIT (if the connection was lost, it may have committed)`,
+      );
+    }
+    if (committed.command === 'ROLLBACK') {
+      // A statement inside fn failed and fn went on: PostgreSQL rolled everything back on COMMIT.
+      throw new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `${what}: the transaction had failed inside fn, so COMMIT rolled it back: nothing was written`,
+        { retryable: false },
       );
     }
     return { accepted: true, value };

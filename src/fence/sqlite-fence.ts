@@ -63,6 +63,12 @@ export class SqliteFence<D extends SqliteFenceDatabase = SqliteFenceDatabase> {
    */
   async write<T>(resource: string, token: number, fn: (db: D) => T): Promise<FenceResult<T>> {
     checkWrite(resource, token, fn);
+    if (fn.constructor?.name === 'AsyncFunction') {
+      throw invalidArgument(
+        'fn',
+        'must be synchronous on SQLite (better-sqlite3 cannot keep a transaction open across an await); nothing was run',
+      );
+    }
     const { run } = this.statements(resource);
     let inFn = false;
     try {
@@ -73,7 +79,7 @@ export class SqliteFence<D extends SqliteFenceDatabase = SqliteFenceDatabase> {
           inFn = false;
           throw invalidArgument(
             'fn',
-            'must be synchronous on SQLite (better-sqlite3 cannot keep a transaction open across an await); nothing was written',
+            'returned a promise: fences on SQLite need a synchronous fn (better-sqlite3 cannot keep a transaction open across an await). The transaction was rolled back, but any code of fn after its first await runs later, outside the fence',
           );
         }
         inFn = false;

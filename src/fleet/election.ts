@@ -1,7 +1,7 @@
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import { checkResource } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
-import type { Clock } from '../core/time.js';
+import { sleep, systemClock, type Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
 
@@ -17,6 +17,8 @@ export interface ElectOptions {
   onElected: (lease: HeldLease) => void | Promise<void>;
   /** Called when leadership ends: `'lost'` (the lease was lost), `'stopped'` (stop() was called) or `'failed'` (onElected threw). */
   onDemoted?: (reason: 'lost' | 'stopped' | 'failed', error?: unknown) => void;
+  /** Told of store errors while campaigning (the campaign goes on after a pause). @default process.emitWarning */
+  onError?: (error: unknown) => void;
   clock?: Clock;
 }
 
@@ -55,9 +57,9 @@ export function elect(options: ElectOptions): Election {
         lease = await client.acquire(resource, { signal: stopped.signal });
       } catch (error) {
         if (stopped.signal.aborted) return;
-        // The store is unreachable: try again after a pause rather than giving up the campaign.
-        await new Promise((r) => setTimeout(r, Math.min(client.heartbeatMs, 1000)).unref?.());
-        void error;
+        // The store is unreachable: report it, and try again after a pause rather than give up.
+        report(error);
+        if (!(await pause())) return;
         continue;
       }
       current = lease;
@@ -75,10 +77,29 @@ export function elect(options: ElectOptions): Election {
       }
       if (stopped.signal.aborted) reason = 'stopped';
       current = undefined;
-      if (!lease.isTerminal) await lease.release().catch(() => undefined);
-      options.onDemoted?.(reason, reason === 'lost' ? lease.signal.reason : failure);
+      if (!lease.isTerminal) await lease.release().catch(report);
+      try {
+        options.onDemoted?.(reason, reason === 'lost' ? lease.signal.reason : failure);
+      } catch (error) {
+        process.nextTick(() => {
+          throw error;
+        });
+      }
+      // After a failure, pause before campaigning again rather than spin on a crashing onElected.
+      if (reason === 'failed' && !(await pause())) return;
     }
   };
+  const report = (error: unknown): void => {
+    if (options.onError) options.onError(error);
+    else
+      process.emitWarning(`leasehold election ${JSON.stringify(options.name)}: ${String(error)}`);
+  };
+  /** Waits a moment on the client's clock; false when the election was stopped meanwhile. */
+  const pause = (): Promise<boolean> =>
+    sleep(options.clock ?? systemClock, Math.min(client.heartbeatMs, 1000), stopped.signal).then(
+      () => true,
+      () => false,
+    );
   const running = campaign();
 
   return {

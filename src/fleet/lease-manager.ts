@@ -139,7 +139,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.reconcileTimer?.clear();
     this.clearExpiryTimers();
     this.unwatch?.();
-    await this.running?.catch(() => undefined);
+    await settleWithin([this.running], timeoutMs, this.clock);
     for (const lease of this.held()) lease.revoke('the manager is stopping');
     await settleWithin([...this.work.values()], timeoutMs, this.clock);
     await this.client.close();
@@ -168,7 +168,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     if (this.stopping) return;
     this.reconcileTimer?.clear();
     let next: number;
-    const pass = this.pass();
+    const pass = this.pass(first);
     this.running = pass.then(
       () => undefined,
       () => undefined,
@@ -195,15 +195,24 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   }
 
   /** One reconcile pass; returns the delay until the next one. */
-  private async pass(): Promise<number> {
+  private async pass(first: boolean): Promise<number> {
     const wanted = await this.resolveWanted();
     this.wanted = new Set(wanted);
     if (!this.member || this.member.isTerminal) {
       this.member = (await this.client.tryAcquire(this.membersPrefix + this.owner)) ?? undefined;
-      if (!this.member) {
+      if (!this.member && first) {
         throw new LeaseError(
           ErrorCode.INVALID_ARGUMENT,
           `another live worker uses the owner id ${JSON.stringify(this.owner)}`,
+        );
+      }
+      if (!this.member) {
+        // Our own membership lapsed here before it lapses at the store (the holder gives up
+        // drift + skew early): wait for the record to expire, then join again.
+        throw new LeaseError(
+          ErrorCode.LEASE_UNAVAILABLE,
+          `the membership lease of ${JSON.stringify(this.owner)} was lost and is not free again yet; retrying`,
+          { retryable: true },
         );
       }
       this.observe(this.member);

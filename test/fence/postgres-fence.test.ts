@@ -79,6 +79,21 @@ describe.skipIf(unavailable && !process.env.CI)('PostgresFence', () => {
     expect(await fence.write('ledger', 3, append(3))).toMatchObject({ accepted: true });
   });
 
+  it('does not call a write accepted when a failed statement inside fn made COMMIT roll back', async () => {
+    const write = fence.write('ledger', 7, async (client) => {
+      await append(7)(client);
+      await client.query('SELECT 1/0').catch(() => undefined); // a helper that logs and carries on
+      return 'written';
+    });
+    await expect(write).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+      message: /rolled it back/,
+    });
+    expect(await logged()).toEqual([]);
+    expect(await fence.highest('ledger')).toBeNull();
+    expect(pool.totalCount).toBe(pool.idleCount);
+  });
+
   it('makes a stale writer wait on the row lock, then judges it against the committed token', async () => {
     await fence.write('ledger', 1, append(1));
     let open!: () => void;

@@ -76,6 +76,19 @@ describe('SqliteFence', () => {
     expect(logged()).toEqual([]);
   });
 
+  it('refuses a plain function returning a promise, and says its later code runs unfenced', async () => {
+    let after = false;
+    const result = fence.write('ledger', 4, (d) =>
+      Promise.resolve().then(() => {
+        after = true;
+        return append(4)(d);
+      }),
+    );
+    await expect(result).rejects.toThrow(/returned a promise.*outside the fence/);
+    expect(await fence.highest('ledger')).toBeNull();
+    expect(after).toBe(true); // it did run, after the rollback: which is what the message warns of
+  });
+
   it('checks its input and names the field', async () => {
     const fn = (): void => undefined;
     for (const [resource, token, field] of [

@@ -69,3 +69,26 @@ it('elects exactly one of two candidates, hands over on stop, and takes over aft
 it('rejects an election without onElected', () => {
   expect(() => elect({ store, name: 'x', onElected: undefined as never })).toThrow(/onElected/);
 });
+
+it('pauses between campaigns when onElected keeps failing, instead of spinning', async () => {
+  const demotions: string[] = [];
+  const election = elect({
+    store,
+    name: 'crashing',
+    ttlMs: 1000,
+    heartbeatMs: 250,
+    clock,
+    onElected: () => {
+      throw new Error('boom');
+    },
+    onDemoted: (reason) => void demotions.push(reason),
+  });
+  let ticked = false;
+  setImmediate(() => (ticked = true)); // the event loop still turns
+  await clock.advance(1000);
+  expect(ticked).toBe(true);
+  expect(demotions.every((r) => r === 'failed')).toBe(true);
+  expect(demotions.length).toBeGreaterThanOrEqual(2);
+  expect(demotions.length).toBeLessThanOrEqual(5); // one campaign per 250 ms pause
+  await election.stop();
+});
