@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { safeEmit } from '../core/safe-emit.js';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { LeaseRecord } from '../core/lease.js';
 import { checkInteger, checkResource, LIMITS } from '../core/options.js';
@@ -87,6 +88,14 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.onLost = options.onLost;
     this.client.on('lost', (lease, error) => this.leaseLost(lease, error));
     this.client.on('released', (lease) => lease !== this.member && this.emit('released', lease));
+  }
+
+  /** Listener errors are isolated (see `safeEmit`): they cannot break a reconcile or a handoff. */
+  override emit<K extends keyof LeaseManagerEvents>(
+    event: K,
+    ...args: LeaseManagerEvents[K]
+  ): boolean {
+    return safeEmit(this, event, args);
   }
 
   /** Joins the fleet and runs the first reconcile; rejects if the store cannot be reached. */
@@ -354,7 +363,13 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       return;
     }
     this.emit('lost', lease, error);
-    this.onLost?.(lease, error);
+    try {
+      this.onLost?.(lease, error);
+    } catch (failure) {
+      process.nextTick(() => {
+        throw failure;
+      });
+    }
   }
 }
 
