@@ -116,18 +116,40 @@ export class Heartbeat {
     }
   }
 
+  /**
+   * One `renewMany` for the batch. Its answer is applied whenever it comes (a late success on a
+   * lease already declared lost gets that lease released), but the beat waits for it two beats at
+   * most: a store call that never returns must not stop later renewals.
+   */
   private async renewBatch(batch: HeldLease[]): Promise<void> {
     const tSent = this.options.clock.monotonic();
     for (const held of batch) held.lastSentAt = tSent;
-    try {
-      const results = await this.options.store.renewMany(batch.map((h) => h.lease));
-      this.failures = 0;
-      batch.forEach((held, i) => this.apply(held, results[i] ?? null, tSent));
-    } catch (error) {
+    let settled = false;
+    const call = Promise.resolve()
+      .then(() => this.options.store.renewMany(batch.map((h) => h.lease)))
+      .then(
+        (results) => {
+          this.failures = 0;
+          batch.forEach((held, i) => this.apply(held, results[i] ?? null, tSent));
+        },
+        (error: unknown) => {
+          this.failures++;
+          for (const held of batch) this.failed(held, error);
+        },
+      )
+      .finally(() => {
+        settled = true;
+        this.armWatchdog();
+      });
+    let timer: TimerHandle | undefined;
+    const patience = new Promise<void>((resolve) => {
+      timer = this.options.clock.setTimeout(resolve, 2 * this.options.heartbeatMs);
+    });
+    await Promise.race([call, patience]);
+    timer?.clear();
+    if (!settled) {
       this.failures++;
-      for (const held of batch) this.failed(held, error);
-    } finally {
-      this.armWatchdog();
+      for (const held of batch) this.failed(held, 'the store has not answered for two heartbeats');
     }
   }
 

@@ -236,4 +236,16 @@ describe('heartbeats', () => {
     expect(client.held()).toEqual([]);
     expect(await real.get('job')).toMatchObject({ owner: '', token: 1 }); // given back at once
   });
+
+  it('a renewal that never returns does not stop the next ones', async () => {
+    const { clock, store, client } = track(rig());
+    const lease = (await client.tryAcquire('job'))!;
+    store.mode = 'hang';
+    await clock.advance(600); // the beat at 250 ms never gets an answer
+    store.mode = 'pass'; // the store is back; that one call still hangs
+    await clock.advance(350); // two beats of patience end at 750 ms, then a retry goes out
+    expect(store.calls.renewMany).toBeGreaterThanOrEqual(2);
+    expect(lease.state).toBe('held');
+    expect(lease.validUntil).toBeGreaterThan(clock.monotonic() + 500);
+  });
 });
