@@ -1,36 +1,13 @@
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../harness/processes.js';
+import { MAIN, runCli, type CliResult } from './run-cli.js';
 
-const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+const cli = (...args: string[]): Promise<CliResult> => runCli(args, { cwd: dir.path });
 
 let dir: ReturnType<typeof tempDir>;
 let store: string;
-
-/** Runs the compiled CLI in a temp folder, without LEASEHOLD_STORE, and collects what it printed. */
-function cli(...args: string[]): Promise<Result> {
-  const env = { ...process.env };
-  delete env.LEASEHOLD_STORE;
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [MAIN, ...args],
-      { cwd: dir.path, env, timeout: 20_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 beforeAll(() => {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npx tsc -p tsconfig.build.json`);

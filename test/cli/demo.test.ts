@@ -1,29 +1,12 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { DemoReport } from '../../src/cli/demo/report.js';
 import { waitFor } from '../harness/processes.js';
+import { MAIN, runCli, type CliResult } from './run-cli.js';
 
-const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], timeout = 10_000): Promise<Result> {
-  const env = { ...process.env };
-  delete env.LEASEHOLD_STORE;
-  return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[], timeout = 10_000): Promise<CliResult> => runCli(args, { timeout });
 
 /** Whether a process runs (a zombie waiting to be reaped does not). */
 function alive(pid: number): boolean {

@@ -1,18 +1,9 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startDynalite, type DynaliteServer } from '../harness/dynalite-server.js';
 import { tempDir } from '../harness/processes.js';
+import { runCli } from './run-cli.js';
 
-const run = promisify(execFile);
-const cli = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-const env = { ...process.env, AWS_NODEJS_SUPPRESS_NODE_VERSION_WARNING: '1' };
-const leasehold = (...args: string[]) =>
-  run(process.execPath, [cli, ...args], { env }).then(
-    (r) => ({ code: 0, ...r }),
-    (e: { code: number; stdout: string; stderr: string }) => e,
-  );
+const leasehold = (...args: string[]) => runCli(args);
 
 let dynalite: DynaliteServer;
 const dir = tempDir('leasehold-init-');

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, waitFor } from '../harness/processes.js';
 
-const MAIN = join(import.meta.dirname, '../../dist/cli/main.js');
+import { MAIN } from './run-cli.js';
 
 interface Run {
   child: ChildProcess;

@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.js';
-import { signalTree, startProcess, stopProcess, waitFor } from './processes.js';
+import { ServerProcess } from './server-process.js';
+import { startProcess, stopProcess, waitFor } from './processes.js';
 
 /** Whether the `etcd` binary can run here; the reason when it cannot. */
 export function etcdUnavailable(): string | null {
@@ -27,15 +28,15 @@ export interface EtcdClusterOptions {
 }
 
 /** One etcd process: a member of an `EtcdCluster`. */
-export class EtcdMember {
-  private child: ReturnType<typeof startProcess> | undefined;
-
+export class EtcdMember extends ServerProcess {
   constructor(
     readonly name: string,
     readonly clientPort: number,
     readonly peerPort: number,
     private readonly args: readonly string[],
-  ) {}
+  ) {
+    super();
+  }
 
   /** `127.0.0.1:port` of its client endpoint. */
   get endpoint(): string {
@@ -75,27 +76,6 @@ export class EtcdMember {
       }),
       exited,
     ]);
-  }
-
-  /** SIGKILL: no goodbye to clients or peers. The data folder stays for `restart`. */
-  async kill(): Promise<void> {
-    if (this.child) await stopProcess(this.child, 'SIGKILL');
-    this.child = undefined;
-  }
-
-  /** SIGSTOP: the ports stay open, nothing answers. */
-  pause(): void {
-    if (this.child?.pid) signalTree(this.child.pid, 'SIGSTOP');
-  }
-
-  resume(): void {
-    if (this.child?.pid) signalTree(this.child.pid, 'SIGCONT');
-  }
-
-  /** Kills the member and starts it again on the same ports and folder. */
-  async restart(): Promise<void> {
-    await this.kill();
-    await this.launch();
   }
 
   async stop(): Promise<void> {

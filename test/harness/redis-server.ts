@@ -3,7 +3,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './ports.js';
-import { signalTree, startProcess, stopProcess, tempDir, waitFor } from './processes.js';
+import { ServerProcess } from './server-process.js';
+import { startProcess, stopProcess, tempDir, waitFor } from './processes.js';
 
 const run = promisify(execFile);
 
@@ -30,8 +31,7 @@ export interface RedisServerOptions {
 }
 
 /** A private redis-server on a free 127.0.0.1 port. */
-export class RedisServer {
-  private child: ReturnType<typeof startProcess> | undefined;
+export class RedisServer extends ServerProcess {
   private readonly ownDir: ReturnType<typeof tempDir> | undefined;
   readonly dir: string;
 
@@ -39,6 +39,7 @@ export class RedisServer {
     public port: number,
     private readonly options: RedisServerOptions,
   ) {
+    super();
     if (options.dir) {
       this.dir = options.dir;
       mkdirSync(this.dir, { recursive: true });
@@ -67,36 +68,11 @@ export class RedisServer {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
   /** Stops the server (SIGTERM, SIGKILL after a grace period) and removes its own temp folder. */
   async stop(): Promise<void> {
     if (this.child) await stopProcess(this.child);
     this.child = undefined;
     this.ownDir?.cleanup();
-  }
-
-  /** SIGKILL: no shutdown save, no goodbye to clients. The folder stays for `restart`. */
-  async kill(): Promise<void> {
-    if (this.child) await stopProcess(this.child, 'SIGKILL');
-    this.child = undefined;
-  }
-
-  /** SIGSTOP: the port stays open, nothing answers. */
-  pause(): void {
-    if (this.child?.pid) signalTree(this.child.pid, 'SIGSTOP');
-  }
-
-  resume(): void {
-    if (this.child?.pid) signalTree(this.child.pid, 'SIGCONT');
-  }
-
-  /** Kills the server and starts it again on the same port and folder. */
-  async restart(): Promise<void> {
-    await this.kill();
-    await this.launch();
   }
 
   /** Runs one `redis-cli` command against this server and returns its output. */
@@ -111,7 +87,7 @@ export class RedisServer {
     return stdout.trim();
   }
 
-  private async launch(): Promise<void> {
+  async launch(): Promise<void> {
     const args = [
       '--port',
       String(this.port),
