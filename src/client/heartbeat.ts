@@ -1,4 +1,5 @@
 import type { Lease } from '../core/lease.js';
+import { withDeadline } from '../core/deadline.js';
 import type { LeaseStore } from '../core/store.js';
 import { validUntil, type Clock, type TimerHandle } from '../core/time.js';
 import type { HeldLease } from './held-lease.js';
@@ -124,7 +125,6 @@ export class Heartbeat {
   private async renewBatch(batch: HeldLease[]): Promise<void> {
     const tSent = this.options.clock.monotonic();
     for (const held of batch) held.lastSentAt = tSent;
-    let settled = false;
     const call = Promise.resolve()
       .then(() => this.options.store.renewMany(batch.map((h) => h.lease)))
       .then(
@@ -137,17 +137,16 @@ export class Heartbeat {
           for (const held of batch) this.failed(held, error);
         },
       )
-      .finally(() => {
-        settled = true;
-        this.armWatchdog();
-      });
-    let timer: TimerHandle | undefined;
-    const patience = new Promise<void>((resolve) => {
-      timer = this.options.clock.setTimeout(resolve, 2 * this.options.heartbeatMs);
-    });
-    await Promise.race([call, patience]);
-    timer?.clear();
-    if (!settled) {
+      .finally(() => this.armWatchdog());
+    // `call` never rejects: a rejection here is the patience running out.
+    const patience = 2 * this.options.heartbeatMs;
+    const answered = await withDeadline(call, patience, () => undefined, {
+      clock: this.options.clock,
+    }).then(
+      () => true,
+      () => false,
+    );
+    if (!answered) {
       this.failures++;
       for (const held of batch) this.failed(held, 'the store has not answered for two heartbeats');
     }

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import { checkResource } from '../core/options.js';
-import { withDeadline } from '../core/deadline.js';
+import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { sleep, validUntil } from '../core/time.js';
 import {
@@ -245,7 +245,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   }
 
   private bounded<T>(call: Promise<T>, what: string): Promise<T> {
-    return withDeadline(call, this.options.ttlMs, this.options.clock, what);
+    const { ttlMs, clock } = this.options;
+    return withDeadline(call, ttlMs, () => noAnswer(what, ttlMs), { clock });
   }
 
   private assertOpen(): void {

@@ -1,3 +1,4 @@
+import { withDeadline } from '../../core/deadline.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/open-store.js';
@@ -305,26 +306,13 @@ export class DynamodbStore extends StoreBase {
   private async send(operation: string, command: DynamodbCommand): Promise<unknown> {
     const ms = this.options.requestTimeoutMs;
     const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        reject(
-          new LeaseError(
-            ErrorCode.STORE_UNAVAILABLE,
-            `DynamoDB ${operation} on table "${this.table}"${this.where} failed: no answer within ${ms} ms (is the endpoint paused or unreachable?)`,
-          ),
-        );
-        controller.abort();
-      }, ms);
+    return withDeadline(this.client.send(command, { abortSignal: controller.signal }), ms, () => {
+      controller.abort();
+      return new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `DynamoDB ${operation} on table "${this.table}"${this.where} failed: no answer within ${ms} ms (is the endpoint paused or unreachable?)`,
+      );
     });
-    try {
-      return await Promise.race([
-        this.client.send(command, { abortSignal: controller.signal }),
-        deadline,
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   private tableTarget() {

@@ -1,6 +1,5 @@
-import { withDeadline } from '../../core/deadline.js';
+import { noAnswer, withDeadline } from '../../core/deadline.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import { systemClock } from '../../core/time.js';
 import { isUnreachable } from './etcd-errors.js';
 import type {
   EtcdCallOptions,
@@ -79,6 +78,7 @@ export class EtcdRpc {
 
   private bounded<T>(what: string, call: Promise<T>): Promise<T> {
     // The driver's deadline normally fires first; ours adds a little so its error is the one seen.
-    return withDeadline(call, this.timeoutMs + 250, systemClock, `etcd ${what}`);
+    const ms = this.timeoutMs + 250;
+    return withDeadline(call, ms, () => noAnswer(`etcd ${what}`, ms));
   }
 }

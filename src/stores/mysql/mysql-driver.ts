@@ -1,3 +1,4 @@
+import { withDeadline } from '../../core/deadline.js';
 /** Per-call settings this store passes with every statement, whatever the pool's defaults are. */
 export interface MysqlQueryOptions {
   sql: string;
@@ -102,24 +103,5 @@ export function deadline<T>(
   message: string,
   onLate?: (value: T) => void,
 ): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let expired = false;
-    const timer = setTimeout(() => {
-      expired = true;
-      reject(new StoreTimeoutError(message));
-    }, ms);
-    timer.unref();
-    promise.then(
-      (value) => {
-        if (expired) return onLate?.(value);
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        if (expired) return;
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
+  return withDeadline(promise, ms, () => new StoreTimeoutError(message), { onLate });
 }

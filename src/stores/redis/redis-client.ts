@@ -1,3 +1,4 @@
+import { withDeadline as deadline } from '../../core/deadline.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Script } from './redis-scripts.js';
 
@@ -51,19 +52,13 @@ export async function runScript(
  * caller configured without a command timeout). A write that timed out may still land later.
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, operation: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new LeaseError(
-            ErrorCode.STORE_UNAVAILABLE,
-            `Redis ${operation} failed: no answer within ${ms} ms (the server may be paused, overloaded or unreachable; the call may still take effect)`,
-          ),
-        ),
-      ms,
-    );
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return deadline(
+    promise,
+    ms,
+    () =>
+      new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `Redis ${operation} failed: no answer within ${ms} ms (the server may be paused, overloaded or unreachable; the call may still take effect)`,
+      ),
+  );
 }
