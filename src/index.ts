@@ -1,7 +1,13 @@
 export { ErrorCode, LeaseError, isLeaseError, type LeaseErrorOptions } from './core/errors.js';
 export type { Lease, LeaseRecord, LeaseRef } from './core/lease.js';
 export { LIMITS, type ListOptions } from './core/options.js';
-export type { LeaseStore, StoreCapabilities, WatchEvent, WatchListener } from './core/store.js';
+export type {
+  AcquireOutcome,
+  LeaseStore,
+  StoreCapabilities,
+  WatchEvent,
+  WatchListener,
+} from './core/store.js';
 export { StoreBase } from './core/store.js';
 export { systemClock, driftMs, type Clock, type TimerHandle } from './core/time.js';
 export {

@@ -8,6 +8,8 @@ export const LIMITS = Object.freeze({
   ttlMinMs: 100,
   ttlMaxMs: 24 * 60 * 60 * 1000,
   listMaxLimit: 100_000,
+  /** The most resources one `acquireMany` call takes. */
+  batchMaxSize: 10_000,
 });
 
 /** UTF-8 length, computed only when the string could be over `max` (each UTF-16 unit is at most 3 bytes). */
@@ -104,13 +106,19 @@ export interface ListOptions {
   prefix?: string;
   /** At most this many records, in resource order. @default 1000 */
   limit?: number;
+  /**
+   * Only records whose resource sorts after this one: pass the last resource of a page to read the
+   * next. @default '' (from the start)
+   */
+  after?: string;
 }
 
 export function checkListOptions(value: unknown): Required<ListOptions> {
-  if (value === undefined) return { prefix: '', limit: 1000 };
+  if (value === undefined) return { prefix: '', limit: 1000, after: '' };
   if (typeof value !== 'object' || value === null)
     throw invalidArgument('list options', `must be an object, got ${describe(value)}`);
-  const { prefix = '', limit = 1000 } = value as ListOptions;
+  const { prefix = '', limit = 1000, after = '' } = value as ListOptions;
+  if (after !== '') checkResource(after, 'after');
   if (typeof prefix !== 'string' || !prefix.isWellFormed() || prefix.includes('\u0000')) {
     throw invalidArgument(
       'prefix',
@@ -131,7 +139,26 @@ export function checkListOptions(value: unknown): Required<ListOptions> {
       `must be an integer from 1 to ${LIMITS.listMaxLimit}, got ${describe(limit)}`,
     );
   }
-  return { prefix, limit };
+  return { prefix, limit, after };
+}
+
+/** A batch of resource names for `acquireMany`: each valid, no duplicates, at most `LIMITS.batchMaxSize`. */
+export function checkResources(value: unknown, field = 'resources'): readonly string[] {
+  if (!Array.isArray(value))
+    throw invalidArgument(field, `must be an array, got ${describe(value)}`);
+  if (value.length > LIMITS.batchMaxSize)
+    throw invalidArgument(
+      field,
+      `must hold at most ${LIMITS.batchMaxSize} names, got ${value.length}`,
+    );
+  const seen = new Set<string>();
+  value.forEach((item, i) => {
+    checkResource(item, `${field}[${i}]`);
+    if (seen.has(item as string))
+      throw invalidArgument(`${field}[${i}]`, `repeats ${JSON.stringify(item)}`);
+    seen.add(item as string);
+  });
+  return value as string[];
 }
 
 export function describe(value: unknown): string {

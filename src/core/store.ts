@@ -8,6 +8,7 @@ import {
   checkListOptions,
   checkOwner,
   checkResource,
+  checkResources,
   checkTtl,
   type ListOptions,
 } from './options.js';
@@ -29,6 +30,18 @@ export interface WatchEvent {
 
 export type WatchListener = (event: WatchEvent) => void;
 
+/** One resource's answer to `acquireMany`. */
+export interface AcquireOutcome {
+  readonly resource: string;
+  /** The lease granted, or `null` when a live lease stood in the way. */
+  readonly lease: Lease | null;
+  /**
+   * When `lease` is `null`: the live record that stood in the way, if the store could tell in the
+   * same round trip (every built-in store does except DynamoDB).
+   */
+  readonly holder?: LeaseRecord;
+}
+
 /**
  * The contract every store implements. Each method is one atomic compare-and-set on the store,
  * one round trip where the store allows. "Someone else holds it" is a result (`null` / `false`);
@@ -48,6 +61,16 @@ export interface LeaseStore {
   readonly expiryLagMs?: number;
   /** Acquires when there is no record, or it was released, or it expired; `null` while a live lease exists. */
   tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null>;
+  /**
+   * `tryAcquire` for many resources (no duplicates, at most `LIMITS.batchMaxSize`), one outcome per
+   * resource in input order; one round trip where the store allows. Each resource is its own
+   * compare-and-set: some may be granted while others are not.
+   */
+  acquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]>;
   /** Extends a lease still ours (same owner and token); `null` when it is not. */
   renew(lease: Lease, ttlMs?: number): Promise<Lease | null>;
   /** Gives a lease up (owner and token must match); `false` when it was no longer ours. */
@@ -57,7 +80,7 @@ export interface LeaseStore {
   /** `release` for many leases, results in input order. */
   releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]>;
   get(resource: string): Promise<LeaseRecord | null>;
-  /** Records in resource order; `prefix` is matched literally. */
+  /** Records in resource order; `prefix` is matched literally; `after` starts past a resource (paging). */
   list(options?: ListOptions): Promise<LeaseRecord[]>;
   /** Calls `listener` when a lease under `prefix` is released or expires; returns the unsubscribe function. */
   watch?(prefix: string, listener: WatchListener): () => void;
@@ -84,8 +107,30 @@ export abstract class StoreBase implements LeaseStore {
   ): Promise<(Lease | null)[]>;
   protected abstract doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]>;
   protected abstract doGet(resource: string): Promise<LeaseRecord | null>;
-  protected abstract doList(prefix: string, limit: number): Promise<LeaseRecord[]>;
+  protected abstract doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]>;
   protected abstract doClose(): Promise<void>;
+
+  /**
+   * The batch form of acquire. The default makes one `doTryAcquire` per resource, a few at a time;
+   * adapters that can do the batch in one round trip override it.
+   */
+  protected async doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const outcomes: AcquireOutcome[] = new Array(resources.length);
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < resources.length) {
+        const i = next++;
+        const resource = resources[i]!;
+        outcomes[i] = { resource, lease: await this.doTryAcquire(resource, owner, ttlMs) };
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, resources.length) }, lane));
+    return outcomes;
+  }
 
   /** Single-lease forms default to the batch forms; adapters override when one is cheaper. */
   protected async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
@@ -113,6 +158,20 @@ export abstract class StoreBase implements LeaseStore {
       checkOwner(owner);
       checkTtl(ttlMs);
       return this.doTryAcquire(resource, owner, ttlMs);
+    });
+  }
+
+  acquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    return this.guarded('acquireMany', async () => {
+      checkResources(resources);
+      checkOwner(owner);
+      checkTtl(ttlMs);
+      if (resources.length === 0) return [];
+      return this.doAcquireMany(resources, owner, ttlMs);
     });
   }
 
@@ -152,8 +211,8 @@ export abstract class StoreBase implements LeaseStore {
 
   list(options?: ListOptions): Promise<LeaseRecord[]> {
     return this.guarded('list', () => {
-      const { prefix, limit } = checkListOptions(options);
-      return this.doList(prefix, limit);
+      const { prefix, limit, after } = checkListOptions(options);
+      return this.doList(prefix, limit, after);
     });
   }
 

@@ -1,7 +1,15 @@
-import type { Lease, LeaseRecord, LeaseRef, LeaseStore, ListOptions } from '../../src/index.js';
+import type {
+  AcquireOutcome,
+  Lease,
+  LeaseRecord,
+  LeaseRef,
+  LeaseStore,
+  ListOptions,
+} from '../../src/index.js';
 import { LeaseError } from '../../src/index.js';
 
-type Method = 'tryAcquire' | 'renew' | 'release' | 'renewMany' | 'releaseMany' | 'get' | 'list';
+type Method =
+  'tryAcquire' | 'acquireMany' | 'renew' | 'release' | 'renewMany' | 'releaseMany' | 'get' | 'list';
 
 /**
  * Wraps a real store so a test can make it stop answering (`hang`), fail (`fail`) or answer
@@ -10,6 +18,7 @@ type Method = 'tryAcquire' | 'renew' | 'release' | 'renewMany' | 'releaseMany' |
 export class FaultyStore implements LeaseStore {
   readonly calls: Record<Method, number> = {
     tryAcquire: 0,
+    acquireMany: 0,
     renew: 0,
     release: 0,
     renewMany: 0,
@@ -51,6 +60,13 @@ export class FaultyStore implements LeaseStore {
 
   tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
     return this.call('tryAcquire', () => this.inner.tryAcquire(resource, owner, ttlMs));
+  }
+  acquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    return this.call('acquireMany', () => this.inner.acquireMany(resources, owner, ttlMs));
   }
   renew(lease: Lease, ttlMs?: number): Promise<Lease | null> {
     return this.call('renew', () => this.inner.renew(lease, ttlMs));

@@ -1,5 +1,10 @@
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import { compareResources, StoreBase, type StoreCapabilities } from '../../core/store.js';
+import {
+  compareResources,
+  StoreBase,
+  type AcquireOutcome,
+  type StoreCapabilities,
+} from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
 import { resolveMemoryOptions, type MemoryStoreOptions } from './memory-options.js';
 
@@ -74,9 +79,23 @@ export class MemoryStore extends StoreBase {
     return this.records.get(resource) ?? null;
   }
 
-  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+  protected override async doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const outcomes: AcquireOutcome[] = [];
+    for (const resource of resources) {
+      const lease = await this.doTryAcquire(resource, owner, ttlMs);
+      const holder = lease ? undefined : this.records.get(resource);
+      outcomes.push(holder ? { resource, lease, holder } : { resource, lease });
+    }
+    return outcomes;
+  }
+
+  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     return [...this.records.values()]
-      .filter((r) => r.resource.startsWith(prefix))
+      .filter((r) => r.resource.startsWith(prefix) && compareResources(r.resource, after) > 0)
       .sort((a, b) => compareResources(a.resource, b.resource))
       .slice(0, limit);
   }
