@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
-import { checkResource } from '../core/options.js';
+import type { LeaseRecord } from '../core/lease.js';
+import { checkResource, checkResources } from '../core/options.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { sleep, validUntil } from '../core/time.js';
@@ -13,6 +14,15 @@ import {
 } from './client-options.js';
 import { HeldLease, type LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
+
+/** One resource's answer to `tryAcquireMany`. */
+export interface HeldOutcome {
+  readonly resource: string;
+  /** The lease, now kept alive by this client; `null` when someone else holds it. */
+  readonly lease: HeldLease | null;
+  /** The live record that stood in the way, when the store reports it. */
+  readonly holder?: LeaseRecord;
+}
 
 export interface LeaseClientEvents {
   acquired: [lease: HeldLease];
@@ -115,6 +125,50 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   }
 
   /**
+   * `tryAcquire` for many resources in one store call (`acquireMany`): one outcome per resource in
+   * input order. Resources this client already holds are refused with `INVALID_ARGUMENT`.
+   */
+  async tryAcquireMany(resources: readonly string[]): Promise<HeldOutcome[]> {
+    this.assertOpen();
+    checkResources(resources);
+    for (const resource of resources) {
+      if (this.leases.has(resource)) {
+        throw new LeaseError(
+          ErrorCode.INVALID_ARGUMENT,
+          `resource ${JSON.stringify(resource)} is already held by this client`,
+          { resource },
+        );
+      }
+    }
+    const { store, owner, ttlMs, clock, maxClockSkewMs } = this.options;
+    const tSent = clock.monotonic();
+    const outcomes = await store.acquireMany(resources, owner, ttlMs);
+    const late: HeldLease[] = [];
+    const result = outcomes.map((outcome): HeldOutcome => {
+      if (!outcome.lease) return outcome as HeldOutcome;
+      const held = new HeldLease(
+        outcome.lease,
+        validUntil(tSent, outcome.lease.ttlMs, maxClockSkewMs),
+        tSent,
+        this.keeper,
+      );
+      if (!held.isValid() || this.closing || this.leases.has(held.resource)) {
+        late.push(held);
+        return { resource: outcome.resource, lease: null };
+      }
+      return { resource: outcome.resource, lease: held };
+    });
+    if (late.length > 0) await this.releaseManyQuietly(late);
+    for (const { lease } of result) {
+      if (!lease) continue;
+      this.leases.set(lease.resource, lease);
+      this.heartbeat.add(lease);
+    }
+    for (const { lease } of result) if (lease) this.emit('acquired', lease);
+    return result;
+  }
+
+  /**
    * Acquires `resource`, waiting with jittered backoff while another holder has it.
    * Throws `LEASE_UNAVAILABLE` when `waitMs` runs out; rejects with `signal.reason` when aborted.
    */
@@ -180,6 +234,19 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     return result;
   }
 
+  /**
+   * Releases several held leases with one `releaseMany` (one bounded attempt, like `release()`).
+   * Leases already lost or released are skipped.
+   */
+  async releaseMany(leases: readonly HeldLease[]): Promise<void> {
+    const live = leases.filter((held) => held.markReleased());
+    if (live.length === 0) return;
+    await this.bounded(
+      this.options.store.releaseMany(live.map((h) => h.lease)),
+      `releaseMany of ${live.length} leases`,
+    );
+  }
+
   /** Leases this client holds now. */
   held(): HeldLease[] {
     return this.heartbeat.held();
@@ -241,6 +308,19 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       );
     } catch (error) {
       this.emit('release-failed', held, error);
+    }
+  }
+
+  /** One bounded `releaseMany` for leases we no longer count on (answered too late, or closing). */
+  private async releaseManyQuietly(leases: readonly HeldLease[]): Promise<void> {
+    for (const held of leases) held.markReleased();
+    try {
+      await this.bounded(
+        this.options.store.releaseMany(leases.map((h) => h.lease)),
+        `releaseMany of ${leases.length} leases`,
+      );
+    } catch (error) {
+      for (const held of leases) this.emit('release-failed', held, error);
     }
   }
 

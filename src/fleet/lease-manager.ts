@@ -7,15 +7,17 @@ import type { LeaseStore } from '../core/store.js';
 import { systemClock, type Clock, type TimerHandle } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
+import { assign, type Assignment, type Member } from './assign.js';
+import { findFree } from './find-free.js';
 import {
   checkManagerOptions,
   MANAGER_DEFAULTS,
-  membersPrefix,
   type LeaseManagerOptions,
-  type WantedResources,
 } from './manager-options.js';
+import { liveMembers, memberResource, membersPrefix } from './members.js';
 import { plan } from './plan.js';
-import { settleWithin, commonPrefix } from './util.js';
+import { Taker } from './taker.js';
+import { commonPrefix, listAll, settleWithin, shuffle } from './util.js';
 
 export interface LeaseManagerEvents {
   acquired: [lease: HeldLease];
@@ -34,40 +36,50 @@ export interface StopOptions {
   timeoutMs?: number;
 }
 
+const PAGE = 5000;
+
 /**
  * Keeps a set of wanted resources owned by a fleet of workers: each resource by exactly one live
  * worker, reclaimed at expiry when a worker dies, handed over gracefully on shutdown, and shared
- * evenly when `balance` is on.
+ * evenly (every count within one of W/N) when `balance` is on. Each worker reads the membership
+ * and the records of what it tries to take, never every record at every scan.
  */
 export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   readonly owner: string;
   private readonly client: LeaseClient;
   private readonly store: LeaseStore;
   private readonly clock: Clock;
-  private readonly resources: WantedResources;
+  private readonly options: LeaseManagerOptions;
   private readonly reconcileMs: number;
   private readonly balance: boolean;
   private readonly maxLeases: number;
   private readonly membersPrefix: string;
-  private readonly onAcquired: LeaseManagerOptions['onAcquired'];
-  private readonly onLost: LeaseManagerOptions['onLost'];
+  private readonly settleMs: number;
+  private readonly taker: Taker;
   private readonly work = new Map<HeldLease, Promise<void>>();
-  private readonly taking = new Set<string>();
-  private readonly expiryTimers = new Map<string, TimerHandle>();
+  private readonly timers = new Map<string, TimerHandle>();
+  private wantedList: readonly string[] = [];
   private wanted = new Set<string>();
-  private target = Infinity;
+  private assignment: Assignment | undefined;
+  private membersKey = '';
+  private view = new Set<string>();
+  private share = 0;
   private member: HeldLease | undefined;
   private storeOffset = 0;
+  private failures = 0;
   private reconcileTimer: TimerHandle | undefined;
   private running: Promise<void> | undefined;
   private rerun = false;
   private unwatch: (() => void) | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private refed = true;
   private started = false;
   private stopping: Promise<void> | undefined;
 
   constructor(options: LeaseManagerOptions) {
     super();
     checkManagerOptions(options);
+    this.options = options;
     this.client = new LeaseClient({
       store: options.store,
       owner: options.owner,
@@ -79,13 +91,21 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.owner = this.client.owner;
     this.store = options.store;
     this.clock = options.clock ?? systemClock;
-    this.resources = options.resources;
     this.reconcileMs = options.reconcileMs ?? MANAGER_DEFAULTS.reconcileMs;
     this.balance = options.balance ?? MANAGER_DEFAULTS.balance;
     this.maxLeases = options.maxLeases ?? Infinity;
     this.membersPrefix = membersPrefix(options.group ?? MANAGER_DEFAULTS.group);
-    this.onAcquired = options.onAcquired;
-    this.onLost = options.onLost;
+    this.settleMs =
+      options.settleMs ?? Math.min(this.client.heartbeatMs, MANAGER_DEFAULTS.settleMaxMs);
+    this.taker = new Taker({
+      client: this.client,
+      clock: this.clock,
+      batchSize: options.batchSize ?? MANAGER_DEFAULTS.batchSize,
+      maxInFlight: options.maxInFlight ?? MANAGER_DEFAULTS.maxInFlight,
+      onAcquired: (lease) => this.begin(lease),
+      onHolder: (record) => this.armTakeover(record),
+      onError: (error) => !this.stopping && this.emit('reconcile-failed', error),
+    });
     this.client.on('lost', (lease, error) => this.leaseLost(lease, error));
     this.client.on('released', (lease) => lease !== this.member && this.emit('released', lease));
   }
@@ -98,19 +118,48 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     return safeEmit(this, event, args);
   }
 
-  /** Joins the fleet and runs the first reconcile; rejects if the store cannot be reached. */
+  /**
+   * Joins the fleet, waits for the membership to settle (`settleMs`) and runs the first reconcile;
+   * rejects if the store cannot be reached. Until `stop()`, the manager keeps the process alive
+   * like a listening server does (see `unref()`).
+   */
   async start(): Promise<void> {
     if (this.started)
       throw new LeaseError(ErrorCode.INVALID_ARGUMENT, 'the LeaseManager was already started');
     this.started = true;
+    this.keepAlive = setInterval(() => undefined, 1 << 30);
+    if (!this.refed) this.keepAlive.unref();
     if (this.store.capabilities.watch && this.store.watch) {
       this.unwatch = this.store.watch('', (event) => {
         if (event.resource.startsWith(this.membersPrefix)) this.requestReconcile();
-        else if (this.wanted.has(event.resource) && this.heldCount() < this.target)
-          void this.take(event.resource);
+        else if (event.type !== 'acquired') this.released(event.resource);
       });
     }
-    await this.reconcile(true);
+    try {
+      await this.join();
+      await this.settle();
+      await this.reconcile(true);
+    } catch (error) {
+      this.unwatch?.();
+      clearInterval(this.keepAlive);
+      this.clearTimers();
+      await this.client.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Lets the process exit while the manager runs (as `server.unref()` does). Returns the manager. */
+  unref(): this {
+    this.refed = false;
+    this.keepAlive?.unref();
+    return this;
+  }
+
+  /** Undoes `unref()`: the running manager keeps the process alive again. */
+  ref(): this {
+    this.refed = true;
+    this.keepAlive?.ref();
+    return this;
   }
 
   /** Leases held for wanted resources (the membership lease not included). */
@@ -146,12 +195,17 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
 
   private async shutdown(timeoutMs: number): Promise<void> {
     this.reconcileTimer?.clear();
-    this.clearExpiryTimers();
+    this.clearTimers();
+    this.taker.stop();
     this.unwatch?.();
-    await settleWithin([this.running], timeoutMs, this.clock);
-    for (const lease of this.held()) lease.revoke('the manager is stopping');
-    await settleWithin([...this.work.values()], timeoutMs, this.clock);
-    await this.client.close();
+    try {
+      await settleWithin([this.running], timeoutMs, this.clock);
+      for (const lease of this.held()) lease.revoke('the manager is stopping');
+      await settleWithin([...this.work.values()], timeoutMs, this.clock);
+      await this.client.close();
+    } finally {
+      clearInterval(this.keepAlive);
+    }
   }
 
   private heldCount(): number {
@@ -168,7 +222,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   }
 
   private requestReconcile(): void {
-    if (this.stopping) return;
+    if (this.stopping || !this.started) return;
     if (this.running) this.rerun = true;
     else void this.reconcile(false);
   }
@@ -177,22 +231,23 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     if (this.stopping) return;
     this.reconcileTimer?.clear();
     let next: number;
-    const pass = this.pass(first);
+    const pass = this.pass();
     this.running = pass.then(
       () => undefined,
       () => undefined,
     );
     try {
       next = await pass;
+      this.failures = 0;
     } catch (error) {
-      if (first) {
-        this.running = undefined;
-        this.unwatch?.();
-        await this.client.close().catch(() => undefined);
-        throw error;
-      }
+      this.running = undefined;
+      if (first) throw error;
       this.emit('reconcile-failed', error);
-      next = this.client.heartbeatMs;
+      // Back off while the store struggles: slower convergence, never lost leases (the heartbeat
+      // keeps what is held on its own timer).
+      this.failures++;
+      const backoff = this.client.heartbeatMs * 2 ** Math.min(this.failures - 1, 6);
+      next = Math.min(this.nextInterval(), Math.round(backoff * (0.75 + Math.random() * 0.5)));
     }
     this.running = undefined;
     if (this.stopping) return;
@@ -203,65 +258,123 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.reconcileTimer = this.clock.setTimeout(() => void this.reconcile(false), next);
   }
 
-  /** One reconcile pass; returns the delay until the next one. */
-  private async pass(first: boolean): Promise<number> {
-    const wanted = await this.resolveWanted();
-    this.wanted = new Set(wanted);
-    if (!this.member || this.member.isTerminal) {
-      this.member = (await this.client.tryAcquire(this.membersPrefix + this.owner)) ?? undefined;
-      if (!this.member && first) {
-        throw new LeaseError(
-          ErrorCode.INVALID_ARGUMENT,
-          `another live worker uses the owner id ${JSON.stringify(this.owner)}`,
-        );
-      }
-      if (!this.member) {
-        // Our own membership lapsed here before it lapses at the store (the holder gives up
-        // drift + skew early): wait for the record to expire, then join again.
-        throw new LeaseError(
-          ErrorCode.LEASE_UNAVAILABLE,
-          `the membership lease of ${JSON.stringify(this.owner)} was lost and is not free again yet; retrying`,
-          { retryable: true },
-        );
-      }
-      this.observe(this.member);
-      this.member.on('renewed', (lease) => this.observe(lease));
+  /** Takes this worker's membership lease (again, if it lapsed). */
+  private async join(): Promise<void> {
+    if (this.member && !this.member.isTerminal) return;
+    const resource = memberResource(this.membersPrefix, this.owner, this.maxLeases);
+    const first = this.member === undefined;
+    this.member = (await this.client.tryAcquire(resource)) ?? undefined;
+    if (!this.member && first) {
+      throw new LeaseError(
+        ErrorCode.INVALID_ARGUMENT,
+        `another live worker uses the owner id ${JSON.stringify(this.owner)}`,
+      );
     }
-    const prefix = commonPrefix(wanted);
-    const [records, memberRecords] = await Promise.all([
-      wanted.length === 0 ? [] : this.store.list({ prefix, limit: LIMITS.listMaxLimit }),
-      this.store.list({ prefix: this.membersPrefix, limit: LIMITS.listMaxLimit }),
-    ]);
-    const storeNow = this.storeNow();
-    const skewMs = this.client.maxClockSkewMs;
-    const members = memberRecords
-      .filter((r) => r.owner !== '' && storeNow <= r.expiresAt + skewMs)
-      .map((r) => r.owner);
-    const byResource = new Map<string, LeaseRecord>(
-      records.filter((r) => this.wanted.has(r.resource)).map((r) => [r.resource, r]),
+    if (!this.member) {
+      // Our own membership lapsed here before it lapses at the store (the holder gives up
+      // drift + skew early): wait for the record to expire, then join again.
+      throw new LeaseError(
+        ErrorCode.LEASE_UNAVAILABLE,
+        `the membership lease of ${JSON.stringify(this.owner)} was lost and is not free again yet; retrying`,
+        { retryable: true },
+      );
+    }
+    this.observe(this.member);
+    this.member.on('renewed', (lease) => this.observe(lease));
+  }
+
+  /** Waits until the membership has been stable for `settleMs` (at most about a TTL). */
+  private async settle(): Promise<void> {
+    if (this.settleMs === 0) return;
+    let last = membersKey(await this.readMembers());
+    const until = this.clock.monotonic() + this.client.ttlMs / 2;
+    while (this.clock.monotonic() < until && !this.stopping) {
+      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, this.settleMs));
+      const key = membersKey(await this.readMembers());
+      if (key === last) return;
+      last = key;
+    }
+  }
+
+  private async readMembers(): Promise<Member[]> {
+    const records = await listAll(this.store, this.membersPrefix, PAGE);
+    const members = liveMembers(
+      records,
+      this.membersPrefix,
+      this.storeNow(),
+      this.client.maxClockSkewMs,
     );
-    const interval = this.nextInterval();
+    if (!members.some((m) => m.id === this.owner))
+      members.push({ id: this.owner, limit: this.maxLeases });
+    this.armMemberTimers(records);
+    return members;
+  }
+
+  /** One reconcile pass; returns the delay until the next one. */
+  private async pass(): Promise<number> {
+    const wanted = await this.resolveWanted();
+    await this.join();
+    const members = await this.readMembers();
+    const key = membersKey(members);
+    const wantedChanged = !sameList(wanted, this.wantedList);
+    if (wantedChanged) {
+      this.wantedList = wanted;
+      this.wanted = new Set(wanted);
+    }
+    let newcomers = new Set<string>();
+    if (wantedChanged || key !== this.membersKey || !this.assignment) {
+      newcomers = new Set(this.view.size === 0 ? [] : members.map((m) => m.id));
+      for (const id of this.view) newcomers.delete(id);
+      this.assignment = await assign(wanted, members);
+      this.membersKey = key;
+      this.view = new Set(members.map((m) => m.id));
+    }
+    const assignment = this.assignment;
+    this.share = this.balance
+      ? Math.min(this.maxLeases, assignment.shares.get(this.owner) ?? 0)
+      : this.maxLeases;
     const held = new Map(this.held().map((lease) => [lease.resource, lease]));
     const decided = plan({
       me: this.owner,
-      wanted,
-      records: byResource,
-      members,
-      held: new Set(held.keys()),
-      storeNow,
-      skewMs,
-      // Up to the next scan, and short of where a healthy holder's record sits (≥ ttl − heartbeat
-      // ahead): only records that stopped being renewed get a takeover timer.
-      horizonMs: interval + this.client.heartbeatMs / 8,
-      maxLeases: this.maxLeases,
+      wanted: this.wanted,
+      held: [...held.keys()],
+      assignment,
+      newcomers,
+      share: this.share,
       balance: this.balance,
     });
-    this.target = decided.target;
-    for (const resource of decided.drop) void this.handOff(held.get(resource)!, 'unwanted');
-    for (const resource of decided.shed) void this.handOff(held.get(resource)!, 'balance');
-    await runLimited(decided.acquire, 8, (resource) => this.take(resource));
-    this.armExpiryTimers(decided.expiring);
-    return decided.unbalanced ? Math.min(interval, 2 * this.client.heartbeatMs) : interval;
+    void this.handOff(
+      decided.drop.map((r) => held.get(r)!),
+      'unwanted',
+    );
+    void this.handOff(
+      decided.shed.map((r) => held.get(r)!),
+      'balance',
+    );
+    let deficit = decided.deficit;
+    if (deficit > 0) deficit -= await this.taker.take(decided.candidates, deficit);
+    if (deficit > 0) deficit -= await this.takeFree(deficit);
+    const interval = this.nextInterval();
+    const settled = deficit === 0 && decided.shed.length === 0;
+    return settled ? interval : Math.min(interval, 2 * this.client.heartbeatMs);
+  }
+
+  /** Fills a deficit the assigned resources could not: finds free wanted resources anywhere. */
+  private async takeFree(deficit: number): Promise<number> {
+    if (this.wanted.size === 0) return 0;
+    const storeNow = this.storeNow();
+    const skewMs = this.client.maxClockSkewMs;
+    const found = await findFree({
+      store: this.store,
+      prefix: commonPrefix(this.wantedList),
+      wanted: this.wanted,
+      skip: new Set(this.held().map((l) => l.resource)),
+      enough: 2 * deficit,
+      isFree: (r) => r.owner === '' || storeNow > r.expiresAt + skewMs,
+      pageSize: PAGE,
+    });
+    for (const record of found.live) this.armTakeover(record);
+    return this.taker.take(shuffle(found.free), deficit);
   }
 
   /** The jittered scan period, never longer than a healthy holder's renewal leaves a record unexpired. */
@@ -273,8 +386,60 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     );
   }
 
+  /** Records that are not being renewed expire before a healthy holder's would (≥ ttl − heartbeat ahead). */
+  private expiresSoon(record: LeaseRecord): boolean {
+    const horizon = this.client.ttlMs - this.client.heartbeatMs * 1.5;
+    return record.owner !== '' && record.expiresAt < this.storeNow() + horizon;
+  }
+
+  private armMemberTimers(records: readonly LeaseRecord[]): void {
+    for (const record of records)
+      if (record.owner !== this.owner && this.expiresSoon(record)) this.armTimer(record, true);
+  }
+
+  /** A resource someone else holds: if its record is not being renewed, try again when it expires. */
+  private armTakeover(record: LeaseRecord): void {
+    if (this.expiresSoon(record)) this.armTimer(record, false);
+  }
+
+  private armTimer(record: LeaseRecord, member: boolean): void {
+    if (this.stopping || this.timers.has(record.resource)) return;
+    const jitter = Math.random() * Math.min(50, this.client.heartbeatMs / 10);
+    const at = record.expiresAt + this.client.maxClockSkewMs + (this.store.expiryLagMs ?? 0);
+    let delay = at - this.storeNow() + 1;
+    if (delay <= 0) {
+      // Expired by our reckoning already: a member is out of the view by now; a resource the
+      // store still refused (our estimate of its clock is off) is tried again a little later.
+      if (member) return;
+      delay = this.client.heartbeatMs / 4;
+    }
+    const timer = this.clock.setTimeout(() => {
+      this.timers.delete(record.resource);
+      if (member) this.requestReconcile();
+      else this.released(record.resource);
+    }, delay + jitter);
+    this.timers.set(record.resource, timer);
+  }
+
+  private clearTimers(): void {
+    for (const timer of this.timers.values()) timer.clear();
+    this.timers.clear();
+  }
+
+  /**
+   * A wanted resource became free (released, or its record expired): take it if it is assigned to
+   * this worker, or if this worker is short of its share. Takes are gathered into batches.
+   */
+  private released(resource: string): void {
+    if (this.stopping || !this.wanted.has(resource) || this.client.lease(resource)) return;
+    const short = this.heldCount() < this.share;
+    if (this.assignment?.targetOf.get(resource) === this.owner || short)
+      this.taker.soon(resource, () => this.share - this.heldCount());
+  }
+
   private async resolveWanted(): Promise<string[]> {
-    const list = typeof this.resources === 'function' ? await this.resources() : this.resources;
+    const resources = this.options.resources;
+    const list = typeof resources === 'function' ? await resources() : resources;
     if (!Array.isArray(list))
       throw new LeaseError(
         ErrorCode.INVALID_ARGUMENT,
@@ -293,68 +458,40 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     return unique;
   }
 
-  private armExpiryTimers(expiring: readonly { resource: string; at: number }[]): void {
-    this.clearExpiryTimers();
-    const now = this.storeNow();
-    for (const { resource, at } of expiring) {
-      const jitter = Math.random() * Math.min(50, this.client.heartbeatMs / 10);
-      const lag = this.store.expiryLagMs ?? 0;
-      const timer = this.clock.setTimeout(
-        () => {
-          this.expiryTimers.delete(resource);
-          void this.take(resource);
-        },
-        at + lag - now + 1 + jitter,
-      );
-      this.expiryTimers.set(resource, timer);
-    }
-  }
-
-  private clearExpiryTimers(): void {
-    for (const timer of this.expiryTimers.values()) timer.clear();
-    this.expiryTimers.clear();
-  }
-
-  /** Tries to acquire one wanted resource and starts its work. */
-  private async take(resource: string): Promise<void> {
-    if (this.stopping || this.taking.has(resource) || !this.wanted.has(resource)) return;
-    if (this.heldCount() >= this.maxLeases || this.client.lease(resource)) return;
-    this.taking.add(resource);
-    let lease: HeldLease | null;
-    try {
-      lease = await this.client.tryAcquire(resource);
-    } catch (error) {
-      if (!this.stopping) this.emit('reconcile-failed', error);
-      return;
-    } finally {
-      this.taking.delete(resource);
-    }
-    if (!lease) return;
-    if (this.stopping) {
-      await lease.release().catch(() => undefined);
+  /** Starts the work of a lease just taken. */
+  private begin(lease: HeldLease): void {
+    if (this.stopping || !this.wanted.has(lease.resource)) {
+      void lease.release().catch(() => undefined);
       return;
     }
     this.emit('acquired', lease);
-    if (this.onAcquired) {
-      const acquired = lease;
-      const running = Promise.resolve()
-        .then(() => this.onAcquired!(acquired))
-        .catch((error: unknown) => {
-          this.emit('work-failed', acquired, error);
-          if (!acquired.isTerminal) return acquired.release().catch(() => undefined);
-        })
-        .finally(() => this.work.delete(acquired));
-      this.work.set(acquired, running);
-    }
+    if (!this.options.onAcquired) return;
+    const work = this.options.onAcquired;
+    const running = Promise.resolve()
+      .then(() => work(lease))
+      .catch((error: unknown) => {
+        this.emit('work-failed', lease, error);
+        if (!lease.isTerminal) return lease.release().catch(() => undefined);
+      })
+      .finally(() => this.work.delete(lease));
+    this.work.set(lease, running);
   }
 
-  /** Aborts a lease's work, lets it settle, then releases the lease for another worker. */
-  private async handOff(lease: HeldLease, reason: 'balance' | 'unwanted'): Promise<void> {
-    lease.revoke(reason === 'balance' ? 'handed to a less loaded worker' : 'no longer wanted');
-    await settleWithin([this.work.get(lease)], this.client.ttlMs / 2, this.clock);
-    if (lease.isTerminal) return;
-    this.emit('handoff', lease, reason);
-    await lease.release().catch((error: unknown) => this.emit('reconcile-failed', error));
+  /** Aborts the leases' work, lets it settle, then releases them for another worker in one call. */
+  private async handOff(leases: HeldLease[], reason: 'balance' | 'unwanted'): Promise<void> {
+    if (leases.length === 0) return;
+    const why = reason === 'balance' ? 'handed to a less loaded worker' : 'no longer wanted';
+    for (const lease of leases) lease.revoke(why);
+    await settleWithin(
+      leases.map((lease) => this.work.get(lease)),
+      this.client.ttlMs / 2,
+      this.clock,
+    );
+    const live = leases.filter((lease) => !lease.isTerminal);
+    for (const lease of live) this.emit('handoff', lease, reason);
+    await this.client
+      .releaseMany(live)
+      .catch((error: unknown) => this.emit('reconcile-failed', error));
   }
 
   private leaseLost(lease: HeldLease, error: LeaseError): void {
@@ -364,7 +501,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     }
     this.emit('lost', lease, error);
     try {
-      this.onLost?.(lease, error);
+      this.options.onLost?.(lease, error);
     } catch (failure) {
       process.nextTick(() => {
         throw failure;
@@ -373,14 +510,15 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   }
 }
 
-async function runLimited<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+function membersKey(members: readonly Member[]): string {
+  return members
+    .map((m) => `${m.id}\u0000${m.limit}`)
+    .sort()
+    .join('\u0001');
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

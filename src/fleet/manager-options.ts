@@ -33,6 +33,19 @@ export interface LeaseManagerOptions {
   onAcquired?: (lease: HeldLease) => void | Promise<void>;
   /** Told when a lease was lost (its work has already been aborted). */
   onLost?: (lease: HeldLease, error: LeaseError) => void;
+  /**
+   * On start, wait until the membership has not changed for this long before taking leases, so
+   * workers started together share the resources out at once instead of the first taking all and
+   * handing over. 0 skips the wait. @default min(heartbeatMs, 1000)
+   */
+  settleMs?: number;
+  /** The most resources one `acquireMany` call asks for. @default 500 */
+  batchSize?: number;
+  /**
+   * The most acquire batches this worker has in flight at once: bulk work never crowds out the
+   * heartbeat that keeps the leases already held. @default 2
+   */
+  maxInFlight?: number;
   /** Where time comes from; inject a `ManualClock` in tests. @default the system clock */
   clock?: Clock;
 }
@@ -41,17 +54,19 @@ export const MANAGER_DEFAULTS = Object.freeze({
   reconcileMs: 15_000,
   balance: true,
   group: 'default',
+  settleMaxMs: 1000,
+  batchSize: 500,
+  maxInFlight: 2,
 });
-
-/** Where each worker's membership lease lives, so a worker with no leases yet still counts. */
-export function membersPrefix(group: string): string {
-  return `leasehold/members/${group}/`;
-}
 
 export function checkManagerOptions(options: LeaseManagerOptions): void {
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   const { resources, reconcileMs, balance, maxLeases, group, onAcquired, onLost, owner } = options;
+  const { settleMs, batchSize, maxInFlight } = options;
+  if (settleMs !== undefined) checkInteger('settleMs', settleMs, 0, LIMITS.ttlMaxMs);
+  if (batchSize !== undefined) checkCount('batchSize', batchSize, 1, LIMITS.batchMaxSize);
+  if (maxInFlight !== undefined) checkCount('maxInFlight', maxInFlight, 1, 64);
   if (!Array.isArray(resources) && typeof resources !== 'function') {
     throw invalidArgument(
       'resources',
@@ -63,7 +78,7 @@ export function checkManagerOptions(options: LeaseManagerOptions): void {
   if (balance !== undefined && typeof balance !== 'boolean')
     throw invalidArgument('balance', `must be a boolean, got ${describe(balance)}`);
   if (maxLeases !== undefined && maxLeases !== Infinity)
-    checkInteger('maxLeases', maxLeases, 0, 10_000_000);
+    checkCount('maxLeases', maxLeases, 0, 10_000_000);
   if (group !== undefined && (typeof group !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(group))) {
     throw invalidArgument('group', 'must be 1 to 64 letters, digits, ".", "_" or "-"');
   }
@@ -71,4 +86,12 @@ export function checkManagerOptions(options: LeaseManagerOptions): void {
     throw invalidArgument('onAcquired', 'must be a function');
   if (onLost !== undefined && typeof onLost !== 'function')
     throw invalidArgument('onLost', 'must be a function');
+}
+
+function checkCount(field: string, value: unknown, min: number, max: number): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+    throw invalidArgument(
+      field,
+      `must be an integer from ${min} to ${max}, got ${describe(value)}`,
+    );
 }

@@ -33,6 +33,7 @@ export class Fleet {
       owner: id,
       clock: this.clock,
       resources: [],
+      settleMs: 0,
       onAcquired: (lease: HeldLease) => {
         working.add(lease.resource);
         return new Promise<void>((resolve) =>

@@ -89,7 +89,11 @@ describe('LeaseManager', () => {
     await f.clock.advance(20 * RECONCILE);
     workers.forEach((w, i) => {
       expect(w.link.calls.tryAcquire - before[i]!.tryAcquire).toBe(0);
-      // Per worker and scan: two lists; per heartbeat: one renewMany for all its leases.
+      expect(w.link.calls.acquireMany - before[i]!.acquireMany).toBe(0);
+      // Per worker and scan: one list of the members; per heartbeat: one renewMany for all its leases.
+      expect(w.link.calls.list - before[i]!.list).toBeLessThanOrEqual(
+        (20 * RECONCILE) / (0.8 * RECONCILE) + 1,
+      );
       expect(w.link.calls.renew).toBe(0);
       expect(w.link.calls.renewMany - before[i]!.renewMany).toBeLessThanOrEqual(
         (20 * RECONCILE) / HB + 1,

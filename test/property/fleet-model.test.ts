@@ -112,3 +112,50 @@ it('a fleet under random joins, crashes, pauses, stops and wanted-set changes ne
     { numRuns: 25 },
   );
 }, 120_000);
+
+it('after quiescence a join moves at most ⌈W/(N+1)⌉ + N leases, all within shares, and limits are respected', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 6 }),
+      fc.integer({ min: 0, max: 80 }),
+      fc.array(fc.option(fc.integer({ min: 0, max: 15 }), { nil: undefined }), {
+        minLength: 7,
+        maxLength: 7,
+      }),
+      async (n, w, limits) => {
+        const wanted = names(w);
+        const fleet = new Fleet({
+          resources: wanted,
+          ttlMs: TTL,
+          heartbeatMs: HB,
+          reconcileMs: RECONCILE,
+        });
+        try {
+          for (let i = 0; i < n; i++) await fleet.join({ maxLeases: limits[i] ?? Infinity });
+          await advanceChecking(fleet, 8 * TTL);
+          let moves = 0;
+          for (const worker of fleet.workers) worker.manager.on('handoff', () => moves++);
+          const newcomer = await fleet.join({ maxLeases: limits[n] ?? Infinity });
+          newcomer.manager.on('handoff', () => moves++);
+          await advanceChecking(fleet, 8 * TTL);
+          const all = fleet.workers;
+          const capacity = all.reduce((sum, _, i) => sum + (limits[i] ?? Infinity), 0);
+          const owned = all.flatMap((x) => x.manager.held().map((l) => l.resource));
+          expect(new Set(owned).size).toBe(owned.length);
+          expect(owned.length).toBe(Math.min(w, capacity));
+          all.forEach((x, i) =>
+            expect(x.manager.held().length).toBeLessThanOrEqual(limits[i] ?? Infinity),
+          );
+          if (limits.slice(0, n + 1).every((l) => l === undefined)) {
+            const counts = fleet.counts(all);
+            expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+            expect(moves).toBeLessThanOrEqual(Math.ceil(w / (n + 1)) + n);
+          }
+        } finally {
+          await fleet.stopAll().catch(() => undefined);
+        }
+      },
+    ),
+    { numRuns: 30 },
+  );
+}, 120_000);

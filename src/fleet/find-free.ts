@@ -1,0 +1,68 @@
+import type { LeaseRecord } from '../core/lease.js';
+import { compareResources, type LeaseStore } from '../core/store.js';
+
+export interface FindFreeInput {
+  readonly store: LeaseStore;
+  /** A prefix every wanted resource starts with (may be ''). */
+  readonly prefix: string;
+  readonly wanted: ReadonlySet<string>;
+  /** Resources not to report (held by this worker, or being taken). */
+  readonly skip: ReadonlySet<string>;
+  /** Stop once this many free resources are found. */
+  readonly enough: number;
+  /** Whether a record is free (no owner, or expired) at the store's time now. */
+  readonly isFree: (record: LeaseRecord) => boolean;
+  readonly pageSize: number;
+  readonly random?: () => number;
+}
+
+export interface FindFreeResult {
+  readonly free: string[];
+  /** Live records of others seen on the way, to arm takeover timers from. */
+  readonly live: LeaseRecord[];
+  readonly recordsRead: number;
+}
+
+/**
+ * Finds wanted resources nobody holds by paging through the records from a random point and
+ * wrapping around, stopping once `enough` are found, so workers short of their share do not all
+ * read the same pages and, together, read about one table's worth. Wanted resources without any
+ * record count as free only after a full lap (only then is their absence known).
+ */
+export async function findFree(input: FindFreeInput): Promise<FindFreeResult> {
+  const { store, prefix, wanted, skip, enough, isFree, pageSize } = input;
+  const random = input.random ?? Math.random;
+  const names = [...wanted];
+  const start = names.length === 0 ? '' : names[Math.floor(random() * names.length)]!;
+  const free: string[] = [];
+  const live: LeaseRecord[] = [];
+  const seen = new Set<string>();
+  let recordsRead = 0;
+  // Lap one: from `start` to the end; lap two: from the beginning up to `start`.
+  for (const [from, until] of [
+    [start, undefined],
+    ['', start],
+  ] as const) {
+    let after = from;
+    for (;;) {
+      const page = await store.list({ prefix, limit: pageSize, after });
+      recordsRead += page.length;
+      let passedEnd = false;
+      for (const record of page) {
+        if (until !== undefined && compareResources(record.resource, until) > 0) {
+          passedEnd = true;
+          break;
+        }
+        seen.add(record.resource);
+        if (!wanted.has(record.resource) || skip.has(record.resource)) continue;
+        if (isFree(record)) free.push(record.resource);
+        else live.push(record);
+      }
+      if (free.length >= enough) return { free, live, recordsRead };
+      if (passedEnd || page.length < pageSize) break;
+      after = page.at(-1)!.resource;
+    }
+  }
+  for (const name of names) if (!seen.has(name) && !skip.has(name)) free.push(name);
+  return { free, live, recordsRead };
+}

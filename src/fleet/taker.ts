@@ -1,0 +1,114 @@
+import type { LeaseRecord } from '../core/lease.js';
+import type { Clock, TimerHandle } from '../core/time.js';
+import type { HeldLease } from '../client/held-lease.js';
+import type { LeaseClient } from '../client/lease-client.js';
+import { shuffle } from './util.js';
+
+export interface TakerOptions {
+  readonly client: LeaseClient;
+  readonly clock: Clock;
+  /** The most resources one `acquireMany` asks for. */
+  readonly batchSize: number;
+  /** The most `acquireMany` calls in flight at once, across every caller. */
+  readonly maxInFlight: number;
+  readonly onAcquired: (lease: HeldLease) => void;
+  /** A live record that stood in the way (to arm a takeover timer from). */
+  readonly onHolder: (record: LeaseRecord) => void;
+  /** A batch taken in the background (`soon`) failed. */
+  readonly onError: (error: unknown) => void;
+}
+
+/** How long takes asked for one by one (releases seen, expiry timers) are gathered into one batch. */
+const GATHER_MS = 10;
+
+/**
+ * Takes leases in batches for a manager: one `acquireMany` per batch, a bounded number in flight,
+ * never asking for more than the caller still wants (so a worker never overshoots its share).
+ */
+export class Taker {
+  private inFlight = 0;
+  private readonly queue: (() => void)[] = [];
+  private readonly taking = new Set<string>();
+  private readonly gathered = new Set<string>();
+  private room: () => number = () => 0;
+  private gatherTimer: TimerHandle | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: TakerOptions) {}
+
+  /** Tries `candidates` in order until `want` are taken or none are left; resolves to how many were taken. */
+  async take(candidates: readonly string[], want: number): Promise<number> {
+    const { client, batchSize, maxInFlight } = this.options;
+    let got = 0;
+    let asked = 0;
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (!this.stopped && next < candidates.length) {
+        const room = Math.min(batchSize, want - got - asked);
+        if (room <= 0) return;
+        const batch: string[] = [];
+        while (batch.length < room && next < candidates.length) {
+          const resource = candidates[next++]!;
+          if (!this.taking.has(resource) && !client.lease(resource)) batch.push(resource);
+        }
+        if (batch.length === 0) continue;
+        asked += batch.length;
+        try {
+          got += await this.acquire(batch);
+        } finally {
+          asked -= batch.length;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: maxInFlight }, lane));
+    return got;
+  }
+
+  /** Takes `resource` in a batch gathered over a few milliseconds, up to what `room()` allows then. */
+  soon(resource: string, room: () => number): void {
+    if (this.stopped) return;
+    this.gathered.add(resource);
+    this.room = room;
+    this.gatherTimer ??= this.options.clock.setTimeout(() => {
+      this.gatherTimer = undefined;
+      const batch = shuffle([...this.gathered]);
+      this.gathered.clear();
+      const want = this.room();
+      if (want > 0) this.take(batch, want).catch((error: unknown) => this.options.onError(error));
+    }, GATHER_MS);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.gatherTimer?.clear();
+    this.gathered.clear();
+  }
+
+  private async acquire(batch: string[]): Promise<number> {
+    await this.slot();
+    for (const resource of batch) this.taking.add(resource);
+    try {
+      if (this.stopped) return 0;
+      const outcomes = await this.options.client.tryAcquireMany(batch);
+      let got = 0;
+      for (const outcome of outcomes) {
+        if (outcome.lease) {
+          got++;
+          this.options.onAcquired(outcome.lease);
+        } else if (outcome.holder) this.options.onHolder(outcome.holder);
+      }
+      return got;
+    } finally {
+      for (const resource of batch) this.taking.delete(resource);
+      this.inFlight--;
+      this.queue.shift()?.();
+    }
+  }
+
+  /** Waits for a free slot among the `maxInFlight`. */
+  private async slot(): Promise<void> {
+    if (this.inFlight >= this.options.maxInFlight)
+      await new Promise<void>((resolve) => this.queue.push(resolve));
+    this.inFlight++;
+  }
+}

@@ -1,0 +1,52 @@
+import { afterEach, expect, it } from 'vitest';
+import { Fleet, names, type Worker } from './fleet-rig.js';
+
+let fleet: Fleet | undefined;
+afterEach(async () => {
+  await fleet?.stopAll();
+  fleet = undefined;
+});
+
+it('workers started together settle the membership first and go straight to balance: no handoffs', async () => {
+  fleet = new Fleet({
+    resources: names(103),
+    ttlMs: 2000,
+    heartbeatMs: 500,
+    reconcileMs: 1000,
+    settleMs: 300,
+  });
+  const f = fleet;
+  let handoffs = 0;
+  const joining: Promise<Worker>[] = [];
+  // Five workers arrive 100 ms apart, as processes of one deploy do.
+  for (let i = 0; i < 5; i++) {
+    joining.push(f.join());
+    await f.clock.advance(100);
+  }
+  let all: Worker[] | undefined;
+  void Promise.all(joining).then((w) => (all = w));
+  for (let t = 0; t < 5000 && !all; t += 50) await f.clock.advance(50);
+  expect(all).toHaveLength(5);
+  for (const w of all!) w.manager.on('handoff', () => handoffs++);
+  await f.clock.advance(5000);
+  const counts = f.counts();
+  expect(counts.reduce((a, b) => a + b)).toBe(103);
+  expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+  expect(handoffs).toBe(0);
+  // The first to start took nothing before the others joined: every lease has token 1.
+  for (const w of all!) for (const lease of w.manager.held()) expect(lease.token).toBe(1);
+});
+
+it('acquires its share in batches: one acquireMany per batch, never one call per resource', async () => {
+  fleet = new Fleet({
+    resources: names(1200),
+    ttlMs: 2000,
+    heartbeatMs: 500,
+    reconcileMs: 1000,
+    batchSize: 250,
+  });
+  const w = await fleet.join();
+  expect(w.manager.held()).toHaveLength(1200);
+  expect(w.link.calls.acquireMany).toBe(Math.ceil(1200 / 250));
+  expect(w.link.calls.tryAcquire).toBe(1); // the membership lease
+});
