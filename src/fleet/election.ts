@@ -29,6 +29,12 @@ export interface Election {
   readonly lease: HeldLease | undefined;
   /** Steps down (releasing the lease so another candidate takes over at once) and stops campaigning. */
   stop(): Promise<void>;
+  /**
+   * Until `stop()`, a running election keeps the process alive like a listening server; `unref()`
+   * lets the process exit anyway (as `server.unref()` does), `ref()` undoes it.
+   */
+  unref(): Election;
+  ref(): Election;
 }
 
 /**
@@ -100,9 +106,10 @@ export function elect(options: ElectOptions): Election {
       () => true,
       () => false,
     );
-  const running = campaign();
+  const keepAlive = setInterval(() => undefined, 1 << 30);
+  const running = campaign().finally(() => clearInterval(keepAlive));
 
-  return {
+  const election: Election = {
     isLeader: () => current?.isValid() ?? false,
     get lease() {
       return current;
@@ -115,5 +122,14 @@ export function elect(options: ElectOptions): Election {
       await client.close();
       await running;
     },
+    unref() {
+      keepAlive.unref();
+      return election;
+    },
+    ref() {
+      keepAlive.ref();
+      return election;
+    },
   };
+  return election;
 }

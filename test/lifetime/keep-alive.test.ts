@@ -1,0 +1,82 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+import { SqliteStore } from '../../src/index.js';
+import { tempDir } from '../harness/processes.js';
+
+const script = fileURLToPath(new URL('./keep-alive-worker.mjs', import.meta.url));
+const dir = tempDir('leasehold-lifetime-');
+afterAll(() => dir.cleanup());
+let n = 0;
+
+interface Run {
+  readonly output: () => string;
+  readonly exited: Promise<number | null>;
+  readonly alive: () => boolean;
+  readonly kill: (signal: NodeJS.Signals) => void;
+}
+
+function run(kind: string, unref = false): { file: string; proc: Run } {
+  const file = `${dir.path}/life-${++n}.db`;
+  const child = spawn(process.execPath, [script, file, kind, ...(unref ? ['unref'] : [])], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  let done = false;
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      done = true;
+      resolve(code);
+    }),
+  );
+  return {
+    file,
+    proc: {
+      output: () => out,
+      exited,
+      alive: () => !done,
+      kill: (signal) => child.kill(signal),
+    },
+  };
+}
+
+const waitFor = async (what: () => boolean, ms = 10_000): Promise<void> => {
+  for (const end = Date.now() + ms; !what();) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+};
+
+it('a started manager keeps the process alive until SIGTERM, which releases everything', async () => {
+  const { file, proc } = run('manager');
+  await waitFor(() => proc.output().includes('started 2'));
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(proc.alive()).toBe(true);
+  proc.kill('SIGTERM');
+  await proc.exited;
+  const store = await SqliteStore.open(file);
+  try {
+    expect((await store.list({ prefix: 'job/' })).map((r) => r.owner)).toEqual(['', '']);
+  } finally {
+    await store.close();
+  }
+});
+
+it('manager.unref() lets the process exit once start() resolved', async () => {
+  const { proc } = run('manager', true);
+  expect(await proc.exited).toBe(0);
+  expect(proc.output()).toContain('started 2');
+});
+
+it('an election keeps the process alive until stopped; unref() lets it exit', async () => {
+  const { proc } = run('elect');
+  await waitFor(() => proc.output().includes('elected'));
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(proc.alive()).toBe(true);
+  proc.kill('SIGTERM');
+  expect(await proc.exited).toBe(0);
+  expect(proc.output()).toContain('stopped');
+  const unrefed = run('elect', true).proc;
+  expect(await unrefed.exited).toBe(0);
+});
