@@ -5,6 +5,7 @@ import { RedisStore } from '../../src/stores/redis/index.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisCluster, redisUnavailable } from '../harness/redis-server.js';
 import { describeServer } from '../harness/describe-server.js';
+import { scriptCalls } from './redis-command-calls.js';
 
 describeServer('redis store on a 3-master cluster', redisUnavailable(), () => {
   let cluster: RedisCluster;
@@ -36,6 +37,33 @@ describeServer('redis store on a 3-master cluster', redisUnavailable(), () => {
     expect(renewed.map((r) => r?.resource)).toEqual(reversed.map((l) => l.resource));
     const names = (await store.list({ prefix: 'r/' })).map((r) => r.resource);
     expect(names).toEqual(leases.map((l) => l.resource).sort());
+  });
+
+  it('acquireMany is one script call per shard across the masters, holders included', async () => {
+    const store = await open('many:');
+    const names = Array.from({ length: 1000 }, (_, i) => `m/${i}`);
+    const warm = await store.acquireMany(names.slice(0, 200), 'w', 60_000); // loads the script everywhere
+    const calls = async (): Promise<number> =>
+      (await Promise.all(cluster.nodes.map(scriptCalls))).reduce((a, b) => a + b, 0);
+
+    const before = await calls();
+    const outcomes = await store.acquireMany(names, 'a', 5000);
+    expect((await calls()) - before).toBe(16);
+    expect(outcomes.map((o) => o.resource)).toEqual(names);
+    outcomes.slice(0, 200).forEach((o, i) => {
+      expect(o.lease).toBeNull();
+      expect(o.holder).toEqual({
+        resource: o.resource,
+        owner: 'w',
+        token: 1,
+        expiresAt: warm[i]!.lease!.expiresAt,
+      });
+    });
+    expect(outcomes.slice(200).every((o) => o.lease?.owner === 'a' && o.lease.token === 1)).toBe(
+      true,
+    );
+    const page = await store.list({ prefix: 'm/', after: 'm/998', limit: 3 });
+    expect(page.map((r) => r.resource)).toEqual(['m/999']);
   });
 
   it('wakes a watcher when a lease is released through another node', async () => {

@@ -1,11 +1,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
-import { RedisStore } from '../../src/stores/redis/index.js';
+import { RedisStore, type RedisClient } from '../../src/stores/redis/index.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisServer, redisUnavailable } from '../harness/redis-server.js';
 import { describeServer } from '../harness/describe-server.js';
 import { rejection, sleep } from '../harness/expect-error.js';
+import { commandCalls, scriptCalls, serverMs } from './redis-command-calls.js';
 
 describe('redis store URLs', () => {
   it.each([
@@ -67,6 +68,9 @@ describeServer('redis store', redisUnavailable(), () => {
     expect(await server.cli('script', 'flush')).toBe('OK');
     expect(await store.renew(lease)).toMatchObject({ token: 1 });
     expect(await store.list()).toHaveLength(1);
+    expect(await server.cli('script', 'flush')).toBe('OK');
+    const [outcome] = await store.acquireMany(['job2'], 'a', 5000);
+    expect(outcome!.lease).toMatchObject({ resource: 'job2', token: 1 });
   });
 
   it('refuses to share a prefix between stores with different shard counts', async () => {
@@ -137,6 +141,131 @@ describeServer('redis store', redisUnavailable(), () => {
     } finally {
       redis.disconnect();
     }
+  });
+
+  it('acquireMany of 1,000 resources is one script call on one clock reading; bigger batches go in calls of 1,000', async () => {
+    const store = await open('prefix=count1:');
+    await store.acquireMany(['warm'], 'w', 5000); // layout checked, script loaded
+    const names = (from: number, n: number): string[] =>
+      Array.from({ length: n }, (_, i) => `job/${from + i}`);
+
+    const before = await commandCalls(server);
+    const outcomes = await store.acquireMany(names(0, 1000), 'a', 5000);
+    const after = await commandCalls(server);
+    const delta = (name: string): number => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+    expect(outcomes.every((o) => o.lease?.token === 1)).toBe(true);
+    expect(delta('evalsha') + delta('eval')).toBe(1);
+    expect(delta('time')).toBe(1);
+    expect(delta('hset')).toBe(1000);
+
+    // 2,500 names (the first 1,000 now held): three calls of at most 1,000, every answer in order.
+    const start = await scriptCalls(server);
+    const many = await store.acquireMany(names(0, 2500), 'b', 5000);
+    expect((await scriptCalls(server)) - start).toBe(3);
+    expect(many.map((o) => o.resource)).toEqual(names(0, 2500));
+    expect(many.slice(0, 1000).every((o) => o.lease === null && o.holder?.owner === 'a')).toBe(
+      true,
+    );
+    expect(many.slice(1000).every((o) => o.lease?.owner === 'b')).toBe(true);
+  });
+
+  it('sends the script calls of every shard of an acquireMany at once', async () => {
+    const redis = new Redis({ host: '127.0.0.1', port: server.port });
+    let calls = 0;
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const counted = async <T>(call: () => Promise<T>): Promise<T> => {
+      calls++;
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
+      try {
+        return await call();
+      } finally {
+        inFlight--;
+      }
+    };
+    const client: RedisClient = {
+      evalsha: (sha, numKeys, ...args) => counted(() => redis.evalsha(sha, numKeys, ...args)),
+      eval: (script, numKeys, ...args) => counted(() => redis.eval(script, numKeys, ...args)),
+      hmget: (key, ...fields) => redis.hmget(key, ...fields),
+      duplicate: () => redis.duplicate(),
+      quit: () => redis.quit(),
+      disconnect: () => redis.disconnect(),
+    };
+    try {
+      const store = await RedisStore.open(client, { prefix: 'count2:', shards: 4 });
+      const names = Array.from({ length: 1000 }, (_, i) => `job/${i}`);
+      await store.acquireMany(names.slice(0, 100), 'w', 5000); // the script is loaded
+      calls = 0;
+      maxInFlight = 0;
+      const outcomes = await store.acquireMany(names, 'a', 5000);
+      expect(calls).toBe(4);
+      expect(maxInFlight).toBe(4);
+      expect(outcomes.filter((o) => o.lease).length).toBe(900);
+      await store.close();
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('acquireMany decides expiry on the server clock, reports each holder exactly, and keeps records and tokens', async () => {
+    const store = await open('prefix=many1:');
+    const theirs = (await store.tryAcquire('held', 'b', 60_000))!;
+    await store.tryAcquire('lapsed', 'b', 150);
+    await sleep(250);
+
+    const before = await serverMs(server);
+    const outcomes = await store.acquireMany(['new', 'held', 'lapsed'], 'a', 5000);
+    const after = await serverMs(server);
+    expect(outcomes).toEqual([
+      { resource: 'new', lease: expect.objectContaining({ owner: 'a', token: 1, ttlMs: 5000 }) },
+      {
+        resource: 'held',
+        lease: null,
+        holder: { resource: 'held', owner: 'b', token: 1, expiresAt: theirs.expiresAt },
+      },
+      { resource: 'lapsed', lease: expect.objectContaining({ owner: 'a', token: 2 }) },
+    ]);
+    const expiresAt = outcomes[0]!.lease!.expiresAt;
+    expect(outcomes[2]!.lease!.expiresAt).toBe(expiresAt); // one clock reading per call
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 5000);
+    expect(expiresAt).toBeLessThanOrEqual(after + 5000);
+
+    for (const name of ['new', 'held', 'lapsed'])
+      expect(await server.cli('pttl', `many1:{0}r:${name}`)).toBe('-1');
+    expect((await server.cli('zrange', 'many1:{0}index', '0', '-1')).split('\n')).toEqual([
+      'held',
+      'lapsed',
+      'new',
+    ]);
+    await store.releaseMany(outcomes.flatMap((o) => (o.lease ? [o.lease] : [])));
+    const again = await store.acquireMany(['lapsed', 'new'], 'c', 5000);
+    expect(again.map((o) => o.lease?.token)).toEqual([3, 2]);
+  });
+
+  it('pages a sharded namespace with after, in code-point order, at every page size', async () => {
+    const store = await open('prefix=page1:&shards=4');
+    const sorted = ['Z', 'a', 'a%', 'a_', 'aa', 'ab', 'b', 'é', '\uffff', '🚀'];
+    await store.acquireMany([...sorted].reverse(), 'o', 5000);
+    expect((await store.list()).map((r) => r.resource)).toEqual(sorted);
+    for (const limit of [1, 2, 3, 4]) {
+      const seen: string[] = [];
+      let after = '';
+      for (let pages = 0; pages < 20; pages++) {
+        const page = await store.list({ limit, after });
+        seen.push(...page.map((r) => r.resource));
+        if (page.length < limit) break;
+        after = page.at(-1)!.resource;
+      }
+      expect(seen, `limit ${limit}`).toEqual(sorted);
+    }
+    const names = async (prefix: string, after: string, limit?: number): Promise<string[]> =>
+      (await store.list({ prefix, after, limit })).map((r) => r.resource);
+    expect(await names('a', 'A')).toEqual(['a', 'a%', 'a_', 'aa', 'ab']); // after sorts before the prefix
+    expect(await names('a', 'a')).toEqual(['a%', 'a_', 'aa', 'ab']);
+    expect(await names('a', 'a_', 1)).toEqual(['aa']);
+    expect(await names('a', 'b')).toEqual([]);
+    expect(await names('', '\uffff')).toEqual(['🚀']); // byte order, not UTF-16 order
+    expect(await names('', '🚀')).toEqual([]);
   });
 
   it('wakes watchers of a matching prefix on release, and only them', async () => {

@@ -42,6 +42,37 @@ return {token, expiresAt}
 );
 
 /**
+ * KEYS: index, then one record per resource. ARGV: owner, ttlMs, byte length of the record key
+ * prefix (what follows it in a record key is the resource name). ACQUIRE for each record, on one
+ * clock reading. Returns three values per record: '', token, expiresAt when granted; the holder's
+ * owner, token, expiresAt when a live lease stood in the way.
+ */
+export const ACQUIRE_MANY = script(
+  'acquireMany',
+  `${NOW}
+local expiresAt = now + tonumber(ARGV[2])
+local expires = string.format('%d', expiresAt)
+local skip = tonumber(ARGV[3]) + 1
+local out = {}
+for i = 2, #KEYS do
+  local r = redis.call('HMGET', KEYS[i], 'owner', 'token', 'expiresAt')
+  local owner = r[1] or ''
+  local n = #out
+  if owner ~= '' and (tonumber(r[3]) or 0) >= now then
+    out[n + 1], out[n + 2], out[n + 3] = owner, r[2] or '0', r[3]
+  else
+    local token = (tonumber(r[2]) or 0) + 1
+    redis.call('HSET', KEYS[i], 'owner', ARGV[1], 'token', string.format('%d', token),
+      'expiresAt', expires)
+    redis.call('ZADD', KEYS[1], 0, string.sub(KEYS[i], skip))
+    out[n + 1], out[n + 2], out[n + 3] = '', token, expiresAt
+  end
+end
+return out
+`,
+);
+
+/**
  * KEYS: one record per lease. ARGV: owner, token, ttlMs for each lease, in KEYS order.
  * Extends each record still held by that owner and token. Returns the new expiresAt per lease, 0 when not ours.
  */

@@ -2,29 +2,36 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/open-store.js';
 import {
-  compareResources,
-  prefixEnd,
   StoreBase,
+  type AcquireOutcome,
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
-import { MAX_SCRIPT_LEASES, runScript, withDeadline, type RedisClient } from './redis-client.js';
+import {
+  MAX_ACQUIRE_KEYS,
+  MAX_SCRIPT_LEASES,
+  runScript,
+  withDeadline,
+  type RedisClient,
+} from './redis-client.js';
 import { connectRedis } from './redis-connect.js';
 import { mapRedisError } from './redis-errors.js';
 import { RedisKeys } from './redis-keys.js';
+import { listRange, mergePages } from './redis-list.js';
 import {
   resolveRedisOptions,
   type RedisStoreOptions,
   type ResolvedRedisOptions,
 } from './redis-options.js';
-import { ACQUIRE, LAYOUT, LIST, RELEASE_MANY, RENEW_MANY } from './redis-scripts.js';
+import { ACQUIRE, ACQUIRE_MANY, LAYOUT, LIST, RELEASE_MANY, RENEW_MANY } from './redis-scripts.js';
 import { parseRedisUrl, type RedisTarget } from './redis-url.js';
 import { RedisWatch, type Unwatch } from './redis-watch.js';
 
 /**
  * Leases in Redis (a single server or a Redis Cluster) through ioredis. Every transition is one
  * Lua script that reads the server's `TIME`, so expiry is decided on the store's clock. Batches
- * and `list` cost one script call per shard (one in all on a single server); releases are
+ * and `list` cost one script call per shard (one in all on a single server, up to 1,000 resources
+ * for `acquireMany`, 10,000 leases for `renewMany` / `releaseMany`), all sent at once; releases are
  * published so `watch` listeners wake at once.
  */
 export class RedisStore extends StoreBase {
@@ -122,17 +129,53 @@ export class RedisStore extends StoreBase {
     return { resource, owner, token, expiresAt: Number(reply[1]), ttlMs };
   }
 
+  /** One ACQUIRE_MANY call per shard and 1,000 resources; a blocked outcome carries its holder. */
+  protected override async doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    return this.perShard(
+      'acquireMany',
+      resources,
+      itself,
+      MAX_ACQUIRE_KEYS,
+      async (group, shard) => {
+        const recordPrefix = this.keys.recordPrefix(shard);
+        const reply = (await runScript(
+          this.client,
+          ACQUIRE_MANY,
+          [this.keys.index(shard), ...group.map((resource) => recordPrefix + resource)],
+          [owner, ttlMs, Buffer.byteLength(recordPrefix)],
+        )) as (string | number)[];
+        return group.map((resource, k): AcquireOutcome => {
+          const holder = String(reply[3 * k]);
+          const token = Number(reply[3 * k + 1]);
+          const expiresAt = Number(reply[3 * k + 2]);
+          if (holder === '')
+            return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
+          return { resource, lease: null, holder: { resource, owner: holder, token, expiresAt } };
+        });
+      },
+    );
+  }
+
   protected async doRenewMany(
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
-    const expiries = await this.perShard('renewMany', leases, (group) =>
-      runScript(
-        this.client,
-        RENEW_MANY,
-        group.map((l) => this.keys.record(l.resource)),
-        group.flatMap((l) => [l.owner, String(l.token), ttlMs ?? l.ttlMs]),
-      ),
+    const expiries = await this.perShard(
+      'renewMany',
+      leases,
+      resourceOf,
+      MAX_SCRIPT_LEASES,
+      (group) =>
+        runScript(
+          this.client,
+          RENEW_MANY,
+          group.map((l) => this.keys.record(l.resource)),
+          group.flatMap((l) => [l.owner, String(l.token), ttlMs ?? l.ttlMs]),
+        ) as Promise<unknown[]>,
     );
     return leases.map((lease, i) => {
       const expiresAt = Number(expiries[i]);
@@ -142,13 +185,18 @@ export class RedisStore extends StoreBase {
   }
 
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    const released = await this.perShard('releaseMany', leases, (group) =>
-      runScript(
-        this.client,
-        RELEASE_MANY,
-        group.map((l) => this.keys.record(l.resource)),
-        [this.keys.channel, ...group.flatMap((l) => [l.owner, String(l.token), l.resource])],
-      ),
+    const released = await this.perShard(
+      'releaseMany',
+      leases,
+      resourceOf,
+      MAX_SCRIPT_LEASES,
+      (group) =>
+        runScript(
+          this.client,
+          RELEASE_MANY,
+          group.map((l) => this.keys.record(l.resource)),
+          [this.keys.channel, ...group.flatMap((l) => [l.owner, String(l.token), l.resource])],
+        ) as Promise<unknown[]>,
     );
     return released.map((r) => Number(r) === 1);
   }
@@ -166,11 +214,14 @@ export class RedisStore extends StoreBase {
     };
   }
 
-  /** One script per shard reads names in byte order with their records; shards are merged here. */
-  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
-    const end = prefixEnd(prefix);
-    const min = prefix === '' ? '-' : `[${prefix}`;
-    const max = end === undefined ? '+' : `(${end}`;
+  /**
+   * One script per shard reads up to `limit` names past `after` in byte order with their records;
+   * the shards' pages are merged in order here and cut to `limit`.
+   */
+  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    const range = listRange(prefix, after);
+    if (range === undefined) return [];
+    const { min, max } = range;
     const shards = Array.from({ length: this.keys.shards }, (_, shard) => shard);
     const replies = await this.call('list', () =>
       Promise.all(
@@ -184,19 +235,19 @@ export class RedisStore extends StoreBase {
         ),
       ),
     );
-    const records: LeaseRecord[] = [];
-    for (const reply of replies as string[][]) {
+    const pages = (replies as string[][]).map((reply) => {
+      const page: LeaseRecord[] = [];
       for (let i = 0; i + 3 < reply.length; i += 4) {
-        records.push({
+        page.push({
           resource: reply[i]!,
           owner: reply[i + 1]!,
           token: Number(reply[i + 2]),
           expiresAt: Number(reply[i + 3]),
         });
       }
-    }
-    if (this.keys.shards > 1) records.sort((a, b) => compareResources(a.resource, b.resource));
-    return records.slice(0, limit);
+      return page;
+    });
+    return pages.length === 1 ? pages[0]! : mergePages(pages, limit);
   }
 
   protected async doClose(): Promise<void> {
@@ -219,33 +270,40 @@ export class RedisStore extends StoreBase {
   }
 
   /**
-   * Runs `script` once per shard the leases fall in (per 10,000 leases of a shard), concurrently,
-   * and puts the per-lease replies back in input order. A lease listed twice is answered in input
-   * order: its shard's calls go out in order on one connection.
+   * Runs `script` once per shard the items fall in (per `maxPerCall` items of a shard), all calls
+   * sent at once (pipelined on each node's connection), and puts the per-item answers back in
+   * input order. An item listed twice is answered in input order: its shard's calls go out in
+   * order on one connection.
    */
-  private async perShard<T extends LeaseRef>(
+  private async perShard<T, R>(
     operation: string,
-    leases: readonly T[],
-    script: (group: T[]) => Promise<unknown>,
-  ): Promise<unknown[]> {
+    items: readonly T[],
+    resource: (item: T) => string,
+    maxPerCall: number,
+    script: (group: T[], shard: number) => Promise<R[]>,
+  ): Promise<R[]> {
     const groups = new Map<number, number[]>();
-    leases.forEach((lease, i) => {
-      const shard = this.keys.shardOf(lease.resource);
+    items.forEach((item, i) => {
+      const shard = this.keys.shardOf(resource(item));
       const group = groups.get(shard);
       if (group) group.push(i);
       else groups.set(shard, [i]);
     });
-    const chunks = [...groups.values()].flatMap((indexes) =>
-      Array.from({ length: Math.ceil(indexes.length / MAX_SCRIPT_LEASES) }, (_, k) =>
-        indexes.slice(k * MAX_SCRIPT_LEASES, (k + 1) * MAX_SCRIPT_LEASES),
-      ),
+    const calls = [...groups].flatMap(([shard, indexes]) =>
+      Array.from({ length: Math.ceil(indexes.length / maxPerCall) }, (_, k) => ({
+        shard,
+        indexes: indexes.slice(k * maxPerCall, (k + 1) * maxPerCall),
+      })),
     );
-    const out = new Array<unknown>(leases.length);
+    const out = new Array<R>(items.length);
     await this.call(operation, () =>
       Promise.all(
-        chunks.map(async (indexes) => {
-          const replies = (await script(indexes.map((i) => leases[i]!))) as unknown[];
-          indexes.forEach((leaseIndex, k) => (out[leaseIndex] = replies[k]));
+        calls.map(async ({ shard, indexes }) => {
+          const replies = await script(
+            indexes.map((i) => items[i]!),
+            shard,
+          );
+          indexes.forEach((itemIndex, k) => (out[itemIndex] = replies[k]!));
         }),
       ),
     );
@@ -277,6 +335,9 @@ export class RedisStore extends StoreBase {
 
 /** What a release compares: the lease's resource, owner and token. */
 type LeaseRef = Pick<Lease, 'resource' | 'owner' | 'token'>;
+
+const itself = (resource: string): string => resource;
+const resourceOf = (lease: LeaseRef): string => lease.resource;
 
 function pickRecord(lease: Lease): LeaseRef {
   return { resource: lease.resource, owner: lease.owner, token: lease.token };

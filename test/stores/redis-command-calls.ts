@@ -1,0 +1,25 @@
+import type { RedisServer } from '../harness/redis-server.js';
+
+/**
+ * How many times the server has run each command (`INFO commandstats`): what a store really
+ * sent, counted on the server. Commands a script runs are counted too, under their own names.
+ */
+export async function commandCalls(server: RedisServer): Promise<Map<string, number>> {
+  const info = await server.cli('info', 'commandstats');
+  const calls = new Map<string, number>();
+  for (const [, name, count] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
+    calls.set(name!, Number(count));
+  return calls;
+}
+
+/** Script calls (EVALSHA + EVAL) the server has run so far. */
+export async function scriptCalls(server: RedisServer): Promise<number> {
+  const calls = await commandCalls(server);
+  return (calls.get('evalsha') ?? 0) + (calls.get('eval') ?? 0);
+}
+
+/** The server's own clock (`TIME`) in ms since the epoch. */
+export async function serverMs(server: RedisServer): Promise<number> {
+  const [seconds, micros] = (await server.cli('time')).split('\n').map(Number);
+  return seconds! * 1000 + Math.floor(micros! / 1000);
+}
