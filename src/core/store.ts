@@ -37,7 +37,7 @@ export interface AcquireOutcome {
   readonly lease: Lease | null;
   /**
    * When `lease` is `null`: the live record that stood in the way, if the store could tell in the
-   * same round trip (every built-in store does except DynamoDB).
+   * same round trip (every built-in store does; DynamoDB only where the endpoint returns the failed item, which dynalite does not).
    */
   readonly holder?: LeaseRecord;
 }

@@ -19,6 +19,8 @@ let server: DynaliteServer;
 let raw: DynamoDBClient;
 let tables = 0;
 const freshTable = (): string => `ddb_${process.pid}_${++tables}`;
+/** The update expression of an acquire, which tells it apart from renew and release. */
+const ACQUIRE_UPDATE = 'SET #o = :owner, #e = :expiresAt, #t = if_not_exists(#t, :zero) + :one';
 
 async function failure(promise: Promise<unknown>): Promise<LeaseError> {
   const error = await promise.then(
@@ -46,6 +48,48 @@ function countingClient(inner: DynamodbClient) {
     },
   };
   return { client, state };
+}
+
+/**
+ * A real client around which `around` runs each command: it may send it (with `send`), more than
+ * once, and look at or add to what comes back.
+ */
+function wrappedClient(
+  inner: DynamodbClient,
+  around: (command: { input?: Record<string, unknown> }, send: () => Promise<unknown>) => unknown,
+): DynamodbClient {
+  return {
+    send: async (command, options) =>
+      around(command as { input?: Record<string, unknown> }, () => inner.send(command, options)),
+  };
+}
+
+const isUpdate = (command: object): boolean => command.constructor.name === 'UpdateItemCommand';
+
+/**
+ * What DynamoDB does and dynalite does not: a failed condition of a request with
+ * `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` carries the item that failed it (read here
+ * right after, consistently, with nothing else writing).
+ */
+async function withFailedItem(
+  command: { input?: Record<string, unknown> },
+  send: () => Promise<unknown>,
+): Promise<unknown> {
+  try {
+    return await send();
+  } catch (error) {
+    const input = command.input ?? {};
+    if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+    if (input.ReturnValuesOnConditionCheckFailure !== 'ALL_OLD') throw error;
+    const { Item } = await raw.send(
+      new GetItemCommand({
+        TableName: input.TableName as string,
+        Key: input.Key as never,
+        ConsistentRead: true,
+      }),
+    );
+    throw Object.assign(error as Error, { Item });
+  }
 }
 
 describeServer('DynamoDB store', dynaliteUnavailable(), () => {
@@ -209,6 +253,105 @@ describeServer('DynamoDB store', dynaliteUnavailable(), () => {
       // The same lease twice: the first release wins, the second (sent after it) finds it gone.
       const released = await store.releaseMany([leases[1]!, leases[2]!, leases[1]!]);
       expect(released).toEqual([true, true, false]);
+      await store.close();
+    });
+  });
+
+  describe('acquireMany', () => {
+    it('sends one UpdateItem per resource, at most `concurrency` in flight, answers in order', async () => {
+      const table = freshTable();
+      const { client, state } = countingClient(raw);
+      const store = await DynamodbStore.open(client, { table, createTable: true, concurrency: 8 });
+      await store.tryAcquire('m017', 'b', 60_000);
+      state.counts.clear();
+      state.maxInFlight = 0;
+      const names = Array.from({ length: 200 }, (_, i) => `m${String(i).padStart(3, '0')}`);
+      const outcomes = await store.acquireMany(names, 'a', 5000);
+      expect(Object.fromEntries(state.counts)).toEqual({ UpdateItemCommand: 200 });
+      expect(state.maxInFlight).toBe(8);
+      expect(outcomes.map((o) => o.resource)).toEqual(names);
+      expect(outcomes.filter((o) => o.lease?.token === 1)).toHaveLength(199);
+      // dynalite ignores ReturnValuesOnConditionCheckFailure: a refusal without its holder.
+      expect(outcomes[17]).toEqual({ resource: 'm017', lease: null });
+      await store.close();
+    });
+
+    it('reports the holder where the endpoint returns the item that failed the condition', async () => {
+      const table = freshTable();
+      const client = wrappedClient(raw, withFailedItem);
+      const store = await DynamodbStore.open(client, { table, createTable: true });
+      const theirs = (await store.tryAcquire('h/1', 'b', 60_000))!;
+      const outcomes = await store.acquireMany(['h/0', 'h/1'], 'a', 5000);
+      expect(outcomes[0]!.lease).toMatchObject({ owner: 'a', token: 1 });
+      expect(outcomes[0]!.holder).toBeUndefined();
+      expect(outcomes[1]).toEqual({
+        resource: 'h/1',
+        lease: null,
+        holder: { resource: 'h/1', owner: 'b', token: 1, expiresAt: theirs.expiresAt },
+      });
+      expect(await store.tryAcquire('h/1', 'a', 5000)).toBeNull();
+      await store.close();
+    });
+
+    it.each([
+      ['reads the record back', false, 1],
+      ['takes the item from the failed condition', true, 0],
+    ])(
+      'recognises updates whose answer was lost and that the SDK sent again: %s',
+      async (_, itemOnFailure, getsPerResource) => {
+        const table = freshTable();
+        const gets = { n: 0 };
+        // The first attempt lands but its answer is lost; the retry fails its condition.
+        const client = wrappedClient(raw, async (command, send) => {
+          if (command.constructor.name === 'GetItemCommand') gets.n++;
+          if (!isUpdate(command) || command.input?.UpdateExpression !== ACQUIRE_UPDATE)
+            return send();
+          await send();
+          const again = itemOnFailure ? withFailedItem(command, send) : send();
+          return again.catch((error: unknown) => {
+            throw Object.assign(error as Error, { $metadata: { attempts: 2 } });
+          });
+        });
+        const store = await DynamodbStore.open(client, { table, createTable: true });
+        await store.tryAcquire('l/2', 'b', 60_000); // sent twice: its retry finds b's own write
+        gets.n = 0;
+        const outcomes = await store.acquireMany(['l/0', 'l/1', 'l/2'], 'a', 5000);
+        expect(outcomes.map((o) => o.lease?.token ?? null)).toEqual([1, 1, null]);
+        expect(outcomes.map((o) => o.lease?.owner ?? null)).toEqual(['a', 'a', null]);
+        // l/2 fails its condition at the first attempt, which is not retried: no read for it.
+        expect(gets.n).toBe(2 * getsPerResource);
+        await store.close();
+      },
+    );
+  });
+
+  describe('list', () => {
+    it('pages after a resource in code-point order, reading the whole table for each page', async () => {
+      const table = freshTable();
+      const scans: { Count?: number; ScannedCount?: number }[] = [];
+      const client = wrappedClient(raw, async (command, send) => {
+        const answer = await send();
+        if (command.constructor.name === 'ScanCommand') scans.push(answer as never);
+        return answer;
+      });
+      const store = await DynamodbStore.open(client, { table, createTable: true });
+      const before = Array.from({ length: 300 }, (_, i) => `a/${String(i).padStart(3, '0')}`);
+      const names = ['b', '\u{10000}', '\ue000', '\uffff', 'b/x', 'ba'];
+      await store.acquireMany([...before, ...names], 'a', 60_000);
+      const all = (await store.list({ after: 'a/299' })).map((r) => r.resource);
+      expect(all).toEqual(['b', 'b/x', 'ba', '\ue000', '\uffff', '\u{10000}']);
+      // dynalite orders strings by UTF-16 units, where U+10000 sorts before U+FFFF: the server
+      // filter must not drop what sorts after in code-point order.
+      expect((await store.list({ after: '\uffff' })).map((r) => r.resource)).toEqual(['\u{10000}']);
+      expect((await store.list({ prefix: 'b', after: 'b/x', limit: 1 }))[0]!.resource).toBe('ba');
+      expect(await store.list({ prefix: 'b', after: 'c' })).toEqual([]);
+
+      scans.length = 0;
+      const page = await store.list({ prefix: 'a/', after: 'a/297' });
+      expect(page.map((r) => r.resource)).toEqual(['a/298', 'a/299']);
+      const sum = (key: 'Count' | 'ScannedCount') => scans.reduce((n, s) => n + (s[key] ?? 0), 0);
+      expect(sum('ScannedCount')).toBe(306); // every item is read (and charged) ...
+      expect(sum('Count')).toBe(3); // ... and only those from `after` on come back
       await store.close();
     });
   });

@@ -55,6 +55,32 @@ describeServer('etcd store', etcdUnavailable(), () => {
     );
   };
 
+  /** gRPC calls the server has started since it began, by method (`Txn`, `LeaseGrant`, …). */
+  const rpcsStarted = async (): Promise<Record<string, number>> => {
+    const response = await fetch(`http://${etcd.members[0]!.endpoint}/metrics`, {
+      signal: AbortSignal.timeout(2000),
+    });
+    const out: Record<string, number> = {};
+    for (const [, labels, value] of (await response.text()).matchAll(
+      /^grpc_server_started_total\{([^}]*)\} (\S+)$/gm,
+    )) {
+      const method = /grpc_method="([^"]+)"/.exec(labels!)![1]!;
+      out[method] = (out[method] ?? 0) + Number(value);
+    }
+    return out;
+  };
+  /** The gRPC calls `work` made the server start, by method, leaving out methods it did not call. */
+  const rpcsOf = async (work: () => Promise<unknown>): Promise<Record<string, number>> => {
+    const before = await rpcsStarted();
+    await work();
+    const after = await rpcsStarted();
+    return Object.fromEntries(
+      Object.entries(after)
+        .map(([method, n]) => [method, n - (before[method] ?? 0)] as const)
+        .filter(([, n]) => n !== 0),
+    );
+  };
+
   beforeAll(async () => {
     etcd = await EtcdCluster.start();
     raw = new Etcd3({ hosts: `http://${etcd.members[0]!.endpoint}` });
@@ -184,9 +210,9 @@ describeServer('etcd store', etcdUnavailable(), () => {
     const retried = await raw.kv.txn(txn);
     expect(first.succeeded).toBe(true);
     expect(retried.succeeded).toBe(false);
-    expect(acquiredToken(first, 'a', nonce)).toBe(1);
-    expect(acquiredToken(retried, 'a', nonce)).toBe(1);
-    expect(acquiredToken(retried, 'a', Buffer.from('another call'))).toBeUndefined();
+    expect(acquiredToken(first, keys, 'a', nonce)).toBe(1);
+    expect(acquiredToken(retried, keys, 'a', nonce)).toBe(1);
+    expect(acquiredToken(retried, keys, 'a', Buffer.from('another call'))).toBeUndefined();
   });
 
   it('watch tells acquired, released and expired apart, under a prefix, until unsubscribed', async () => {
@@ -209,6 +235,111 @@ describeServer('etcd store', etcdUnavailable(), () => {
     await store.tryAcquire('w/late', 'a', 5000);
     await sleep(100);
     expect(events).toHaveLength(4);
+  });
+
+  describe('acquireMany', () => {
+    // One acquire is a transaction whose longest list is its 3 puts; etcd counts an outer
+    // transaction of n nested ones as n + 3 operations, so n = maxTxnOps − 3 per round trip.
+    const txnsFor = (resources: number, maxTxnOps: number): number =>
+      Math.ceil(resources / (maxTxnOps - 3));
+
+    it('takes 1,000 resources in ⌈1000 / (maxTxnOps − 3)⌉ transactions and one lease grant', async () => {
+      const store = await open('/many1/');
+      const names = Array.from({ length: 1000 }, (_, i) => `r/${i}`);
+      let outcomes: Awaited<ReturnType<typeof store.acquireMany>> = [];
+      const first = await rpcsOf(async () => {
+        outcomes = await store.acquireMany(names, 'a', 5000);
+      });
+      expect(txnsFor(1000, 128)).toBe(8);
+      expect(first).toEqual({ Txn: 8, LeaseGrant: 1 });
+      expect(outcomes.every((o) => o.lease?.token === 1)).toBe(true);
+
+      // The owner's lease is reused as a single acquire reuses it: one keep-alive beside the batch.
+      const more = names.map((n) => `s/${n}`);
+      const second = await rpcsOf(() => store.acquireMany(more, 'a', 5000));
+      expect(second).toEqual({ Txn: 8, LeaseKeepAlive: 1 });
+      const holds = Object.entries(await keysUnder('/many1/')).filter(([k]) => k.endsWith('|h'));
+      expect(holds).toHaveLength(2000);
+      expect(new Set(holds.map(([, [lease]]) => lease)).size).toBe(1);
+
+      // The same work one resource at a time: a transaction per resource.
+      const singles = names.slice(0, 100).map((n) => `t/${n}`);
+      const one = await rpcsOf(async () => {
+        for (const name of singles) await store.tryAcquire(name, 'a', 5000);
+      });
+      expect(one.Txn).toBe(100);
+    });
+
+    it('splits by a smaller maxTxnOps, and answers refused resources with their holder', async () => {
+      const store = await open('/many2/', '&maxTxnOps=8');
+      const theirs = (await store.tryAcquire('r/7', 'b', 5000))!;
+      const names = Array.from({ length: 100 }, (_, i) => `r/${i}`);
+      let outcomes: Awaited<ReturnType<typeof store.acquireMany>> = [];
+      const rpcs = await rpcsOf(async () => {
+        outcomes = await store.acquireMany(names, 'a', 5000);
+      });
+      expect(rpcs.Txn).toBe(txnsFor(100, 8));
+      expect(rpcs.Txn).toBe(20);
+      expect(outcomes.map((o) => o.resource)).toEqual(names);
+      expect(outcomes.filter((o) => o.lease).length).toBe(99);
+      expect(outcomes[7]).toEqual({
+        resource: 'r/7',
+        lease: null,
+        holder: { resource: 'r/7', owner: 'b', token: 1, expiresAt: theirs.expiresAt },
+      });
+      // A resource the same owner already holds is refused too, and reported as its own.
+      const again = await store.acquireMany(['r/0', 'r/100'], 'a', 5000);
+      expect(again[0]).toEqual({
+        resource: 'r/0',
+        lease: null,
+        holder: {
+          resource: 'r/0',
+          owner: 'a',
+          token: 1,
+          expiresAt: outcomes[0]!.lease!.expiresAt,
+        },
+      });
+      expect(again[1]!.lease).toMatchObject({ owner: 'a', token: 1 });
+      expect(again[1]!.holder).toBeUndefined();
+    });
+
+    it('after etcd revoked the owner lease it meant to reuse, starts once more on a fresh one', async () => {
+      const store = await open('/many3/');
+      const before = await store.acquireMany(['x/1', 'x/2'], 'a', 5000);
+      const lease = (await keysUnder('/many3/'))['x/1|h']![0];
+      await raw.leaseClient.leaseRevoke({ ID: lease });
+      expect(await store.get('x/1')).toMatchObject({ owner: 'a', token: 1 });
+      let outcomes: Awaited<ReturnType<typeof store.acquireMany>> = [];
+      const rpcs = await rpcsOf(async () => {
+        outcomes = await store.acquireMany(['x/1', 'x/2', 'x/3'], 'a', 5000);
+      });
+      expect(outcomes.map((o) => o.lease?.token)).toEqual([2, 2, 1]);
+      expect(rpcs).toEqual({ Txn: 2, LeaseKeepAlive: 1, LeaseGrant: 1 });
+      const held = await keysUnder('/many3/');
+      expect(held['x/1|h']![0]).not.toBe(lease);
+      expect(new Set(['x/1|h', 'x/2|h', 'x/3|h'].map((k) => held[k]![0])).size).toBe(1);
+      expect(await store.renewMany(before.map((o) => o.lease!))).toEqual([null, null]);
+    });
+  });
+
+  it('lists after a resource in code-point order, reading only from there', async () => {
+    const store = await open('/after1/');
+    const names = ['b', '\u{10000}', '\ue000', '\uffff', 'b/x', 'ba'];
+    const before = Array.from({ length: 1000 }, (_, i) => `a/${String(i).padStart(3, '0')}`);
+    await store.acquireMany([...before, ...names], 'a', 5000);
+    const all = (await store.list({ after: 'a/999' })).map((r) => r.resource);
+    expect(all).toEqual(['b', 'b/x', 'ba', '\ue000', '\uffff', '\u{10000}']);
+    expect((await store.list({ after: '\uffff' })).map((r) => r.resource)).toEqual(['\u{10000}']);
+    expect((await store.list({ after: 'b' })).map((r) => r.resource)).toEqual(all.slice(1));
+    expect((await store.list({ prefix: 'b', after: 'b/x', limit: 1 }))[0]!.resource).toBe('ba');
+    expect(await store.list({ prefix: 'b', after: 'c' })).toEqual([]);
+    expect((await store.list({ prefix: 'a/', after: 'a/997' })).map((r) => r.resource)).toEqual([
+      'a/998',
+      'a/999',
+    ]);
+    // The 3,000 keys of the resources before `after` are not read: one short range is the page.
+    const rpcs = await rpcsOf(() => store.list({ after: 'a/999', limit: 5 }));
+    expect(rpcs).toEqual({ Range: 1 });
   });
 
   it('uses an Etcd3 client it was given and leaves it open', async () => {

@@ -1,4 +1,5 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { Item } from './dynamodb-driver.js';
 
 /** How to make the table, for every message about a missing one. */
 export function createTableHint(table: string): string {
@@ -97,6 +98,16 @@ export function mapDynamodbError(
 /** A failed condition: the answer "not yours" / "held by someone else", not an error. */
 export function isConditionFailed(error: unknown): boolean {
   return (error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
+}
+
+/**
+ * The item that failed a condition, when the request asked for it with
+ * `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` and the endpoint honours that (DynamoDB does;
+ * dynalite does not).
+ */
+export function conditionItem(error: unknown): Item | undefined {
+  const item = (error as { Item?: unknown } | null)?.Item;
+  return typeof item === 'object' && item !== null ? (item as Item) : undefined;
 }
 
 /** Whether a `CreateTable` failed because the table exists already (another process made it). */

@@ -22,7 +22,10 @@ export interface DynamodbStoreOptions {
   requestTimeoutMs?: number;
   /** Create the table (on-demand capacity) when it is missing, and wait until it is active. @default false */
   createTable?: boolean;
-  /** How many per-lease updates `renewMany` / `releaseMany` keep in flight at once. @default 16 */
+  /**
+   * How many per-resource updates `acquireMany` / `renewMany` / `releaseMany` keep in flight at
+   * once. @default 16
+   */
   concurrency?: number;
   /** Where "now" comes from when writing and judging `expiresAt`. @default the system clock */
   clock?: Pick<Clock, 'now'>;

@@ -22,7 +22,9 @@ const num = (value: number): { N: string } => ({ N: String(value) });
 /**
  * Acquire: the item is absent, released, or expired by more than the allowed skew
  * (`expiresAt + skew < now`, written `expiresAt < now − skew`). The token is bumped in the same
- * update (`if_not_exists` starts a new item at 0) and comes back with `UPDATED_NEW`.
+ * update (`if_not_exists` starts a new item at 0) and comes back with `UPDATED_NEW`. When the
+ * condition fails, DynamoDB puts the item that failed it on the error (`ALL_OLD`, no read capacity
+ * consumed); emulators that ignore the parameter (dynalite) simply leave it off.
  */
 export function acquireRequest(
   table: string,
@@ -46,6 +48,7 @@ export function acquireRequest(
       ':cutoff': num(cutoff),
     },
     ReturnValues: 'UPDATED_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }
 
@@ -89,20 +92,52 @@ export function getRequest(table: string, resource: string): object {
   return { TableName: table, Key: key(resource), ConsistentRead: true };
 }
 
-/** One page of a consistent scan, filtered to resources starting with `prefix` when there is one. */
-export function scanRequest(table: string, prefix: string, startKey: Item | undefined): object {
+/**
+ * One page of a consistent scan, filtered to resources starting with `prefix` and at or after
+ * `floor` (each when not `''`). The filter only trims what comes back: a scan reads, and is
+ * charged for, every item of every page it visits.
+ */
+export function scanRequest(
+  table: string,
+  prefix: string,
+  floor: string,
+  startKey: Item | undefined,
+): object {
+  const conditions: string[] = [];
+  const values: Item = {};
+  if (prefix !== '') {
+    conditions.push('begins_with(#r, :prefix)');
+    values[':prefix'] = { S: prefix };
+  }
+  if (floor !== '') {
+    conditions.push('#r >= :floor');
+    values[':floor'] = { S: floor };
+  }
   return {
     TableName: table,
     ConsistentRead: true,
     ExclusiveStartKey: startKey,
-    ...(prefix === ''
+    ...(conditions.length === 0
       ? {}
       : {
-          FilterExpression: 'begins_with(#r, :prefix)',
+          FilterExpression: conditions.join(' AND '),
           ExpressionAttributeNames: { '#r': NAMES['#r'] },
-          ExpressionAttributeValues: { ':prefix': { S: prefix } },
+          ExpressionAttributeValues: values,
         }),
   };
+}
+
+/**
+ * A lower bound for a server-side filter on resources that sort after `after` in code-point
+ * order: `after` cut before its first character at or above U+D800. DynamoDB compares strings
+ * by their UTF-8 bytes (code-point order), but dynalite compares JavaScript strings (UTF-16 code
+ * units), and the two orders differ only between a surrogate pair (U+10000 and up) and
+ * U+E000–U+FFFF. Below U+D800 both agree, so every resource after `after` is at or above this
+ * floor in either order; the exact `after` test is made here, in code-point order.
+ */
+export function scanFloor(after: string): string {
+  const cut = after.search(/[\uD800-\uFFFF]/);
+  return cut === -1 ? after : after.slice(0, cut);
 }
 
 export function describeTableRequest(table: string): object {

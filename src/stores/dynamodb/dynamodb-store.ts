@@ -2,7 +2,12 @@ import { withDeadline } from '../../core/deadline.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/open-store.js';
-import { compareResources, StoreBase, type StoreCapabilities } from '../../core/store.js';
+import {
+  compareResources,
+  StoreBase,
+  type AcquireOutcome,
+  type StoreCapabilities,
+} from '../../core/store.js';
 import { runInOrder } from './dynamodb-batch.js';
 import {
   createClient,
@@ -12,7 +17,12 @@ import {
   type DynamodbModule,
   type Item,
 } from './dynamodb-driver.js';
-import { isConditionFailed, mapDynamodbError, wasRetried } from './dynamodb-errors.js';
+import {
+  conditionItem,
+  isConditionFailed,
+  mapDynamodbError,
+  wasRetried,
+} from './dynamodb-errors.js';
 import {
   resolveConnectOptions,
   resolveDynamodbOptions,
@@ -25,6 +35,7 @@ import {
   getRequest,
   releaseRequest,
   renewRequest,
+  scanFloor,
   scanRequest,
   toRecord,
 } from './dynamodb-requests.js';
@@ -49,11 +60,14 @@ import { parseDynamodbUrl, redactEndpoint, type DynamodbTarget } from './dynamod
  * The SDK retries timeouts and dropped connections itself, within `requestTimeoutMs`. A renew
  * sent twice succeeds twice (it compares owner and token, nothing that the first one changed);
  * an acquire or release whose earlier attempt landed fails its condition on the retry and reads
- * the record back once to recognise its own write.
+ * the record back once to recognise its own write (an acquire takes it from the failed condition
+ * instead where the endpoint returns it, as DynamoDB does: then a refused acquire also reports
+ * the record that stood in the way as `holder`; dynalite does not, so there it has none).
  *
- * `renewMany` / `releaseMany` are one update per lease, up to `concurrency` in flight (no
- * transaction: one failed condition would fail them all). `list` is a `Scan` of the whole table,
- * sorted here: right for an admin command or a dashboard, not for a hot path.
+ * `acquireMany` / `renewMany` / `releaseMany` are one update per resource, up to `concurrency` in
+ * flight (no transaction: one failed condition would fail them all). `list` is a `Scan` of the
+ * whole table, sorted here, on every call, paging with `after` included: right for an admin
+ * command or a dashboard, not for a hot path.
  */
 export class DynamodbStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -169,38 +183,27 @@ export class DynamodbStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
-    const now = this.options.clock.now();
-    const expiresAt = now + ttlMs;
-    const request = acquireRequest(
-      this.table,
-      resource,
-      owner,
-      expiresAt,
-      now - this.maxClockSkewMs,
+    return (await this.acquireOne(resource, owner, ttlMs, 'tryAcquire')).lease;
+  }
+
+  /**
+   * One conditional `UpdateItem` per resource, up to `concurrency` in flight (DynamoDB has no
+   * batch of conditional writes short of `TransactWriteItems`, which fails as a whole when one
+   * condition fails). After a failure no new update starts, and the first error is thrown once
+   * those in flight have settled: leases they granted are then unknown to the caller and lapse at
+   * their TTL.
+   */
+  protected override doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    return runInOrder(
+      resources,
+      (resource) => resource,
+      this.options.concurrency,
+      (resource) => this.acquireOne(resource, owner, ttlMs, 'acquireMany'),
     );
-    let answer: { Attributes?: Item };
-    try {
-      answer = (await this.send('tryAcquire', new this.sdk.UpdateItemCommand(request))) as {
-        Attributes?: Item;
-      };
-    } catch (error) {
-      if (!isConditionFailed(error)) throw error;
-      if (!wasRetried(error)) return null;
-      // An earlier attempt of this same request may have landed before its answer was lost:
-      // then the record holds exactly what it wrote, and the lease is ours.
-      const record = await this.doGet(resource);
-      if (record?.owner !== owner || record.expiresAt !== expiresAt) return null;
-      return { resource, owner, token: record.token, expiresAt, ttlMs };
-    }
-    const token = Number(answer.Attributes?.token?.N);
-    if (!Number.isSafeInteger(token) || token < 1) {
-      throw new LeaseError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `DynamoDB tryAcquire on table "${this.table}" answered without a valid token`,
-        { retryable: false },
-      );
-    }
-    return { resource, owner, token, expiresAt, ttlMs };
   }
 
   protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
@@ -240,16 +243,28 @@ export class DynamodbStore extends StoreBase {
     return answer.Item ? toRecord(answer.Item) : null;
   }
 
-  /** Scans every page (1 MB each), keeping the `limit` first records in resource order. */
-  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+  /**
+   * Scans every page (1 MB each), keeping the `limit` first records in resource order after
+   * `after`. A scan cannot start at a sort position (items lie in hash order), so every call reads
+   * the whole table whatever `after` is: one page of a listing costs a full scan (one read unit
+   * per 4 KB of table with consistent reads, one request per 1 MB), and paging through N records
+   * `limit` at a time costs N / limit full scans. The prefix and a lower bound for `after` are
+   * filtered on the server, which trims what comes back but not what is read or charged; the
+   * exact `after` test is made here.
+   */
+  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    const floor = scanFloor(after);
     let kept: LeaseRecord[] = [];
     let startKey: Item | undefined;
     do {
       const page = (await this.send(
         'list',
-        new this.sdk.ScanCommand(scanRequest(this.table, prefix, startKey)),
+        new this.sdk.ScanCommand(scanRequest(this.table, prefix, floor, startKey)),
       )) as { Items?: Item[]; LastEvaluatedKey?: Item };
-      for (const item of page.Items ?? []) kept.push(toRecord(item));
+      for (const item of page.Items ?? []) {
+        const record = toRecord(item);
+        if (after === '' || compareResources(record.resource, after) > 0) kept.push(record);
+      }
       if (kept.length >= 2 * limit) kept = first(kept, limit);
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
@@ -262,6 +277,55 @@ export class DynamodbStore extends StoreBase {
 
   protected override mapError(error: unknown, operation: string): LeaseError {
     return mapDynamodbError(error, operation, this.table, this.where);
+  }
+
+  /**
+   * One conditional update. Where DynamoDB returns the item that failed the condition, a refusal
+   * carries it as `holder` (dynalite does not: no holder there).
+   */
+  private async acquireOne(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+    operation: string,
+  ): Promise<AcquireOutcome> {
+    const now = this.options.clock.now();
+    const expiresAt = now + ttlMs;
+    const request = acquireRequest(
+      this.table,
+      resource,
+      owner,
+      expiresAt,
+      now - this.maxClockSkewMs,
+    );
+    let answer: { Attributes?: Item };
+    try {
+      answer = (await this.send(operation, new this.sdk.UpdateItemCommand(request))) as {
+        Attributes?: Item;
+      };
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+      const item = conditionItem(error);
+      const seen = item && toRecord(item);
+      if (wasRetried(error)) {
+        // An earlier attempt of this same request may have landed before its answer was lost:
+        // then the record holds exactly what it wrote, and the lease is ours.
+        const record = seen ?? (await this.doGet(resource));
+        if (record?.owner === owner && record.expiresAt === expiresAt) {
+          return { resource, lease: { resource, owner, token: record.token, expiresAt, ttlMs } };
+        }
+      }
+      return seen ? { resource, lease: null, holder: seen } : { resource, lease: null };
+    }
+    const token = Number(answer.Attributes?.token?.N);
+    if (!Number.isSafeInteger(token) || token < 1) {
+      throw new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `DynamoDB ${operation} on table "${this.table}" answered without a valid token`,
+        { retryable: false },
+      );
+    }
+    return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
   }
 
   private async renewOne(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {

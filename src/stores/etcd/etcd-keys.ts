@@ -23,6 +23,9 @@ export interface ResourceKeys {
   readonly hold: Buffer;
   readonly record: Buffer;
   readonly token: Buffer;
+  /** `[start, end)` holds all three (see `EtcdKeys.resource`). */
+  readonly start: Buffer;
+  readonly end: Buffer;
 }
 
 export class EtcdKeys {
@@ -39,10 +42,18 @@ export class EtcdKeys {
       out[out.length - 1] = kind;
       return out;
     };
-    return { hold: key(KIND.hold), record: key(KIND.record), token: key(KIND.token) };
+    return {
+      hold: key(KIND.hold),
+      record: key(KIND.record),
+      token: key(KIND.token),
+      ...this.resource(resource),
+    };
   }
 
-  /** `[start, end)` holding every key of `resource`. */
+  /**
+   * `[start, end)` holding every key of `resource`. `end` is also where the keys of the resources
+   * sorting after `resource` begin: a name that extends `resource` continues with a byte above NUL.
+   */
   resource(resource: string): { start: Buffer; end: Buffer } {
     const start = Buffer.concat([this.prefix, Buffer.from(resource, 'utf8'), Buffer.from([0])]);
     const end = Buffer.from(start);

@@ -16,8 +16,8 @@ export interface EtcdStoreOptions {
   timeoutMs?: number;
   /**
    * The server's `--max-txn-ops` (128 by default): etcd refuses a transaction with more
-   * operations, so batches are split to fit (125 renewals or 126 releases per transaction at
-   * 128) and the parts sent concurrently. At least 4.
+   * operations, so batches are split to fit (125 acquires or renewals, 126 releases per
+   * transaction at 128) and the parts sent concurrently. At least 4.
    * @default 128
    */
   maxTxnOps?: number;

@@ -2,13 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/open-store.js';
-import { StoreBase, type StoreCapabilities, type WatchListener } from '../../core/store.js';
-import type { EtcdClient, EtcdKeyValue, EtcdTxnRequest } from './etcd-client.js';
+import {
+  StoreBase,
+  type AcquireOutcome,
+  type StoreCapabilities,
+  type WatchListener,
+} from '../../core/store.js';
+import type { EtcdClient, EtcdTxnRequest } from './etcd-client.js';
 import { connectEtcd } from './etcd-connect.js';
 import { isLeaseNotFound, mapEtcdError } from './etcd-errors.js';
-import { EtcdKeys, KIND, recordOf } from './etcd-keys.js';
+import { EtcdKeys, recordOf, type ResourceKeys } from './etcd-keys.js';
+import { byKind, listRecords } from './etcd-list.js';
 import { OwnerLeases, type OwnerLease } from './etcd-leases.js';
-import { acquiredToken, acquireTxn, releaseTxn, renewTxn } from './etcd-ops.js';
+import { sendNested } from './etcd-batch.js';
+import { acquiredToken, acquireTxn, blockingHolder, releaseTxn, renewTxn } from './etcd-ops.js';
 import {
   resolveEtcdOptions,
   type EtcdStoreOptions,
@@ -18,15 +25,13 @@ import { EtcdRpc } from './etcd-rpc.js';
 import { parseEtcdUrl, type EtcdTarget } from './etcd-url.js';
 import { EtcdWatch, type EtcdUnwatch } from './etcd-watch.js';
 
-/** Keys read per `list` page (each resource has two or three). */
-const PAGE_KEYS = 3000;
-
 /**
  * Leases in etcd (one server or a cluster) through etcd3, on etcd's own leases: a resource is held
  * while its hold key exists, and the hold key is attached to an etcd lease of its owner, so etcd
  * itself deletes it when the holder stops renewing — expiry is decided by the etcd leader, never
- * by a client clock. Every transition is one etcd transaction; batches nest one transaction per
- * lease in a single call (per ~125 leases) and renew all of an owner's keys with one keep-alive.
+ * by a client clock. Every transition is one etcd transaction; batches (`acquireMany`,
+ * `renewMany`, `releaseMany`) nest one transaction per resource in a single call (per ~125
+ * resources) and keep all of an owner's keys alive with one keep-alive.
  * An owner's etcd lease is replaced after one TTL (renewals move the keys onto the new one), so a
  * key whose holder stopped renewing lapses even while the same owner renews others.
  *
@@ -143,28 +148,48 @@ export class EtcdStore extends StoreBase {
     ttlMs: number,
   ): Promise<Lease | null> {
     const keys = this.keys.of(resource);
-    for (let attempt = 1; ; attempt++) {
-      const since = performance.now();
-      const sentAt = Date.now();
-      const { lease, fresh } = await this.leases.pick(owner, ttlMs, since);
-      const nonce = randomBytes(12);
-      const expiresAt = sentAt + lease.ttlMs;
-      const [txn, alive] = await Promise.allSettled([
-        this.rpc.txn(acquireTxn(keys, owner, lease.id, expiresAt, nonce)),
-        fresh ? true : this.leases.keepAlive(lease, since),
-      ]);
-      if (txn.status === 'fulfilled' && alive.status === 'fulfilled' && alive.value) {
-        const token = acquiredToken(txn.value, owner, nonce);
-        return token === undefined ? null : { resource, owner, token, expiresAt, ttlMs };
-      }
-      // The hold key may now sit on this lease with no one to renew it: stop keeping it alive.
-      this.leases.drop(owner, ttlMs, lease);
-      const failure = txn.status === 'rejected' ? txn.reason : undefined;
-      const lapsed =
-        failure === undefined ? alive.status === 'fulfilled' : isLeaseNotFound(failure);
-      if (lapsed && attempt === 1) continue; // etcd revoked the lease, and with it any key just put on it
-      throw failure ?? (alive.status === 'rejected' ? alive.reason : lapsedTwice());
-    }
+    const { answer, expiresAt, nonce } = await this.onOwnerLease(
+      'tryAcquire',
+      owner,
+      ttlMs,
+      (leaseId, expiresAt, nonce) =>
+        this.rpc.txn(acquireTxn(keys, owner, leaseId, expiresAt, nonce)),
+    );
+    const token = acquiredToken(answer, keys, owner, nonce);
+    return token === undefined ? null : { resource, owner, token, expiresAt, ttlMs };
+  }
+
+  /**
+   * The single acquire's transaction for each resource, nested: one outer transaction per 125
+   * resources (at `maxTxnOps` 128), sent concurrently, on the owner's etcd lease picked, kept
+   * alive and retried once exactly as `tryAcquire` does. Each resource is its own compare-and-set;
+   * one that is held answers with the holder's record, read in its transaction's else-branch.
+   */
+  protected override async doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const keys = new Array<ResourceKeys>(resources.length);
+    const { answer } = await this.onOwnerLease(
+      'acquireMany',
+      owner,
+      ttlMs,
+      (leaseId, expiresAt, nonce) =>
+        sendNested(this.rpc, this.options.maxTxnOps, resources, {
+          keyOf: (resource) => resource,
+          txnOf: (resource, i) =>
+            acquireTxn((keys[i] = this.keys.of(resource)), owner, leaseId, expiresAt, nonce),
+          answerOf: (resource, i, response): AcquireOutcome => {
+            const token = acquiredToken(response, keys[i]!, owner, nonce);
+            if (token !== undefined)
+              return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
+            const holder = blockingHolder(response, keys[i]!, resource);
+            return holder ? { resource, lease: null, holder } : { resource, lease: null };
+          },
+        }),
+    );
+    return answer;
   }
 
   /**
@@ -238,37 +263,9 @@ export class EtcdStore extends StoreBase {
     return recordOf(resource, byKind(this.keys, kvs));
   }
 
-  /** Range reads of up to 3000 keys, all at the revision of the first, so pages are one snapshot. */
-  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
-    const { start, end } = this.keys.names(prefix);
-    const records: LeaseRecord[] = [];
-    let group: { resource: string; kvs: EtcdKeyValue[] } | undefined;
-    const flush = (): void => {
-      const record = group && recordOf(group.resource, byKind(this.keys, group.kvs));
-      if (record) records.push(record);
-    };
-    let from = start;
-    let revision: string | undefined;
-    for (;;) {
-      const page = Math.min(PAGE_KEYS, 3 * (limit - records.length) + 3);
-      const response = await this.rpc.range({ key: from, range_end: end, limit: page, revision });
-      revision ??= response.header?.revision;
-      for (const kv of response.kvs) {
-        const parsed = this.keys.parse(kv.key);
-        if (!parsed) continue;
-        if (group?.resource !== parsed.resource) {
-          flush();
-          if (records.length >= limit) return records;
-          group = { resource: parsed.resource, kvs: [] };
-        }
-        group.kvs.push(kv);
-      }
-      const last = response.kvs.at(-1);
-      if (!response.more || !last) break;
-      from = Buffer.concat([last.key, Buffer.from([0])]);
-    }
-    flush();
-    return records.slice(0, limit);
+  /** Range reads from where the keys after `after` begin, one snapshot (see `listRecords`). */
+  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    return listRecords(this.rpc, this.keys, prefix, limit, after);
   }
 
   protected async doClose(): Promise<void> {
@@ -300,54 +297,57 @@ export class EtcdStore extends StoreBase {
   }
 
   /**
-   * Runs one nested transaction per lease, up to `maxTxnOps` less what one nested transaction
-   * needs (125 renewals or 126 releases) in one outer transaction without compares, so each
-   * lease gets its own outcome. etcd refuses two writes to one key in a
-   * transaction, so a resource listed twice goes in a later round, after the first settled.
+   * Sends `txn` with the owner's etcd lease for `ttlMs` and the `expiresAt` it gives, plus a
+   * keep-alive of that lease sent alongside (none when it was granted for this call). If etcd had
+   * let the lease lapse (the keep-alive finds it gone, or a put names it in vain), every key put
+   * on it went with it, so the whole call is made once more on a fresh lease.
    */
-  private async perLease<T extends LeaseRef>(
+  private async onOwnerLease<R>(
+    operation: string,
+    owner: string,
+    ttlMs: number,
+    txn: (leaseId: string, expiresAt: number, nonce: Buffer) => Promise<R>,
+  ): Promise<{ answer: R; expiresAt: number; nonce: Buffer }> {
+    for (let attempt = 1; ; attempt++) {
+      const since = performance.now();
+      const sentAt = Date.now();
+      const { lease, fresh } = await this.leases.pick(owner, ttlMs, since);
+      const nonce = randomBytes(12);
+      const expiresAt = sentAt + lease.ttlMs;
+      const [sent, alive] = await Promise.allSettled([
+        txn(lease.id, expiresAt, nonce),
+        fresh ? true : this.leases.keepAlive(lease, since),
+      ]);
+      if (sent.status === 'fulfilled' && alive.status === 'fulfilled' && alive.value) {
+        return { answer: sent.value, expiresAt, nonce };
+      }
+      // Hold keys may now sit on this lease with no one to renew them: stop keeping it alive.
+      this.leases.drop(owner, ttlMs, lease);
+      const failure = sent.status === 'rejected' ? sent.reason : undefined;
+      const lapsed =
+        failure === undefined ? alive.status === 'fulfilled' : isLeaseNotFound(failure);
+      // etcd revoked the lease, and with it any key just put on it: once more on a fresh one.
+      if (lapsed && attempt === 1) continue;
+      throw failure ?? (alive.status === 'rejected' ? alive.reason : lapsedTwice(operation));
+    }
+  }
+
+  /** One nested transaction per lease (see `sendNested`): whether each one's compares held. */
+  private perLease<T extends LeaseRef>(
     leases: readonly T[],
     txnOf: (lease: T, index: number) => EtcdTxnRequest,
   ): Promise<boolean[]> {
-    const out = new Array<boolean>(leases.length).fill(false);
-    if (leases.length === 0) return out;
-    // etcd gives nested transactions what is left of --max-txn-ops after the levels above them.
-    const size = Math.max(1, this.options.maxTxnOps - opsNeeded(txnOf(leases[0]!, 0)));
-    for (const round of rounds(leases)) {
-      const chunks: number[][] = [];
-      for (let i = 0; i < round.length; i += size) chunks.push(round.slice(i, i + size));
-      await Promise.all(
-        chunks.map(async (indexes) => {
-          const response = await this.rpc.txn({
-            compare: [],
-            success: indexes.map((i) => ({ request_txn: txnOf(leases[i]!, i) })),
-            failure: [],
-          });
-          indexes.forEach((leaseIndex, k) => {
-            out[leaseIndex] = response.responses[k]?.response_txn?.succeeded === true;
-          });
-        }),
-      );
-    }
-    return out;
+    return sendNested(this.rpc, this.options.maxTxnOps, leases, {
+      keyOf: (lease) => lease.resource,
+      txnOf,
+      answerOf: (_, __, answer) => answer.succeeded,
+    });
   }
 
   private async ping(): Promise<void> {
     const { start, end } = this.keys.names('');
     await this.rpc.range({ key: start, range_end: end, limit: 1 });
   }
-}
-
-/**
- * The `--max-txn-ops` a transaction needs: etcd counts the longest of its compare, success and
- * failure lists, and lets each nested transaction use only what that leaves.
- */
-function opsNeeded(txn: EtcdTxnRequest): number {
-  const own = Math.max(txn.compare.length, txn.success.length, txn.failure.length);
-  const nested = [...txn.success, ...txn.failure].map((op) =>
-    op.request_txn ? opsNeeded(op.request_txn) : 0,
-  );
-  return own + Math.max(0, ...nested);
 }
 
 /** The leases of one owner and TTL in a renewal batch, and the etcd lease they will be on. */
@@ -357,35 +357,10 @@ interface Group {
   readonly lease: Promise<OwnerLease>;
 }
 
-/** Indexes of `leases` in rounds where each resource appears at most once, in input order. */
-function rounds(leases: readonly LeaseRef[]): number[][] {
-  const seen = new Map<string, number>();
-  const out: number[][] = [];
-  leases.forEach((lease, i) => {
-    const round = seen.get(lease.resource) ?? 0;
-    seen.set(lease.resource, round + 1);
-    (out[round] ??= []).push(i);
-  });
-  return out;
-}
-
-function byKind(
-  keys: EtcdKeys,
-  kvs: readonly EtcdKeyValue[],
-): { record?: EtcdKeyValue; token?: EtcdKeyValue } {
-  const out: { record?: EtcdKeyValue; token?: EtcdKeyValue } = {};
-  for (const kv of kvs) {
-    const kind = keys.parse(kv.key)?.kind;
-    if (kind === KIND.record) out.record = kv;
-    else if (kind === KIND.token) out.token = kv;
-  }
-  return out;
-}
-
-function lapsedTwice(): LeaseError {
+function lapsedTwice(operation: string): LeaseError {
   return new LeaseError(
     ErrorCode.STORE_UNAVAILABLE,
-    'etcd tryAcquire failed: the etcd lease lapsed as it was used, twice',
+    `etcd ${operation} failed: the etcd lease lapsed as it was used, twice`,
   );
 }
 

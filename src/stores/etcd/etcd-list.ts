@@ -1,0 +1,68 @@
+import type { LeaseRecord } from '../../core/lease.js';
+import type { EtcdKeyValue } from './etcd-client.js';
+import { KIND, recordOf, type EtcdKeys } from './etcd-keys.js';
+import type { EtcdRpc } from './etcd-rpc.js';
+
+/** Keys read per `list` page (each resource has two or three). */
+const PAGE_KEYS = 3000;
+
+/**
+ * The first `limit` records of resources starting with `prefix` and sorting after `after` ('' for
+ * none), in resource order. Range reads of up to 3000 keys, all at the revision of the first, so
+ * pages are one snapshot; with `after`, the range starts where the keys of the resources sorting
+ * after it begin, so a page costs what it returns, wherever it starts.
+ */
+export async function listRecords(
+  rpc: EtcdRpc,
+  keys: EtcdKeys,
+  prefix: string,
+  limit: number,
+  after: string,
+): Promise<LeaseRecord[]> {
+  const { start, end } = keys.names(prefix);
+  const past = after === '' ? start : keys.resource(after).end;
+  let from = Buffer.compare(past, start) > 0 ? past : start;
+  // A prefix is UTF-8, which has no 0xff byte, so `end` is a real bound, never "to the end".
+  if (Buffer.compare(from, end) >= 0) return [];
+  const records: LeaseRecord[] = [];
+  let group: { resource: string; kvs: EtcdKeyValue[] } | undefined;
+  const flush = (): void => {
+    const record = group && recordOf(group.resource, byKind(keys, group.kvs));
+    if (record) records.push(record);
+  };
+  let revision: string | undefined;
+  for (;;) {
+    const page = Math.min(PAGE_KEYS, 3 * (limit - records.length) + 3);
+    const response = await rpc.range({ key: from, range_end: end, limit: page, revision });
+    revision ??= response.header?.revision;
+    for (const kv of response.kvs) {
+      const parsed = keys.parse(kv.key);
+      if (!parsed) continue;
+      if (group?.resource !== parsed.resource) {
+        flush();
+        if (records.length >= limit) return records;
+        group = { resource: parsed.resource, kvs: [] };
+      }
+      group.kvs.push(kv);
+    }
+    const last = response.kvs.at(-1);
+    if (!response.more || !last) break;
+    from = Buffer.concat([last.key, Buffer.from([0])]);
+  }
+  flush();
+  return records.slice(0, limit);
+}
+
+/** The record and token keys among one resource's keys. */
+export function byKind(
+  keys: EtcdKeys,
+  kvs: readonly EtcdKeyValue[],
+): { record?: EtcdKeyValue; token?: EtcdKeyValue } {
+  const out: { record?: EtcdKeyValue; token?: EtcdKeyValue } = {};
+  for (const kv of kvs) {
+    const kind = keys.parse(kv.key)?.kind;
+    if (kind === KIND.record) out.record = kv;
+    else if (kind === KIND.token) out.token = kv;
+  }
+  return out;
+}
