@@ -1,2 +1,3 @@
-export { SqliteStore, type SqliteDatabase, type SqliteStatement } from './sqlite-store.js';
+export { SqliteStore } from './sqlite-store.js';
+export type { SqliteDatabase, SqliteStatement } from './sqlite-driver.js';
 export type { SqliteStoreOptions } from './sqlite-options.js';

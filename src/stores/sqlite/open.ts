@@ -2,7 +2,7 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { intParam, takeParams, type StoreUrl } from '../../core/open-store.js';
 import { SqliteStore } from './sqlite-store.js';
 
-/** `sqlite:PATH`, `sqlite::memory:`, `sqlite:///abs/path`, with `?table=&busyTimeoutMs=&maxClockSkewMs=&synchronous=`. */
+/** `sqlite:PATH`, `sqlite::memory:`, `sqlite:///abs/path`, with `?table=&busyTimeoutMs=&maxClockSkewMs=&synchronous=&watchPollMs=`. */
 export async function openSqlite(url: StoreUrl): Promise<SqliteStore> {
   let path = url.rest;
   if (path.startsWith('//')) path = decodeURIComponent(path.slice(2));
@@ -12,7 +12,13 @@ export async function openSqlite(url: StoreUrl): Promise<SqliteStore> {
       `sqlite store URL needs a path, like sqlite:./leasehold.db or sqlite::memory:`,
     );
   }
-  const params = takeParams(url, ['table', 'busyTimeoutMs', 'maxClockSkewMs', 'synchronous']);
+  const params = takeParams(url, [
+    'table',
+    'busyTimeoutMs',
+    'maxClockSkewMs',
+    'synchronous',
+    'watchPollMs',
+  ]);
   const synchronous = params.synchronous;
   if (synchronous !== undefined && synchronous !== 'full' && synchronous !== 'normal') {
     throw new LeaseError(
@@ -25,5 +31,6 @@ export async function openSqlite(url: StoreUrl): Promise<SqliteStore> {
     busyTimeoutMs: intParam(url, params, 'busyTimeoutMs'),
     maxClockSkewMs: intParam(url, params, 'maxClockSkewMs'),
     synchronous,
+    watchPollMs: intParam(url, params, 'watchPollMs'),
   });
 }

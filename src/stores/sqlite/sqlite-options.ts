@@ -3,9 +3,15 @@ import { checkIdentifier as checkName, checkInteger } from '../../core/options.j
 import { systemClock, type Clock } from '../../core/time.js';
 
 export interface SqliteStoreOptions {
-  /** Table holding the lease records; `<table>_meta` holds the schema version. @default 'leasehold_leases' */
+  /**
+   * Table holding the lease records; `<table>_meta` holds the schema version and `<table>_events`
+   * the release log `watch` reads. @default 'leasehold_leases'
+   */
   table?: string;
-  /** How long a statement waits for another process's write lock before failing. @default 5000 */
+  /**
+   * How long a statement waits for another process's write lock before failing. `open` keeps
+   * trying a busy file for this long too, waiting asynchronously between short attempts. @default 5000
+   */
   busyTimeoutMs?: number;
   /**
    * Clock disagreement a contender allows before treating a record as expired. Every process sharing
@@ -14,7 +20,12 @@ export interface SqliteStoreOptions {
   maxClockSkewMs?: number;
   /** `full` survives power loss without a token ever going backwards; `normal` is faster. @default 'full' */
   synchronous?: 'full' | 'normal';
-  /** Where "now" comes from when deciding expiry. @default the system clock */
+  /**
+   * How often a store with `watch` listeners checks the file for releases by other connections:
+   * one `PRAGMA data_version`, and a read of the release log only when it changed. @default 25
+   */
+  watchPollMs?: number;
+  /** Where "now" comes from when deciding expiry, and what times the watch's polls. @default the system clock */
   clock?: Clock;
 }
 
@@ -23,6 +34,7 @@ export const SQLITE_DEFAULTS = Object.freeze({
   busyTimeoutMs: 5000,
   maxClockSkewMs: 50,
   synchronous: 'full' as const,
+  watchPollMs: 25,
 });
 
 export function checkIdentifier(field: string, value: unknown): string {
@@ -50,6 +62,12 @@ export function resolveSqliteOptions(
       3_600_000,
     ),
     synchronous,
+    watchPollMs: checkInteger(
+      'watchPollMs',
+      options.watchPollMs ?? SQLITE_DEFAULTS.watchPollMs,
+      1,
+      60_000,
+    ),
     clock: options.clock ?? systemClock,
   };
 }

@@ -1,7 +1,13 @@
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+
+/** The release log keeps about this many of its newest entries (a watcher further behind misses some). */
+export const EVENTS_KEPT = 10_000;
+/** The log is pruned when a release lands on a multiple of this sequence number: one range delete. */
+export const EVENTS_PRUNE_EVERY = 1024;
 
 export function migrations(table: string): string[] {
+  const events = `"${table}_events"`;
   return [
     // 0 → 1
     `CREATE TABLE IF NOT EXISTS "${table}" (
@@ -10,6 +16,18 @@ export function migrations(table: string): string[] {
        token      INTEGER NOT NULL,
        expires_at INTEGER NOT NULL
      ) WITHOUT ROWID`,
+    // 1 → 2: the release log `watch` reads. The trigger writes it inside the releasing statement
+    // (so in its transaction, by every connection), and now and then drops the oldest entries by
+    // seq range; inside a trigger, last_insert_rowid() is the seq just written.
+    `CREATE TABLE IF NOT EXISTS ${events} (seq INTEGER PRIMARY KEY, resource TEXT NOT NULL);
+     CREATE TRIGGER IF NOT EXISTS "${table}_released" AFTER UPDATE OF owner ON "${table}"
+     WHEN old.owner <> '' AND new.owner = ''
+     BEGIN
+       INSERT INTO ${events} (resource) VALUES (new.resource);
+       DELETE FROM ${events} WHERE seq <= CASE
+         WHEN last_insert_rowid() % ${EVENTS_PRUNE_EVERY} = 0 THEN last_insert_rowid() - ${EVENTS_KEPT}
+         ELSE 0 END;
+     END`,
   ];
 }
 
@@ -17,12 +35,19 @@ export function metaTable(table: string): string {
   return `CREATE TABLE IF NOT EXISTS "${table}_meta" (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`;
 }
 
-export function statements(table: string) {
-  const t = `"${table}"`;
+export function versionStatements(table: string) {
   return {
     readVersion: `SELECT value FROM "${table}_meta" WHERE key = 'schema_version'`,
     writeVersion: `INSERT INTO "${table}_meta" (key, value) VALUES ('schema_version', ?)
                    ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+  };
+}
+
+const COLUMNS = 'resource, owner, token, expires_at AS expiresAt';
+
+export function statements(table: string) {
+  const t = `"${table}"`;
+  return {
     // One statement: insert the first record, or take over a released or expired one.
     acquire: `INSERT INTO ${t} (resource, owner, token, expires_at) VALUES (@resource, @owner, 1, @now + @ttl)
               ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner, token = token + 1, expires_at = excluded.expires_at
@@ -33,10 +58,24 @@ export function statements(table: string) {
             RETURNING expires_at AS expiresAt`,
     release: `UPDATE ${t} SET owner = '', expires_at = 0
               WHERE resource = @resource AND owner = @owner AND token = @token`,
-    get: `SELECT resource, owner, token, expires_at AS expiresAt FROM ${t} WHERE resource = ?`,
-    listRange: `SELECT resource, owner, token, expires_at AS expiresAt FROM ${t}
+    get: `SELECT ${COLUMNS} FROM ${t} WHERE resource = ?`,
+    // Each list form has exactly one lower bound, so SQLite seeks the primary key to it.
+    listRange: `SELECT ${COLUMNS} FROM ${t}
                 WHERE resource >= @from AND resource < @to ORDER BY resource LIMIT @limit`,
-    listFrom: `SELECT resource, owner, token, expires_at AS expiresAt FROM ${t}
-               WHERE resource >= @from ORDER BY resource LIMIT @limit`,
+    listFrom: `SELECT ${COLUMNS} FROM ${t} WHERE resource >= @from ORDER BY resource LIMIT @limit`,
+    listAfterRange: `SELECT ${COLUMNS} FROM ${t}
+                     WHERE resource > @after AND resource < @to ORDER BY resource LIMIT @limit`,
+    listAfter: `SELECT ${COLUMNS} FROM ${t} WHERE resource > @after ORDER BY resource LIMIT @limit`,
+  };
+}
+
+export function eventStatements(table: string) {
+  const events = `"${table}_events"`;
+  return {
+    // Changes whenever another connection commits to the file; a read of a shared counter.
+    dataVersion: `PRAGMA data_version`,
+    // A bare max() of the key: SQLite reads it off the end of the table (null when empty).
+    lastSeq: `SELECT max(seq) AS seq FROM ${events}`,
+    eventsAfter: `SELECT seq, resource FROM ${events} WHERE seq > ? ORDER BY seq LIMIT ?`,
   };
 }

@@ -1,51 +1,64 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import { prefixEnd, StoreBase, type StoreCapabilities } from '../../core/store.js';
+import {
+  compareResources,
+  prefixEnd,
+  StoreBase,
+  type AcquireOutcome,
+  type StoreCapabilities,
+  type WatchListener,
+} from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
 import { loadDriver } from '../../core/load-driver.js';
+import type { SqliteDatabase, SqliteStatement, Transaction } from './sqlite-driver.js';
+import { mapSqliteError } from './sqlite-errors.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
-import { metaTable, migrations, SCHEMA_VERSION, statements } from './sqlite-sql.js';
+import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
+import { eventStatements, statements } from './sqlite-sql.js';
+import { ReleaseWatch } from './sqlite-watch.js';
 
-/** The part of better-sqlite3's `Statement` this store uses. */
-export interface SqliteStatement {
-  run(...params: unknown[]): { changes: number };
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
+/** Connections `open` has already set up (with asynchronous retries), so the constructor skips it. */
+const setUpByOpen = new WeakSet<SqliteDatabase>();
+
+/** Every statement of `text` prepared once, under the same keys. */
+function prepareAll<T extends Record<string, string>>(
+  db: SqliteDatabase,
+  text: T,
+): { [K in keyof T]: SqliteStatement } {
+  return Object.fromEntries(Object.entries(text).map(([k, v]) => [k, db.prepare(v)])) as {
+    [K in keyof T]: SqliteStatement;
+  };
 }
-
-/** The part of better-sqlite3's `Database` this store uses. */
-export interface SqliteDatabase {
-  prepare(sql: string): SqliteStatement;
-  exec(sql: string): unknown;
-  pragma(sql: string, options?: { simple?: boolean }): unknown;
-  transaction<F extends (...args: never[]) => unknown>(fn: F): Transaction<F>;
-  close(): unknown;
-}
-
-/** better-sqlite3 runs a transaction function as BEGIN IMMEDIATE through `.immediate`. */
-export type Transaction<F> = F & { immediate: F };
-
-type Statements = { [K in keyof ReturnType<typeof statements>]: SqliteStatement };
 
 /**
  * Leases in a SQLite file, shared safely by every process on the host that opens it.
  * WAL mode, a busy timeout, one statement per transition; expiry on the caller's clock.
+ * Releases are also written to a log table that `watch` polls.
  */
 export class SqliteStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
     clock: 'local',
     batch: true,
-    watch: false,
+    watch: true,
   });
   readonly maxClockSkewMs: number;
   private readonly clock: Clock;
-  private readonly sql: Statements;
+  private readonly sql: { [K in keyof ReturnType<typeof statements>]: SqliteStatement };
+  private readonly releases: ReleaseWatch;
+  private readonly acquireBatch: Transaction<
+    (resources: readonly string[], owner: string, ttlMs: number) => AcquireOutcome[]
+  >;
   private readonly renewBatch: Transaction<
     (leases: readonly Lease[], ttlMs: number | undefined) => (Lease | null)[]
   >;
   private readonly releaseBatch: Transaction<(leases: readonly LeaseRef[]) => boolean[]>;
 
-  /** Opens (creating when needed) the SQLite file at `path`; `':memory:'` for a private in-memory database. */
+  /**
+   * Opens (creating when needed) the SQLite file at `path`; `':memory:'` for a private in-memory
+   * database. Safe when many processes open one fresh file at once: a busy file is retried
+   * asynchronously (each try blocks the event loop for a few milliseconds at most) until
+   * `busyTimeoutMs`.
+   */
   static async open(path: string, options?: SqliteStoreOptions): Promise<SqliteStore> {
     const resolved = resolveSqliteOptions(options);
     const Database = await loadDriver<new (path: string, options?: object) => SqliteDatabase>(
@@ -54,7 +67,9 @@ export class SqliteStore extends StoreBase {
     );
     let db: SqliteDatabase;
     try {
-      db = new Database(path, { timeout: resolved.busyTimeoutMs });
+      db = new Database(path, {
+        timeout: Math.min(SETUP_BUSY_TIMEOUT_MS, resolved.busyTimeoutMs),
+      });
     } catch (error) {
       throw new LeaseError(
         ErrorCode.STORE_UNAVAILABLE,
@@ -66,14 +81,19 @@ export class SqliteStore extends StoreBase {
       );
     }
     try {
+      await setUpFileRetrying(db, resolved);
+      setUpByOpen.add(db);
       return new SqliteStore(db, resolved);
     } catch (error) {
       db.close();
-      throw error;
+      throw mapSqliteError(error, 'open');
     }
   }
 
-  /** Uses an open better-sqlite3 database; the store closes it on `close()`. */
+  /**
+   * Uses an open better-sqlite3 database; the store closes it on `close()`. The file is set up in
+   * one synchronous attempt that may wait up to `busyTimeoutMs` for a lock: prefer `open`.
+   */
   constructor(
     private readonly db: SqliteDatabase,
     options?: SqliteStoreOptions,
@@ -83,17 +103,40 @@ export class SqliteStore extends StoreBase {
     this.clock = resolved.clock;
     this.maxClockSkewMs = resolved.maxClockSkewMs;
     try {
-      db.pragma('journal_mode = WAL');
-      db.pragma(`busy_timeout = ${resolved.busyTimeoutMs}`);
-      db.pragma(`synchronous = ${resolved.synchronous.toUpperCase()}`);
-      migrate(db, resolved.table);
+      if (!setUpByOpen.has(db)) {
+        db.pragma(`busy_timeout = ${resolved.busyTimeoutMs}`);
+        setUpFile(db, resolved);
+      }
+      this.sql = prepareAll(db, statements(resolved.table));
+      this.releases = new ReleaseWatch({
+        sql: prepareAll(db, eventStatements(resolved.table)),
+        pollMs: resolved.watchPollMs,
+        clock: resolved.clock,
+        onPollError: (error) =>
+          this.warn(this.mapError(error, 'watch (reading the release log; retrying)').message),
+        onListenerError: (error) =>
+          this.warn(
+            `a SQLite watch listener threw: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+      });
     } catch (error) {
       throw this.mapError(error, 'open');
     }
-    const text = statements(resolved.table);
-    this.sql = Object.fromEntries(
-      Object.entries(text).map(([k, v]) => [k, db.prepare(v)]),
-    ) as Statements;
+    this.acquireBatch = db.transaction(
+      (resources: readonly string[], owner: string, ttlMs: number) => {
+        const params = {
+          resource: '',
+          owner,
+          ttl: ttlMs,
+          now: this.clock.now(),
+          skew: this.maxClockSkewMs,
+        };
+        return resources.map((resource) => {
+          params.resource = resource;
+          return this.acquireOne(params, resource, owner, ttlMs);
+        });
+      },
+    );
     this.renewBatch = db.transaction((leases: readonly Lease[], ttlMs: number | undefined) => {
       const now = this.clock.now();
       return leases.map((lease) => this.renewOne(lease, ttlMs, now));
@@ -101,6 +144,18 @@ export class SqliteStore extends StoreBase {
     this.releaseBatch = db.transaction((leases: readonly LeaseRef[]) =>
       leases.map((lease) => this.releaseOne(lease)),
     );
+  }
+
+  /**
+   * Calls `listener` with `{ type: 'released', resource }` after each release of a resource under
+   * `prefix` commits, by any connection to the file: this store's own at once, others' within
+   * about `watchPollMs`. Expiry is not announced (SQLite has no timer to do it), and a watcher that
+   * falls more than ~10,000 releases behind misses some: treat events as hints and keep a periodic
+   * scan. Returns the unsubscribe function.
+   */
+  watch(prefix: string, listener: WatchListener): () => void {
+    this.checkWatch(prefix, listener);
+    return this.releases.add(prefix, listener);
   }
 
   protected async doTryAcquire(
@@ -118,12 +173,23 @@ export class SqliteStore extends StoreBase {
     return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
   }
 
+  /** Every resource in one IMMEDIATE transaction, on one reading of the clock: one lock, one commit. */
+  protected override async doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    return this.acquireBatch.immediate(resources, owner, ttlMs);
+  }
+
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     return this.renewOne(lease, ttlMs, this.clock.now());
   }
 
   protected override async doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.releaseOne(lease);
+    const released = this.releaseOne(lease);
+    if (released) this.releases.poke();
+    return released;
   }
 
   /** All renewals in one transaction: one lock, one commit, whatever the batch size. */
@@ -135,39 +201,54 @@ export class SqliteStore extends StoreBase {
   }
 
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return this.releaseBatch.immediate(leases);
+    const results = this.releaseBatch.immediate(leases);
+    if (results.includes(true)) this.releases.poke();
+    return results;
   }
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
     return (this.sql.get.get(resource) as LeaseRecord | undefined) ?? null;
   }
 
-  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+  /** One index range per call: from the prefix, or just past `after` when that is further on. */
+  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     const to = prefixEnd(prefix);
     const rows =
-      to === undefined
-        ? this.sql.listFrom.all({ from: prefix, limit })
-        : this.sql.listRange.all({ from: prefix, to, limit });
+      after !== '' && compareResources(after, prefix) >= 0
+        ? to === undefined
+          ? this.sql.listAfter.all({ after, limit })
+          : this.sql.listAfterRange.all({ after, to, limit })
+        : to === undefined
+          ? this.sql.listFrom.all({ from: prefix, limit })
+          : this.sql.listRange.all({ from: prefix, to, limit });
     return rows as LeaseRecord[];
   }
 
   protected async doClose(): Promise<void> {
+    this.releases.stop();
     this.db.close();
   }
 
   protected override mapError(error: unknown, operation: string): LeaseError {
-    if (error instanceof LeaseError) return error;
-    const code = (error as { code?: unknown } | null)?.code;
-    const message = error instanceof Error ? error.message : String(error);
-    const busy = code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
-    return new LeaseError(
-      ErrorCode.STORE_UNAVAILABLE,
-      `SQLite ${operation} failed${busy ? ' (database busy)' : ''}: ${message}`,
-      {
-        cause: error,
-        retryable: busy || code === 'SQLITE_IOERR',
-      },
-    );
+    return mapSqliteError(error, operation);
+  }
+
+  /** One resource of `acquireMany`; the holder is read in the same transaction when refused. */
+  private acquireOne(
+    params: Record<string, unknown>,
+    resource: string,
+    owner: string,
+    ttlMs: number,
+  ): AcquireOutcome {
+    const row = this.sql.acquire.get(params) as { token: number; expiresAt: number } | undefined;
+    if (row) {
+      return {
+        resource,
+        lease: { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs },
+      };
+    }
+    const holder = this.sql.get.get(resource) as LeaseRecord | undefined;
+    return holder ? { resource, lease: null, holder } : { resource, lease: null };
   }
 
   private renewOne(lease: Lease, ttlMs: number | undefined, now: number): Lease | null {
@@ -196,23 +277,9 @@ export class SqliteStore extends StoreBase {
         .changes > 0
     );
   }
-}
 
-/** Creates or upgrades the schema under a write lock, so racing processes migrate once. */
-function migrate(db: SqliteDatabase, table: string): void {
-  db.exec(metaTable(table));
-  const steps = migrations(table);
-  db.transaction(() => {
-    const row = db.prepare(statements(table).readVersion).get() as { value: number } | undefined;
-    const current = row?.value ?? 0;
-    if (current > SCHEMA_VERSION) {
-      throw new LeaseError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `table "${table}" has schema version ${current}, newer than this leasehold understands (${SCHEMA_VERSION}); upgrade leasehold`,
-        { retryable: false },
-      );
-    }
-    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(steps[v]!);
-    if (current !== SCHEMA_VERSION) db.prepare(statements(table).writeVersion).run(SCHEMA_VERSION);
-  }).immediate();
+  /** Watch trouble is reported as a process warning, like the other stores' watches. */
+  private warn(message: string): void {
+    process.emitWarning(`leasehold: ${message}`, { code: 'LEASEHOLD_WATCH' });
+  }
 }

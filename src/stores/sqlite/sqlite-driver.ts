@@ -1,0 +1,18 @@
+/** The part of better-sqlite3's `Statement` this store uses. */
+export interface SqliteStatement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+
+/** The part of better-sqlite3's `Database` this store uses. */
+export interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+  exec(sql: string): unknown;
+  pragma(sql: string, options?: { simple?: boolean }): unknown;
+  transaction<F extends (...args: never[]) => unknown>(fn: F): Transaction<F>;
+  close(): unknown;
+}
+
+/** better-sqlite3 runs a transaction function as BEGIN IMMEDIATE through `.immediate`. */
+export type Transaction<F> = F & { immediate: F };

@@ -1,0 +1,80 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { SqliteDatabase } from './sqlite-driver.js';
+import { isBusy } from './sqlite-errors.js';
+import { metaTable, migrations, SCHEMA_VERSION, versionStatements } from './sqlite-sql.js';
+
+/**
+ * The longest SQLite's own busy handler may block the event loop on one statement while a file is
+ * set up; beyond it, `setUpFileRetrying` waits asynchronously and tries again.
+ */
+export const SETUP_BUSY_TIMEOUT_MS = 10;
+const RETRY_MAX_MS = 50;
+
+export interface FileSettings {
+  readonly table: string;
+  readonly synchronous: 'full' | 'normal';
+  readonly busyTimeoutMs: number;
+}
+
+/**
+ * WAL mode, the sync level and the schema, in one attempt, leaving the busy timeout as it is.
+ * Throws the driver's `SQLITE_BUSY` when another connection holds a lock it needs.
+ */
+export function setUpFile(db: SqliteDatabase, { table, synchronous }: FileSettings): void {
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
+  migrate(db, table);
+}
+
+/**
+ * `setUpFile` for processes that open one fresh file at the same moment (where switching to WAL
+ * and creating the tables race): each statement blocks at most `SETUP_BUSY_TIMEOUT_MS`, and a busy
+ * attempt is repeated after a short asynchronous backoff until `busyTimeoutMs` has passed. Leaves
+ * the connection's busy timeout at `busyTimeoutMs`.
+ */
+export async function setUpFileRetrying(db: SqliteDatabase, settings: FileSettings): Promise<void> {
+  const started = performance.now();
+  db.pragma(`busy_timeout = ${Math.min(SETUP_BUSY_TIMEOUT_MS, settings.busyTimeoutMs)}`);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      setUpFile(db, settings);
+      break;
+    } catch (error) {
+      const left = settings.busyTimeoutMs - (performance.now() - started);
+      if (!isBusy(error) || left <= 0) throw error;
+      const backoff = Math.min(RETRY_MAX_MS, 2 ** attempt) * (0.5 + Math.random());
+      // Not unref'd: the caller is awaiting the open, and the wait is bounded by busyTimeoutMs.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(left, backoff)));
+    }
+  }
+  db.pragma(`busy_timeout = ${settings.busyTimeoutMs}`);
+}
+
+/**
+ * Creates or upgrades the schema. The version is read first without a write lock, so opening an
+ * up-to-date file takes none; an upgrade re-reads it under BEGIN IMMEDIATE, so racing processes
+ * migrate once.
+ */
+function migrate(db: SqliteDatabase, table: string): void {
+  const sql = versionStatements(table);
+  db.exec(metaTable(table));
+  const read = (): number => {
+    const row = db.prepare(sql.readVersion).get() as { value: number } | undefined;
+    const current = row?.value ?? 0;
+    if (current > SCHEMA_VERSION) {
+      throw new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `table "${table}" has schema version ${current}, newer than this leasehold understands (${SCHEMA_VERSION}); upgrade leasehold`,
+        { retryable: false },
+      );
+    }
+    return current;
+  };
+  if (read() === SCHEMA_VERSION) return;
+  const steps = migrations(table);
+  db.transaction(() => {
+    const current = read();
+    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(steps[v]!);
+    if (current !== SCHEMA_VERSION) db.prepare(sql.writeVersion).run(SCHEMA_VERSION);
+  }).immediate();
+}

@@ -1,0 +1,192 @@
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SqliteStore, type Lease, type WatchEvent } from '../../src/index.js';
+import { EVENTS_KEPT, EVENTS_PRUNE_EVERY } from '../../src/stores/sqlite/sqlite-sql.js';
+import { ManualClock } from '../../src/testing/index.js';
+import { tempDir, waitFor } from '../harness/processes.js';
+
+const dir = tempDir('leasehold-sqlite-watch-');
+const opened: { close(): unknown }[] = [];
+afterAll(async () => {
+  for (const handle of opened.reverse()) await handle.close();
+  dir.cleanup();
+});
+
+let files = 0;
+/** Two stores on one fresh file: a watcher and another handle (another process, in effect). */
+async function pair(options: Parameters<typeof SqliteStore.open>[1] = {}) {
+  const path = `${dir.path}/watch-${++files}.db`;
+  const watcher = await SqliteStore.open(path, options);
+  const other = await SqliteStore.open(path);
+  opened.push(watcher, other);
+  return { path, watcher, other };
+}
+
+async function held(store: SqliteStore, resources: string[]): Promise<Lease[]> {
+  return (await store.acquireMany(resources, 'w', 60_000)).map((o) => o.lease!);
+}
+
+const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('SqliteStore.watch across connections', () => {
+  it("hears another handle's releases under its prefix, once each, in commit order", async () => {
+    const { watcher, other } = await pair();
+    expect(watcher.capabilities.watch).toBe(true);
+    const events: WatchEvent[] = [];
+    const arrivals: number[] = [];
+    watcher.watch('jobs/', (event) => {
+      events.push(event);
+      arrivals.push(performance.now());
+    });
+    const [one, two, three, outside] = await held(other, ['jobs/1', 'jobs/2', 'jobs/3', 'x/1']);
+    const sent = performance.now();
+    expect(await other.release(one!)).toBe(true);
+    expect(await other.releaseMany([three!, outside!, two!, one!])).toEqual([
+      true,
+      true,
+      true,
+      false,
+    ]);
+    await waitFor('3 events', () => events.length >= 3, 5000);
+    expect(events).toEqual([
+      { type: 'released', resource: 'jobs/1' },
+      { type: 'released', resource: 'jobs/3' },
+      { type: 'released', resource: 'jobs/2' },
+    ]);
+    // Generous bound: the poll is every 25 ms; seconds would mean it waits for something else.
+    expect(arrivals[0]! - sent).toBeLessThan(2000);
+  });
+
+  it('hears its own releases without waiting for a poll', async () => {
+    const clock = new ManualClock(); // its poll timer never fires unless the test advances it
+    const { watcher } = await pair({ clock });
+    const events: string[] = [];
+    watcher.watch('', (event) => events.push(event.resource));
+    const [a, b, c] = await held(watcher, ['own/a', 'own/b', 'own/c']);
+    await watcher.release(a!);
+    await waitFor('own release', () => events.length === 1, 5000);
+    await watcher.releaseMany([b!, c!]);
+    await waitFor('own batch release', () => events.length === 3, 5000);
+    expect(events).toEqual(['own/a', 'own/b', 'own/c']);
+  });
+
+  it('stops reporting to a listener once it unsubscribes', async () => {
+    const { watcher, other } = await pair();
+    const jobs: string[] = [];
+    const everything: string[] = [];
+    const stop = watcher.watch('jobs/', (event) => jobs.push(event.resource));
+    watcher.watch('', (event) => everything.push(event.resource));
+    const [first, second, last] = await held(other, ['jobs/1', 'jobs/2', 'zzz']);
+    await other.release(first!);
+    await waitFor('jobs/1', () => jobs.length === 1, 5000);
+    stop();
+    stop(); // twice is harmless
+    await other.release(second!);
+    await other.release(last!);
+    // The log is read in commit order: 'zzz' arriving means 'jobs/2' was read too.
+    await waitFor('zzz', () => everything.includes('zzz'), 5000);
+    expect(everything).toEqual(['jobs/1', 'jobs/2', 'zzz']);
+    expect(jobs).toEqual(['jobs/1']);
+  });
+
+  it('keeps delivering when a listener throws, and warns about it', async () => {
+    const { watcher, other } = await pair();
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.message);
+    process.on('warning', onWarning);
+    try {
+      const heard: string[] = [];
+      watcher.watch('', () => {
+        throw new Error('listener bug');
+      });
+      watcher.watch('', (event) => heard.push(event.resource));
+      const [a, b] = await held(other, ['t/a', 't/b']);
+      await other.release(a!);
+      await other.release(b!);
+      await waitFor('both events', () => heard.length === 2, 5000);
+      await waitFor('a warning', () => warnings.length > 0, 5000);
+      expect(warnings[0]).toMatch(/a SQLite watch listener threw: listener bug/);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('refuses a watch on a closed store', async () => {
+    const { watcher } = await pair();
+    await watcher.close();
+    expect(() => watcher.watch('', () => {})).toThrow(/watch failed: the store is closed/);
+  });
+});
+
+describe('SqliteStore.watch polling', () => {
+  it('polls every watchPollMs only while someone listens, and not after close', async () => {
+    const clock = new ManualClock();
+    const { watcher, other } = await pair({ clock, watchPollMs: 1000 });
+    const events: string[] = [];
+    expect(clock.pendingTimers).toBe(0);
+    const stopA = watcher.watch('', (event) => events.push(event.resource));
+    const stopB = watcher.watch('p/', () => {});
+    expect(clock.pendingTimers).toBe(1);
+
+    const [lease] = await held(other, ['p/1']);
+    await other.release(lease!);
+    await clock.advance(999);
+    expect(events).toEqual([]);
+    await clock.advance(1);
+    expect(events).toEqual(['p/1']);
+
+    stopA();
+    expect(clock.pendingTimers).toBe(1);
+    stopB();
+    expect(clock.pendingTimers).toBe(0);
+    await clock.advance(5000);
+    expect(clock.pendingTimers).toBe(0);
+
+    // Watching again starts from the end of the log: nothing from while nobody listened.
+    const [missed] = await held(other, ['p/2']);
+    await other.release(missed!);
+    const again: string[] = [];
+    watcher.watch('', (event) => again.push(event.resource));
+    expect(clock.pendingTimers).toBe(1);
+    await clock.advance(1000);
+    expect(again).toEqual([]);
+
+    await watcher.close();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('reads a long backlog in chunks until it has all of it', async () => {
+    const clock = new ManualClock();
+    const { watcher, other } = await pair({ clock });
+    const events: string[] = [];
+    watcher.watch('', (event) => events.push(event.resource));
+    const names = Array.from({ length: 2500 }, (_, i) => `b/${i}`);
+    expect(await other.releaseMany(await held(other, names))).toEqual(names.map(() => true));
+    await clock.advance(25);
+    for (let i = 0; i < 10 && events.length < names.length; i++) await settle();
+    expect(events).toEqual(names);
+  });
+
+  it('keeps the release log near its bound by pruning old entries in ranges', async () => {
+    const { path, watcher } = await pair();
+    const total = EVENTS_KEPT + 3 * EVENTS_PRUNE_EVERY;
+    for (let start = 0; start < total; start += 1000) {
+      const names = Array.from(
+        { length: Math.min(1000, total - start) },
+        (_, i) => `p/${start + i}`,
+      );
+      await watcher.releaseMany(await held(watcher, names));
+    }
+    const db = new Database(path, { readonly: true });
+    opened.push(db);
+    const log = db
+      .prepare(
+        'SELECT count(*) AS count, min(seq) AS first, max(seq) AS last FROM leasehold_leases_events',
+      )
+      .get() as { count: number; first: number; last: number };
+    expect(log.last).toBe(total);
+    const lastPrune = Math.floor(total / EVENTS_PRUNE_EVERY) * EVENTS_PRUNE_EVERY;
+    expect(log.first).toBe(lastPrune - EVENTS_KEPT + 1);
+    expect(log.count).toBeLessThanOrEqual(EVENTS_KEPT + EVENTS_PRUNE_EVERY);
+  });
+});
