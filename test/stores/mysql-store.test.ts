@@ -1,6 +1,12 @@
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { openStore, type LeaseStore } from '../../src/index.js';
+import {
+  openStore,
+  type AcquireOutcome,
+  type Lease,
+  type LeaseStore,
+  type ListOptions,
+} from '../../src/index.js';
 import { MysqlStore } from '../../src/stores/mysql/index.js';
 import { freshNamespace } from '../conformance/factory.js';
 import {
@@ -40,6 +46,21 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
       `SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 AS ms`,
     );
     return Number((rows as { ms: number }[])[0]!.ms);
+  };
+
+  /**
+   * Resolves once `n` transactions wait for a row lock. InnoDB refreshes INNODB_TRX only after
+   * nobody read it for 100 ms, so this polls slower than that.
+   */
+  const waitForLockWait = async (n: number): Promise<void> => {
+    for (let i = 0; i < 60; i++) {
+      const [rows] = await admin.query(
+        `SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`,
+      );
+      if (Number((rows as { n: number }[])[0]!.n) >= n) return;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    throw new Error(`fewer than ${n} transactions started waiting for a lock`);
   };
 
   beforeAll(async () => {
@@ -185,6 +206,182 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     expect(await store.get('x')).toMatchObject({ owner: '', token: 1, expiresAt: 0 });
   });
 
+  it('acquires 1,000 resources in one round trip, reporting each holder', async () => {
+    // Counts every command the driver sends (a query, a prepare, an execute, a ping): each one
+    // is a request and its answer.
+    const sent: string[] = [];
+    const counted = pool({ multipleStatements: true });
+    counted.pool.on('connection', (connection) => {
+      const core = connection as unknown as { addCommand(command: object): unknown };
+      const add = core.addCommand.bind(core);
+      core.addCommand = (command) => {
+        sent.push(command.constructor.name);
+        return add(command);
+      };
+    });
+    const store = new MysqlStore(counted, { table: freshNamespace() });
+    cleanup.unshift(() => store.close());
+    await store.init();
+    const names = Array.from({ length: 1000 }, (_, i) => `rt/${String(i).padStart(4, '0')}`);
+    const theirs = (await store.tryAcquire(names[10]!, 'b', 60_000))!;
+    await store.release((await store.tryAcquire(names[20]!, 'b', 60_000))!);
+    sent.length = 0;
+    const before = await serverNow();
+    const outcomes = await store.acquireMany(names, 'a', 30_000);
+    const after = await serverNow();
+    expect(sent).toEqual(['Query']);
+    expect(outcomes.map((o) => o.resource)).toEqual(names);
+    expect(outcomes.filter((o) => o.lease)).toHaveLength(999);
+    expect(outcomes[10]).toEqual({
+      resource: names[10],
+      lease: null,
+      holder: { resource: names[10], owner: 'b', token: 1, expiresAt: theirs.expiresAt },
+    });
+    expect(outcomes[20]!.lease).toMatchObject({ owner: 'a', token: 2, ttlMs: 30_000 });
+    expect(outcomes[0]!.lease).toMatchObject({ owner: 'a', token: 1, ttlMs: 30_000 });
+    // One reading of the server clock for the whole batch, and what was stored is what was said.
+    const expiresAt = outcomes[0]!.lease!.expiresAt;
+    expect(expiresAt - 30_000).toBeGreaterThanOrEqual(before);
+    expect(expiresAt - 30_000).toBeLessThanOrEqual(after);
+    expect(outcomes.filter((o) => o.lease && o.lease.expiresAt !== expiresAt)).toEqual([]);
+    const stored = await store.list({ prefix: 'rt/', limit: 2000 });
+    expect(stored.filter((r) => r.owner === 'a' && r.expiresAt === expiresAt)).toHaveLength(999);
+  });
+
+  it('shows nobody a grant before its batch commits, and reports the holder it waited for', async () => {
+    const table = freshNamespace();
+    const store = await open(server.url({ table }));
+    const other = await open(server.url({ table }));
+    await store.release((await store.tryAcquire('w/050', 'b', 60_000))!);
+    const names = Array.from({ length: 1000 }, (_, i) => `w/${String(i).padStart(3, '0')}`);
+    const blocker = await admin.getConnection();
+    let batch: Promise<AcquireOutcome[]> | undefined;
+    let single: Promise<unknown> | undefined;
+    try {
+      await blocker.query('START TRANSACTION');
+      await blocker.query(`INSERT INTO ${table} VALUES ('w/500', 'c', 1, 99999999999999)`);
+      // Names go in byte order: w/000 … w/499 are taken (uncommitted) when w/500 makes it wait.
+      batch = store.acquireMany([...names].reverse(), 'a', 60_000);
+      await waitForLockWait(1);
+      expect(await other.get('w/100')).toBeNull();
+      expect(await other.get('w/050')).toEqual({
+        resource: 'w/050',
+        owner: '',
+        token: 1,
+        expiresAt: 0,
+      });
+      expect(await other.list({ prefix: 'w/' })).toHaveLength(1);
+      single = other.tryAcquire('w/100', 'd', 60_000);
+      await waitForLockWait(2);
+      await blocker.query('COMMIT');
+    } finally {
+      await blocker.query('ROLLBACK'); // after a failure: let the waiting calls finish
+      blocker.release();
+    }
+    const outcomes = (await batch!).reverse();
+    expect(await single).toBeNull();
+    expect(outcomes[500]).toEqual({
+      resource: 'w/500',
+      lease: null,
+      holder: { resource: 'w/500', owner: 'c', token: 1, expiresAt: 99999999999999 },
+    });
+    expect(outcomes.filter((o) => o.lease)).toHaveLength(999);
+    expect(outcomes[50]!.lease).toMatchObject({ owner: 'a', token: 2 });
+    const listed = await other.list({ prefix: 'w/', limit: 2000 });
+    expect(listed.filter((r) => r.owner === 'a' && r.expiresAt > 0)).toHaveLength(999);
+  });
+
+  it("batches racing the holder's renewMany and releaseMany never deadlock with them", async () => {
+    const store = await open();
+    const names = Array.from({ length: 400 }, (_, i) => `rr/${String(i).padStart(3, '0')}`);
+    const leases: Lease[] = [];
+    for (const name of shuffled(names, 7))
+      leases.push((await store.tryAcquire(name, 'a', 60_000))!);
+    for (let round = 0; round < 10; round++) {
+      const [renewed, b, c] = await Promise.all([
+        store.renewMany(shuffled(leases, round), 60_000),
+        store.acquireMany(names, 'b', 60_000),
+        store.acquireMany(shuffled(names, round + 100), 'c', 60_000),
+      ]);
+      expect(renewed.filter((lease) => lease === null)).toEqual([]);
+      for (const outcomes of [b, c])
+        expect(outcomes.filter((o) => o.lease || o.holder?.owner !== 'a')).toEqual([]);
+    }
+    const [released, after] = await Promise.all([
+      store.releaseMany(shuffled(leases, 3)),
+      store.acquireMany(shuffled(names, 4), 'b', 60_000),
+    ]);
+    expect(released).toEqual(leases.map(() => true));
+    for (const o of after) {
+      const record = (await store.get(o.resource))!;
+      expect(record.owner).toBe(o.lease ? 'b' : '');
+    }
+  });
+
+  it('racing batches over new and free rows in different orders never deadlock', async () => {
+    const store = await open();
+    const names = Array.from({ length: 400 }, (_, i) => `dl/${String(i).padStart(3, '0')}`);
+    const held = await store.acquireMany(
+      names.filter((_, i) => i % 2 === 1),
+      'setup',
+      60_000,
+    );
+    await store.releaseMany(held.map((o) => o.lease!));
+    for (let round = 1; round <= 5; round++) {
+      const orders = [0, 1, 2, 3].map((k) => shuffled(names, round * 10 + k));
+      const results = await Promise.all(
+        orders.map((o, k) => store.acquireMany(o, `w${k}`, 60_000)),
+      );
+      const winners = new Map<string, number>();
+      for (const outcomes of results)
+        for (const o of outcomes) if (o.lease) winners.set(o.resource, o.lease.token);
+      expect(winners.size).toBe(names.length);
+      expect(results.flat().filter((o) => o.lease)).toHaveLength(names.length);
+      for (const [i, name] of names.entries())
+        expect([name, winners.get(name)]).toEqual([name, round + (i % 2)]);
+      const leases = results.flat().flatMap((o) => (o.lease ? [o.lease] : []));
+      expect(await store.releaseMany(leases)).toEqual(leases.map(() => true));
+    }
+  });
+
+  it('takes the largest batch allowed: 10,000 names of 512 bytes', async () => {
+    const store = await open();
+    const names = Array.from(
+      { length: 10_000 },
+      (_, i) => 'é'.repeat(253) + String(i).padStart(6, '0'),
+    );
+    expect(names.map((n) => Buffer.byteLength(n))).toEqual(names.map(() => 512));
+    const outcomes = await store.acquireMany(names, 'o'.repeat(256), 60_000);
+    expect(outcomes.filter((o) => o.lease?.token === 1)).toHaveLength(10_000);
+    expect(await store.get(names[9999]!)).toMatchObject({ resource: names[9999], token: 1 });
+  });
+
+  it('batches any names exactly and pages in code-point order', async () => {
+    const store = await open();
+    const odd = [
+      'NULL',
+      'a,b',
+      '[x]',
+      '"q"',
+      'back\\slash',
+      ' sp ',
+      "it's",
+      '\u{10FFFF}',
+      'ctl\tnew\nline\u0001',
+    ];
+    const granted = await store.acquireMany(odd, 'a', 60_000);
+    expect(granted.map((o) => o.lease?.resource)).toEqual(odd);
+    for (const name of odd)
+      expect(await store.get(name)).toMatchObject({ resource: name, token: 1 });
+    await store.acquireMany(['p/Z', 'p/a', 'p/é', 'p/😀'], 'a', 60_000);
+    const page = async (options: ListOptions): Promise<string[]> =>
+      (await store.list(options)).map((r) => r.resource);
+    expect(await page({ prefix: 'p/', after: 'p/Z' })).toEqual(['p/a', 'p/é', 'p/😀']);
+    expect(await page({ prefix: 'p/', after: 'p/é', limit: 1 })).toEqual(['p/😀']);
+    expect(await page({ prefix: 'p/', after: 'a' })).toEqual(['p/Z', 'p/a', 'p/é', 'p/😀']);
+    expect(await page({ after: 'p/😀' })).toEqual(['\u{10FFFF}']);
+  });
+
   it('creates its table once under concurrent first use and records the schema version', async () => {
     const table = freshNamespace();
     const url = server.url({ table });
@@ -205,3 +402,15 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     expect(error.message).toContain('schema version 99');
   });
 });
+
+/** `items` in an order fixed by `seed`. */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}

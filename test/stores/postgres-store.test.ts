@@ -1,6 +1,13 @@
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LeaseError, openStore, type Lease, type LeaseStore } from '../../src/index.js';
+import {
+  LeaseError,
+  openStore,
+  type AcquireOutcome,
+  type Lease,
+  type LeaseStore,
+  type ListOptions,
+} from '../../src/index.js';
 import { PostgresStore, type PgPool } from '../../src/stores/postgres/index.js';
 import { statements } from '../../src/stores/postgres/postgres-sql.js';
 import { freshNamespace } from '../conformance/factory.js';
@@ -21,12 +28,27 @@ describeServer('PostgresStore', unavailable, () => {
   beforeAll(async () => {
     server = await PostgresServer.start();
     admin = new pg.Pool({ connectionString: server.url, max: 2 });
+    // end() resolves before its connections have closed; the server stopping right after may
+    // still reach one with its shutdown notice, which the pool would raise as an error.
+    admin.on('error', () => {});
   });
   afterAll(async () => {
     await Promise.allSettled(stores.map((s) => s.close()));
     await admin?.end();
     await server?.stop();
   });
+
+  /** Resolves once some statement waits for a row lock. */
+  async function waitForLockWait(): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const { rows } = await admin.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'`,
+      );
+      if (rows[0].n > 0) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error('no statement started waiting for a lock');
+  }
 
   /** A pool that counts statements sent and ReadyForQuery messages received (one per round trip). */
   function countingPool(): { pool: PgPool; statements: () => number; roundTrips: () => number } {
@@ -75,6 +97,158 @@ describeServer('PostgresStore', unavailable, () => {
     await counted.pool.end();
   });
 
+  it('acquires 1,000 resources in one statement and one round trip, reporting each holder', async () => {
+    const counted = countingPool();
+    const store = track(new PostgresStore(counted.pool, { table: freshNamespace() }));
+    await store.init();
+    const names = Array.from({ length: 1000 }, (_, i) => `rt/${String(i).padStart(4, '0')}`);
+    const theirs = (await store.tryAcquire(names[10]!, 'b', 60_000))!;
+    await store.release((await store.tryAcquire(names[20]!, 'b', 60_000))!);
+    const [s0, r0] = [counted.statements(), counted.roundTrips()];
+    const outcomes = await store.acquireMany(names, 'a', 30_000);
+    expect([counted.statements() - s0, counted.roundTrips() - r0]).toEqual([1, 1]);
+    expect(outcomes.map((o) => o.resource)).toEqual(names);
+    expect(outcomes.filter((o) => o.lease)).toHaveLength(999);
+    expect(outcomes[10]).toEqual({ resource: names[10], lease: null, holder: pick(theirs) });
+    expect(outcomes[20]!.lease).toMatchObject({ owner: 'a', token: 2, ttlMs: 30_000 });
+    expect(outcomes[0]!.lease).toMatchObject({ owner: 'a', token: 1, ttlMs: 30_000 });
+    // One reading of the server clock for the whole batch.
+    expect(new Set(outcomes.map((o) => o.lease?.expiresAt ?? 0)).size).toBe(2);
+    await counted.pool.end();
+  });
+
+  it('reports the holder that won a row while the batch waited for it, and never waits on a live one', async () => {
+    const table = freshNamespace();
+    const store = track(await PostgresStore.open(server.url, { table }));
+    await store.release((await store.tryAcquire('w/taken', 'b', 60_000))!);
+    const live = (await store.tryAcquire('w/live', 'b', 60_000))!;
+    const client = await admin.connect();
+    let batch: Promise<AcquireOutcome[]> | undefined;
+    try {
+      await client.query('BEGIN');
+      // Taken by c, and a first record made for c, in a transaction the batch has to wait for;
+      // a renewal of b's live lease in it too, which the batch must not wait for.
+      await client.query(
+        `UPDATE "${table}" SET owner = 'c', token = token + 7, expires_at = 99999999999999 WHERE resource = 'w/taken'`,
+      );
+      await client.query(`INSERT INTO "${table}" VALUES ('w/new', 'c', 1, 99999999999999)`);
+      await client.query(
+        `UPDATE "${table}" SET expires_at = expires_at + 1 WHERE resource = 'w/live'`,
+      );
+      batch = store.acquireMany(['w/free', 'w/taken', 'w/new', 'w/live'], 'a', 5000);
+      await waitForLockWait();
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const [free, taken, fresh, held] = await batch!;
+    expect(free!.lease).toMatchObject({ owner: 'a', token: 1 });
+    // The newest version, not the one the statement's snapshot holds (released, token 1).
+    expect(taken).toEqual({
+      resource: 'w/taken',
+      lease: null,
+      holder: { resource: 'w/taken', owner: 'c', token: 8, expiresAt: 99999999999999 },
+    });
+    // A row first inserted after the statement began is refused; its holder cannot be read in
+    // the same statement, so it goes unreported rather than guessed.
+    expect(fresh).toEqual({ resource: 'w/new', lease: null });
+    // Live in the snapshot: refused from it (the renewal was still uncommitted then).
+    expect(held).toEqual({ resource: 'w/live', lease: null, holder: pick(live) });
+  });
+
+  it("batches racing the holder's renewMany and releaseMany never deadlock with them", async () => {
+    const store = await open();
+    const names = Array.from({ length: 400 }, (_, i) => `rr/${String(i).padStart(3, '0')}`);
+    // Taken one by one in a random order, so the table's physical order is not name order.
+    const leases: Lease[] = [];
+    for (const name of shuffled(names, 7))
+      leases.push((await store.tryAcquire(name, 'a', 60_000))!);
+    for (let round = 0; round < 10; round++) {
+      const [renewed, b, c] = await Promise.all([
+        store.renewMany(shuffled(leases, round), 60_000),
+        store.acquireMany(names, 'b', 60_000),
+        store.acquireMany(shuffled(names, round + 100), 'c', 60_000),
+      ]);
+      expect(renewed.filter((lease) => lease === null)).toEqual([]);
+      for (const outcomes of [b, c])
+        expect(outcomes.filter((o) => o.lease || o.holder?.owner !== 'a')).toEqual([]);
+    }
+    const [released, after] = await Promise.all([
+      store.releaseMany(shuffled(leases, 3)),
+      store.acquireMany(shuffled(names, 4), 'b', 60_000),
+    ]);
+    expect(released).toEqual(leases.map(() => true));
+    // Each name went to b or stayed a's until its release: never both, never lost.
+    for (const o of after) {
+      const record = (await store.get(o.resource))!;
+      expect(record.owner).toBe(o.lease ? 'b' : '');
+    }
+  });
+
+  it('racing batches over new and free rows in different orders never deadlock', async () => {
+    const store = await open();
+    const names = Array.from({ length: 400 }, (_, i) => `dl/${String(i).padStart(3, '0')}`);
+    const held = await store.acquireMany(
+      names.filter((_, i) => i % 2 === 1),
+      'setup',
+      60_000,
+    );
+    await store.releaseMany(held.map((o) => o.lease!));
+    for (let round = 1; round <= 5; round++) {
+      const orders = [0, 1, 2, 3].map((k) => shuffled(names, round * 10 + k));
+      const results = await Promise.all(
+        orders.map((o, k) => store.acquireMany(o, `w${k}`, 60_000)),
+      );
+      const winners = new Map<string, number>();
+      for (const outcomes of results)
+        for (const o of outcomes) if (o.lease) winners.set(o.resource, o.lease.token);
+      expect(winners.size).toBe(names.length);
+      expect(results.flat().filter((o) => o.lease)).toHaveLength(names.length);
+      for (const [i, name] of names.entries())
+        expect([name, winners.get(name)]).toEqual([name, round + (i % 2)]);
+      const leases = results.flat().flatMap((o) => (o.lease ? [o.lease] : []));
+      expect(await store.releaseMany(leases)).toEqual(leases.map(() => true));
+    }
+  });
+
+  it('takes the largest batch allowed: 10,000 names of 512 bytes', async () => {
+    const store = await open();
+    const names = Array.from(
+      { length: 10_000 },
+      (_, i) => 'é'.repeat(253) + String(i).padStart(6, '0'),
+    );
+    expect(names.map((n) => Buffer.byteLength(n))).toEqual(names.map(() => 512));
+    const outcomes = await store.acquireMany(names, 'o'.repeat(256), 60_000);
+    expect(outcomes.filter((o) => o.lease?.token === 1)).toHaveLength(10_000);
+    expect(await store.get(names[9999]!)).toMatchObject({ resource: names[9999], token: 1 });
+  });
+
+  it('batches any names exactly and pages in code-point order, not the default collation', async () => {
+    const store = await open();
+    const odd = [
+      'NULL',
+      'a,b',
+      '{x}',
+      '"q"',
+      'back\\slash',
+      ' sp ',
+      "it's",
+      '\u{10FFFF}',
+      'ctl\tnew\nline\u0001',
+    ];
+    const granted = await store.acquireMany(odd, 'a', 60_000);
+    expect(granted.map((o) => o.lease?.resource)).toEqual(odd);
+    for (const name of odd)
+      expect(await store.get(name)).toMatchObject({ resource: name, token: 1 });
+    await store.acquireMany(['p/Z', 'p/a', 'p/é', 'p/😀'], 'a', 60_000);
+    const page = async (options: ListOptions): Promise<string[]> =>
+      (await store.list(options)).map((r) => r.resource);
+    expect(await page({ prefix: 'p/', after: 'p/Z' })).toEqual(['p/a', 'p/é', 'p/😀']);
+    expect(await page({ prefix: 'p/', after: 'p/é', limit: 1 })).toEqual(['p/😀']);
+    expect(await page({ prefix: 'p/', after: 'a' })).toEqual(['p/Z', 'p/a', 'p/é', 'p/😀']);
+    expect(await page({ after: 'p/😀' })).toEqual(['{x}', '\u{10FFFF}']);
+  });
+
   it('decides expiry on the server clock', async () => {
     const store = await open();
     const serverNow = async (): Promise<number> =>
@@ -120,12 +294,13 @@ describeServer('PostgresStore', unavailable, () => {
       const plan = await client.query(`EXPLAIN ${statements('public', table, true).listRange}`, [
         'jobs/',
         'jobs0',
+        'jobs/5',
         10,
       ]);
       const text = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
       expect(text).toContain(`Index Scan using ${table}_pkey`);
       expect(text).toContain(
-        `Index Cond: ((resource >= 'jobs/'::text) AND (resource < 'jobs0'::text))`,
+        `Index Cond: ((resource >= 'jobs/'::text) AND (resource < 'jobs0'::text) AND (resource > 'jobs/5'::text))`,
       );
       expect(text).not.toContain('Sort');
     } finally {
@@ -260,3 +435,19 @@ describeServer('PostgresStore', unavailable, () => {
     expect(error?.message).toContain('list()');
   });
 });
+
+function pick({ resource, owner, token, expiresAt }: Lease) {
+  return { resource, owner, token, expiresAt };
+}
+
+/** `items` in an order fixed by `seed`. */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}

@@ -41,6 +41,14 @@ const BATCH = `JSON_TABLE(@leasehold_batch, '$[*]' COLUMNS (
                  k   BIGINT        PATH '$[2]',
                  ttl BIGINT        PATH '$[3]')) AS b`;
 
+/**
+ * The names of an acquire batch, `[name, …]`; row `i` (from 1) is the `i`-th, and
+ * `CAST(b.r AS BINARY)` its UTF-8 bytes (a binary collation, so nothing is folded or padded).
+ */
+const NAMES = `JSON_TABLE(@leasehold_batch, '$[*]' COLUMNS (
+                 i FOR ORDINALITY,
+                 r VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS b`;
+
 export function statements(table: string) {
   const t = `\`${table}\``;
   const match = `t.resource = UNHEX(b.r) AND t.owner = UNHEX(b.o) AND t.token = b.k`;
@@ -69,6 +77,32 @@ export function statements(table: string) {
                 owner      = IF(expires_at < @leasehold_now, ?, owner),
                 expires_at = IF(expires_at < @leasehold_now, @leasehold_now + ?, expires_at);
               SELECT LAST_INSERT_ID() AS token, @leasehold_now AS now`,
+    /**
+     * One round trip, one transaction: the single acquire's compare-and-set on every name, in
+     * byte order (so racing batches lock rows in one order), on one reading of the server clock.
+     * A grant writes `expires_at` negated: only this transaction can see that (others wait for
+     * its row locks or read committed versions; only a READ UNCOMMITTED session would see it),
+     * so the read that follows tells the grants from the refusals exactly, and shows the record
+     * behind each refusal; then the grants are made positive before COMMIT. Every name has a row
+     * locked by the first insert by then, so the read waits for nobody and the second insert
+     * only ever updates (an insert over a join-less source costs a fraction of a multi-table
+     * UPDATE here). Params: the JSON names as bytes, owner, ttl, owner, ttl.
+     */
+    acquireBatch: `START TRANSACTION;
+                   ${setBatch}, @leasehold_now = ${NOW_MS};
+                   INSERT INTO ${t} (resource, owner, token, expires_at)
+                     SELECT CAST(b.r AS BINARY), ?, 1, -(@leasehold_now + ?) FROM ${NAMES} ORDER BY b.i
+                   ON DUPLICATE KEY UPDATE
+                     token      = IF(expires_at < @leasehold_now, token + 1, token),
+                     owner      = IF(expires_at < @leasehold_now, ?, owner),
+                     expires_at = IF(expires_at < @leasehold_now, -(@leasehold_now + ?), expires_at);
+                   SELECT b.i AS i, t.owner, t.token, t.expires_at
+                     FROM ${NAMES} JOIN ${t} AS t ON t.resource = CAST(b.r AS BINARY) FOR UPDATE;
+                   INSERT INTO ${t} (resource, owner, token, expires_at)
+                     SELECT CAST(b.r AS BINARY), '', 0, 0 FROM ${NAMES} ORDER BY b.i
+                   ON DUPLICATE KEY UPDATE expires_at = IF(expires_at < 0, -expires_at, expires_at);
+                   COMMIT;
+                   SET @leasehold_batch = NULL`,
     /** One statement; the OK packet's insert id is the new `expires_at`, or 0 when nothing matched. Params: ttl, resource, owner, token. */
     renew: `UPDATE ${t} SET expires_at = LAST_INSERT_ID(${NOW_MS} + ?)
             WHERE resource = ? AND owner = ? AND token = ?`,
@@ -95,10 +129,11 @@ export function statements(table: string) {
                    COMMIT;
                    SET @leasehold_batch = NULL`,
     get: `SELECT resource, owner, token, expires_at FROM ${t} WHERE resource = ?`,
+    /** Params: from, to (listRange only), after ('' from the start), limit. */
     listRange: `SELECT resource, owner, token, expires_at FROM ${t}
-                WHERE resource >= ? AND resource < ? ORDER BY resource LIMIT ?`,
+                WHERE resource >= ? AND resource < ? AND resource > ? ORDER BY resource LIMIT ?`,
     listFrom: `SELECT resource, owner, token, expires_at FROM ${t}
-               WHERE resource >= ? ORDER BY resource LIMIT ?`,
+               WHERE resource >= ? AND resource > ? ORDER BY resource LIMIT ?`,
   };
 }
 

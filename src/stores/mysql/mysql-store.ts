@@ -1,8 +1,8 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { loadDriver } from '../../core/load-driver.js';
-import { StoreBase, type StoreCapabilities } from '../../core/store.js';
-import { planBatch } from './mysql-batch.js';
+import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
+import { planBatch, planNames } from './mysql-batch.js';
 import {
   deadline,
   queryOptions as q,
@@ -118,6 +118,31 @@ export class MysqlStore extends StoreBase {
     return { resource, owner, token, expiresAt: int(row?.now, 'now') + ttlMs, ttlMs };
   }
 
+  /** One round trip for the whole batch: the grants, and the live record behind each refusal. */
+  protected override async doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const batch = planNames(resources);
+    const o = bytes(owner);
+    const results = await this.call((c) =>
+      c.query(q(this.sql.acquireBatch), [batch.json, o, ttlMs, o, ttlMs]),
+    );
+    const outcomes: AcquireOutcome[] = resources.map((resource) => ({ resource, lease: null }));
+    for (const row of (results as unknown[])[3] as (Omit<Row, 'resource'> & { i: unknown })[]) {
+      const position = batch.positions[int(row.i, 'batch row') - 1]!;
+      const resource = resources[position]!;
+      const stored = record({ ...row, resource });
+      // A negative expires_at marks a grant of this transaction (see mysql-sql.ts).
+      outcomes[position] =
+        stored.expiresAt < 0
+          ? { resource, lease: { ...pick(stored), expiresAt: -stored.expiresAt, ttlMs } }
+          : { resource, lease: null, holder: stored };
+    }
+    return outcomes;
+  }
+
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
     const ok = (await this.call((c) =>
@@ -171,15 +196,15 @@ export class MysqlStore extends StoreBase {
     return rows[0] ? record(rows[0]) : null;
   }
 
-  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     const from = bytes(prefix);
     // UTF-8 never contains 0xff, so bumping the last byte bounds every name that starts with `prefix`.
     const to = from.length === 0 ? undefined : Buffer.from(from);
     if (to) to[to.length - 1]! += 1;
     const rows = (await this.call((c) =>
       to
-        ? c.execute(q(this.sql.listRange), [from, to, limit])
-        : c.execute(q(this.sql.listFrom), [from, limit]),
+        ? c.execute(q(this.sql.listRange), [from, to, bytes(after), limit])
+        : c.execute(q(this.sql.listFrom), [from, bytes(after), limit]),
     )) as Row[];
     return rows.map(record);
   }

@@ -6,6 +6,7 @@ import { redact } from '../../core/open-store.js';
 import {
   prefixEnd,
   StoreBase,
+  type AcquireOutcome,
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
@@ -163,6 +164,34 @@ export class PostgresStore extends StoreBase {
     };
   }
 
+  /** One statement for the whole batch: the grants, and the live record behind each refusal. */
+  protected override async doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const rows = await this.query(this.sql.acquireMany, [resources, owner, ttlMs]);
+    const outcomes: AcquireOutcome[] = resources.map((resource) => ({ resource, lease: null }));
+    for (const row of rows) {
+      const i = Number(row.ord) - 1;
+      const resource = resources[i]!;
+      if (row.token !== null) {
+        const token = safeInteger(row.token, 'token');
+        const expiresAt = safeInteger(row.expires_at, 'expires_at');
+        outcomes[i] = { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
+      } else if (row.held_owner !== null) {
+        const holder = toRecord({
+          resource,
+          owner: row.held_owner,
+          token: row.held_token,
+          expires_at: row.held_expires_at,
+        });
+        outcomes[i] = { resource, lease: null, holder };
+      }
+    }
+    return outcomes;
+  }
+
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
     const [row] = await this.query(this.sql.renew, [lease.resource, lease.owner, lease.token, ttl]);
@@ -208,12 +237,12 @@ export class PostgresStore extends StoreBase {
     return row ? toRecord({ ...row, resource }) : null;
   }
 
-  protected async doList(prefix: string, limit: number): Promise<LeaseRecord[]> {
+  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     const to = prefixEnd(prefix);
     const rows =
       to === undefined
-        ? await this.query(this.sql.listFrom, [prefix, limit])
-        : await this.query(this.sql.listRange, [prefix, to, limit]);
+        ? await this.query(this.sql.listFrom, [prefix, after, limit])
+        : await this.query(this.sql.listRange, [prefix, to, after, limit]);
     return rows.map(toRecord);
   }
 
