@@ -119,8 +119,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   }
 
   /**
-   * Joins the fleet, waits for the membership to settle (`settleMs`) and runs the first reconcile;
-   * rejects if the store cannot be reached. Until `stop()`, the manager keeps the process alive
+   * Joins the fleet (rejects if the store cannot be reached or the owner id is taken), waits for
+   * the membership to settle (`settleMs`) and runs the first reconcile, whose failures are reported
+   * as `reconcile-failed` and retried. Until `stop()`, the manager keeps the process alive
    * like a listening server does (see `unref()`).
    */
   async start(): Promise<void> {
@@ -136,9 +137,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       });
     }
     try {
+      await this.resolveWanted(); // a bad wanted set fails start() itself
       await this.join();
       await this.settle();
-      await this.reconcile(true);
     } catch (error) {
       this.unwatch?.();
       clearInterval(this.keepAlive);
@@ -146,6 +147,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       await this.client.close().catch(() => undefined);
       throw error;
     }
+    // Bulk work that fails from here on is reported (`reconcile-failed`) and retried with backoff.
+    await this.reconcile();
   }
 
   /** Lets the process exit while the manager runs (as `server.unref()` does). Returns the manager. */
@@ -224,10 +227,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private requestReconcile(): void {
     if (this.stopping || !this.started) return;
     if (this.running) this.rerun = true;
-    else void this.reconcile(false);
+    else void this.reconcile();
   }
 
-  private async reconcile(first: boolean): Promise<void> {
+  private async reconcile(): Promise<void> {
     if (this.stopping) return;
     this.reconcileTimer?.clear();
     let next: number;
@@ -240,8 +243,6 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       next = await pass;
       this.failures = 0;
     } catch (error) {
-      this.running = undefined;
-      if (first) throw error;
       this.emit('reconcile-failed', error);
       // Back off while the store struggles: slower convergence, never lost leases (the heartbeat
       // keeps what is held on its own timer).
@@ -255,7 +256,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.rerun = false;
       next = 0;
     }
-    this.reconcileTimer = this.clock.setTimeout(() => void this.reconcile(false), next);
+    this.reconcileTimer = this.clock.setTimeout(() => void this.reconcile(), next);
   }
 
   /** Takes this worker's membership lease (again, if it lapsed). */

@@ -54,7 +54,8 @@ export class Taker {
         if (batch.length === 0) continue;
         asked += batch.length;
         try {
-          got += await this.acquire(batch);
+          const taken = await this.acquire(batch);
+          got += taken; // not `got += await …`: that would add to the value read before the wait
         } finally {
           asked -= batch.length;
         }
@@ -84,12 +85,15 @@ export class Taker {
     this.gathered.clear();
   }
 
-  private async acquire(batch: string[]): Promise<number> {
+  private async acquire(candidates: string[]): Promise<number> {
     await this.slot();
+    // Another batch may have taken some of these while this one waited for its slot.
+    const { client } = this.options;
+    const batch = candidates.filter((r) => !this.taking.has(r) && !client.lease(r));
     for (const resource of batch) this.taking.add(resource);
     try {
-      if (this.stopped) return 0;
-      const outcomes = await this.options.client.tryAcquireMany(batch);
+      if (this.stopped || batch.length === 0) return 0;
+      const outcomes = await client.tryAcquireMany(batch);
       let got = 0;
       for (const outcome of outcomes) {
         if (outcome.lease) {

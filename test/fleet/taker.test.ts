@@ -1,0 +1,54 @@
+import { expect, it } from 'vitest';
+import { LeaseClient, MemoryStore, type HeldLease } from '../../src/index.js';
+import { Taker } from '../../src/fleet/taker.js';
+import { systemClock } from '../../src/core/time.js';
+import { FaultyStore } from '../harness/faulty-store.js';
+
+function taker(maxInFlight: number, batchSize = 2) {
+  const store = new FaultyStore(new MemoryStore());
+  const client = new LeaseClient({ store, owner: 'me', ttlMs: 60_000 });
+  const acquired: HeldLease[] = [];
+  const errors: unknown[] = [];
+  const t = new Taker({
+    client,
+    clock: systemClock,
+    batchSize,
+    maxInFlight,
+    onAcquired: (lease) => acquired.push(lease),
+    onHolder: () => undefined,
+    onError: (error) => errors.push(error),
+  });
+  return { t, client, store, acquired, errors };
+}
+
+it('overlapping takes never ask the store for a resource already held or being taken', async () => {
+  const { t, client, acquired } = taker(1);
+  const [a, b] = await Promise.all([
+    t.take(['a', 'b', 'c', 'd'], 4),
+    t.take(['d', 'c', 'b', 'a'], 4),
+  ]);
+  expect(a + b).toBe(4);
+  expect(acquired.map((l) => l.resource).sort()).toEqual(['a', 'b', 'c', 'd']);
+  await client.close();
+});
+
+it('never takes more than asked, in batches of batchSize with at most maxInFlight calls at once', async () => {
+  const { t, client, store } = taker(2, 3);
+  let inFlight = 0;
+  let most = 0;
+  const inner = store.acquireMany.bind(store);
+  store.acquireMany = async (...args) => {
+    most = Math.max(most, ++inFlight);
+    try {
+      return await inner(...args);
+    } finally {
+      inFlight--;
+    }
+  };
+  const names = Array.from({ length: 20 }, (_, i) => `r/${i}`);
+  expect(await t.take(names, 7)).toBe(7);
+  expect(client.size).toBe(7);
+  expect(most).toBeLessThanOrEqual(2);
+  expect(store.calls.acquireMany).toBe(3); // 3 + 3 + 1
+  await client.close();
+});
