@@ -1,0 +1,132 @@
+// LeaseManager fleets at scale: N worker processes over W resources on a real store, through a
+// cold start, a worker joining, a worker leaving gracefully and a steady-state window. Starts its
+// own servers on free 127.0.0.1 ports and kills them (and every worker) on the way out.
+// Usage: npm run build && node bench/fleet-scale.mjs [--quick] [--stores …] [--scales …] (--help)
+import { parseOptions } from './lib/args.mjs';
+import { Fleet } from './lib/fleet.mjs';
+import { awaitConvergence, eventTotals, measureSteady } from './lib/phases.mjs';
+import { loadLibrary } from './lib/library.mjs';
+import { installCleanupHandlers } from './lib/processes.mjs';
+import { hostInfo, managerVersion, printRun, printSummary, writeResults } from './lib/report.mjs';
+import { startStore } from './lib/stores.mjs';
+
+const options = parseOptions(process.argv.slice(2));
+installCleanupHandlers();
+const { openStore, LIMITS } = await loadLibrary(options.dist);
+const log = (line) => console.error(`[fleet-scale] ${line}`);
+
+const result = {
+  startedAt: new Date().toISOString(),
+  host: hostInfo(),
+  manager: managerVersion(options.dist),
+  options,
+  runs: [],
+};
+const maxWorkers = Math.max(...options.scales.map((s) => s.workers)) + 1;
+
+for (const name of options.stores) {
+  let server;
+  try {
+    server = await startStore(name, { maxWorkers });
+  } catch (error) {
+    // No server: every scale of this store is reported as not run, and the next store runs.
+    log(`${name}: ${error.stack ?? error}`);
+    const message = String(error.message ?? error);
+    for (const scale of options.scales) result.runs.push({ store: name, ...scale, error: message });
+    continue;
+  }
+  try {
+    for (const scale of options.scales) {
+      const run = await runScale(name, server, scale).catch((error) => {
+        log(`${name} ${scale.workers}x${scale.resources}: ${error.stack ?? error}`);
+        return { store: name, ...scale, error: String(error.message ?? error) };
+      });
+      result.runs.push(run);
+      printRun(run);
+    }
+  } finally {
+    server.stop();
+  }
+}
+result.finishedAt = new Date().toISOString();
+result.host.loadavgEnd = hostInfo().loadavg;
+const after = managerVersion(options.dist);
+if (after.hash !== result.manager.hash) result.managerChangedDuringRun = after;
+printSummary(result);
+const files = writeResults(result);
+log(`results: ${files.join(', ')}`);
+
+/** One store at one scale: cold start, join, leave, steady state. */
+async function runScale(name, server, { workers, resources }) {
+  const tag = `fleet_${workers}x${resources}_${Date.now().toString(36)}`;
+  const url = server.urlFor(tag);
+  const store = await openStore(server.coordinatorUrlFor(tag));
+  // Creates the table (or file) before N workers race to, and warms the coordinator's connection.
+  await store.list({ prefix: 'r/', limit: 1 });
+  const { ttlMs, heartbeatMs, reconcileMs, dist } = options;
+  const fleet = new Fleet({ dist, url, resources, ttlMs, heartbeatMs, reconcileMs });
+  const listing = { paging: 'not needed', maxLimit: LIMITS.listMaxLimit };
+  const ctx = {
+    fleet,
+    store,
+    resources,
+    options,
+    listing,
+    log: (l) => log(`${name} ${workers}x${resources} ${l}`),
+  };
+  const run = { store: name, workers, resources, ttlMs, heartbeatMs, reconcileMs, phases: {} };
+  try {
+    ctx.log('cold start');
+    const cold = Date.now();
+    for (let i = 0; i < workers; i++) fleet.spawn();
+    run.phases.cold = await awaitConvergence(ctx, {
+      since: cold,
+      baseline: eventTotals(new Map()),
+    });
+    if (run.phases.cold.converged || options.continueAfterTimeout) {
+      run.phases.join = await join(ctx, workers);
+      run.phases.leave = await leave(ctx);
+    } else {
+      const skipped = 'cold start did not converge (--continue runs it anyway)';
+      run.phases.join = { skipped };
+      run.phases.leave = { skipped };
+    }
+    ctx.log(`steady state for ${options.steadyMs / 1000} s`);
+    run.phases.steady = await measureSteady(ctx);
+  } catch (error) {
+    // Keep what was measured so far; the next scale or store still runs.
+    ctx.log(`failed: ${error.stack ?? error}`);
+    run.error = String(error.message ?? error);
+  } finally {
+    run.listPaging = listing.paging;
+    run.workerFailures = fleet.failures();
+    await fleet.killAll();
+    await store.close().catch(() => undefined);
+  }
+  return run;
+}
+
+/** One more worker; the target is ⌈W/(N+1)⌉ + N handoffs. */
+async function join(ctx, workers) {
+  ctx.log('join');
+  const baseline = eventTotals(await ctx.fleet.poll());
+  ctx.fleet.broadcast({ type: 'reset-loop' });
+  const since = Date.now();
+  ctx.fleet.spawn();
+  const phase = await awaitConvergence(ctx, { since, baseline });
+  phase.handoffTarget = Math.ceil(ctx.resources / (workers + 1)) + workers;
+  return phase;
+}
+
+/** SIGTERM to the oldest worker: it stops its manager, releasing everything to the others. */
+async function leave(ctx) {
+  ctx.log('leave');
+  const baseline = eventTotals(await ctx.fleet.poll());
+  ctx.fleet.broadcast({ type: 'reset-loop' });
+  const since = Date.now();
+  const owner = ctx.fleet.live[0];
+  const leaving = ctx.fleet.leave(owner);
+  const phase = await awaitConvergence(ctx, { since, baseline });
+  phase.leaver = { owner, ...(await leaving) };
+  return phase;
+}

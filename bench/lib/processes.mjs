@@ -1,0 +1,116 @@
+// Process and folder plumbing for the benchmarks: free ports, temp folders, process trees, and one
+// cleanup list that runs on every way out (normal end, error, signal), so no server or worker
+// outlives the run.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (listen on 0, read it, close). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Every pid in the tree under `pid`, `pid` first: PostgreSQL backends are their own groups. */
+export function processTree(pid) {
+  let table;
+  try {
+    table = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' });
+  } catch {
+    return [pid];
+  }
+  const children = new Map();
+  for (const line of table.trim().split('\n')) {
+    const [p, pp] = line.trim().split(/\s+/).map(Number);
+    children.set(pp, [...(children.get(pp) ?? []), p]);
+  }
+  const out = [];
+  const walk = (p) => {
+    out.push(p);
+    for (const c of children.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return out;
+}
+
+/** Signals every process of a tree; a process already gone is not an error. */
+export function signalTree(pid, signal) {
+  for (const p of processTree(pid)) {
+    try {
+      process.kill(p, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Polls `check` until it returns true, or throws after `timeoutMs`. */
+export async function waitFor(what, check, timeoutMs = 20_000, everyMs = 25) {
+  const end = Date.now() + timeoutMs;
+  let lastError;
+  while (Date.now() < end) {
+    try {
+      if (await check()) return;
+    } catch (error) {
+      lastError = error;
+    }
+    await sleep(everyMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${lastError ?? ''}`);
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Synchronous, because `process.on('exit')` cannot wait: each entry kills or removes at once.
+const cleanups = new Set();
+
+/** Registers a synchronous cleanup; returns a function that runs it now and forgets it. */
+export function onCleanup(fn) {
+  cleanups.add(fn);
+  return () => {
+    if (cleanups.delete(fn)) fn();
+  };
+}
+
+export function runCleanups() {
+  for (const fn of [...cleanups].reverse()) {
+    cleanups.delete(fn);
+    try {
+      fn();
+    } catch {
+      // best effort: the next entry must still run
+    }
+  }
+}
+
+/** A fresh temp folder, removed at cleanup. */
+export function tempDir(prefix) {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  const remove = onCleanup(() => rmSync(path, { recursive: true, force: true }));
+  return { path, remove };
+}
+
+/** Runs every cleanup on exit, on SIGINT/SIGTERM/SIGHUP and on a crash of the coordinator. */
+export function installCleanupHandlers() {
+  process.on('exit', runCleanups);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.once(signal, () => {
+      runCleanups();
+      process.exit(128 + { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 }[signal]);
+    });
+  }
+  process.on('uncaughtException', (error) => {
+    console.error(error);
+    runCleanups();
+    process.exit(1);
+  });
+}

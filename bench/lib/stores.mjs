@@ -1,0 +1,37 @@
+// One private server per store for the whole run; each scale gets its own table, key prefix or
+// file, so a run starts from empty records without restarting the server.
+import { join } from 'node:path';
+import { startPostgres } from './postgres-server.mjs';
+import { startRedis } from './redis-server.mjs';
+import { tempDir } from './processes.mjs';
+
+export const STORES = ['sqlite', 'redis', 'postgres'];
+
+/** Starts the store's server; `maxWorkers` sizes PostgreSQL's connection limit. */
+export async function startStore(name, { maxWorkers }) {
+  if (name === 'sqlite') {
+    const dir = tempDir('leasehold-bench-sqlite-');
+    const urlFor = (tag) => `sqlite://${join(dir.path, `${tag}.db`)}`;
+    return { urlFor, coordinatorUrlFor: urlFor, stop: dir.remove };
+  }
+  if (name === 'redis') {
+    const server = await startRedis();
+    return {
+      urlFor: (tag) => `${server.url}?prefix=${tag}:`,
+      // The coordinator's full scans must not fail on a server the fleet keeps busy.
+      coordinatorUrlFor: (tag) => `${server.url}?prefix=${tag}:&commandTimeoutMs=60000`,
+      stop: server.stop,
+    };
+  }
+  if (name === 'postgres') {
+    // Each worker: a pool of up to 10 (the default) plus one LISTEN connection; then the coordinator.
+    const server = await startPostgres({ maxConnections: (maxWorkers + 2) * 12 + 20 });
+    return {
+      urlFor: (tag) => `${server.url}?table=${tag}`,
+      coordinatorUrlFor: (tag) =>
+        `${server.url}?table=${tag}&statementTimeoutMs=60000&connectTimeoutMs=60000&notify=false`,
+      stop: server.stop,
+    };
+  }
+  throw new Error(`unknown store "${name}"; known: ${STORES.join(', ')}`);
+}
