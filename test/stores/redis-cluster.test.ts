@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore, type LeaseStore } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
+import { RedisKeys } from '../../src/stores/redis/redis-keys.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisCluster, redisUnavailable } from '../harness/redis-server.js';
 import { describeServer } from '../harness/describe-server.js';
@@ -37,6 +38,34 @@ describeServer('redis store on a 3-master cluster', redisUnavailable(), () => {
     expect(renewed.map((r) => r?.resource)).toEqual(reversed.map((l) => l.resource));
     const names = (await store.list({ prefix: 'r/' })).map((r) => r.resource);
     expect(names).toEqual(leases.map((l) => l.resource).sort());
+  });
+
+  it('a single lease costs one script call on one master, whichever shard it is in', async () => {
+    const store = await open('one:');
+    const calls = async (): Promise<number> =>
+      (await Promise.all(cluster.nodes.map(scriptCalls))).reduce((a, b) => a + b, 0);
+    const keys = new RedisKeys('one:', 16);
+    const perShard = new Map<number, string[]>();
+    for (let i = 0; [...perShard.values()].filter((n) => n.length === 2).length < 16; i++) {
+      const names = perShard.get(keys.shardOf(`job/${i}`)) ?? [];
+      if (names.length < 2) perShard.set(keys.shardOf(`job/${i}`), [...names, `job/${i}`]);
+    }
+    // The first name of each shard loads the scripts on its master, so no call below meets NOSCRIPT.
+    for (const [warm] of perShard.values())
+      await store.release((await store.renew((await store.tryAcquire(warm!, 'w', 5000))!))!);
+
+    for (const [, name] of perShard.values()) {
+      let before = await calls();
+      const lease = (await store.tryAcquire(name!, 'a', 5000))!;
+      expect((await calls()) - before).toBe(1);
+      before = await calls();
+      expect(await store.renew(lease)).toMatchObject({ resource: name, token: 1 });
+      expect((await calls()) - before).toBe(1);
+      before = await calls();
+      expect(await store.release(lease)).toBe(true);
+      expect((await calls()) - before).toBe(1);
+    }
+    expect(await store.list({ prefix: 'job/' })).toHaveLength(32);
   });
 
   it('acquireMany is one script call per shard across the masters, holders included', async () => {

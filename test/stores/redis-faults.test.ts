@@ -168,6 +168,48 @@ describeServer('redis store under faults', redisUnavailable(), () => {
     }
   }, 10_000);
 
+  it('on a client without a command timeout, every call still ends at the store deadline; late writes may land', async () => {
+    const s = await server();
+    const redis = new Redis({ host: '127.0.0.1', port: s.port }); // no commandTimeout of its own
+    cleanup.push(async () => redis.disconnect());
+    const st = await RedisStore.open(redis, { prefix: 'bare:', commandTimeoutMs: 300 });
+    cleanup.push(() => st.close());
+    const timed = new Redis({ host: '127.0.0.1', port: s.port, commandTimeout: 200 });
+    cleanup.push(async () => timed.disconnect());
+    const driverTimed = await RedisStore.open(timed, { prefix: 'bare:', commandTimeoutMs: 300 });
+    cleanup.push(() => driverTimed.close());
+    const lease = (await st.tryAcquire('job', 'a', 5000))!;
+
+    s.pause();
+    let errors: LeaseError[];
+    let driverError: LeaseError;
+    try {
+      [driverError, ...errors] = await Promise.all([
+        rejection(driverTimed.tryAcquire('third', 'c', 5000), 3000),
+        rejection(st.renew(lease), 3000),
+        rejection(st.tryAcquire('other', 'a', 5000), 3000),
+        rejection(st.release(lease), 3000),
+        rejection(st.renewMany([lease]), 3000),
+        rejection(st.list(), 3000),
+      ]);
+    } finally {
+      s.resume();
+    }
+    for (const error of errors) {
+      expect(error.code).toBe('STORE_UNAVAILABLE');
+      expect(error.retryable).toBe(true);
+      expect(error.message).toContain('no answer within 300 ms');
+    }
+    // A client whose own command timeout is as short bounds the calls itself.
+    expect(driverError.code).toBe('STORE_UNAVAILABLE');
+    expect(driverError.retryable).toBe(true);
+    expect(driverError.message).toMatch(/Command timed out.*may still take effect/);
+    // The calls were sent: after resume the server runs them, the release included.
+    await waitFor('the late release to land', async () => (await st.get('job'))?.owner === '');
+    expect(await st.get('other')).toMatchObject({ owner: 'a', token: 1 });
+    expect(await st.tryAcquire('job', 'b', 5000)).toMatchObject({ owner: 'b', token: 2 });
+  }, 10_000);
+
   it('calls in flight when the server pauses or dies fail with STORE_UNAVAILABLE, then work again', async () => {
     const s = await server();
     const st = await store(s);

@@ -43,6 +43,19 @@ describeServer('redis store', redisUnavailable(), () => {
   };
   const open = (params: string): Promise<LeaseStore> => openUrl(`${server.url}?${params}`);
 
+  /** Runs `fn` and checks what the server ran for it: one EVALSHA and, inside it, exactly `inner`. */
+  async function sent<T>(fn: () => Promise<T>, inner: Record<string, number>): Promise<T> {
+    const before = await commandCalls(server);
+    const result = await fn();
+    const ran: Record<string, number> = {};
+    for (const [name, count] of await commandCalls(server)) {
+      const delta = count - (before.get(name) ?? 0);
+      if (delta > 0 && name !== 'info') ran[name] = delta;
+    }
+    expect(ran).toEqual({ evalsha: 1, ...inner });
+    return result;
+  }
+
   beforeAll(async () => {
     server = await RedisServer.start();
   });
@@ -141,6 +154,108 @@ describeServer('redis store', redisUnavailable(), () => {
     } finally {
       redis.disconnect();
     }
+  });
+
+  it('tryAcquire, renew and release are one script call each, and only a new record touches the index', async () => {
+    const store = await open('prefix=count3:');
+    await store.release((await store.renew((await store.tryAcquire('warm', 'w', 5000))!))!); // scripts loaded
+
+    const lease = (await sent(() => store.tryAcquire('job', 'a', 5000), {
+      time: 1,
+      hmget: 1,
+      zadd: 1,
+      hset: 1,
+    }))!;
+    expect(lease).toMatchObject({ owner: 'a', token: 1 });
+    const renewed = (await sent(() => store.renew(lease), { time: 1, hmget: 1, hset: 1 }))!;
+    expect(renewed.expiresAt).toBeGreaterThanOrEqual(lease.expiresAt);
+    expect(await sent(() => store.release(renewed), { hmget: 1, publish: 1, hset: 1 })).toBe(true);
+    const again = await sent(() => store.tryAcquire('job', 'b', 5000), {
+      time: 1,
+      hmget: 1,
+      hset: 1,
+    });
+    expect(again).toMatchObject({ owner: 'b', token: 2 });
+
+    // Refused calls cost the same one call and write nothing.
+    expect(await sent(() => store.tryAcquire('job', 'c', 5000), { time: 1, hmget: 1 })).toBeNull();
+    expect(await sent(() => store.renew(lease), { time: 1, hmget: 1 })).toBeNull();
+    expect(await sent(() => store.release(lease), { hmget: 1 })).toBe(false);
+    expect(await store.list()).toEqual([
+      { resource: 'job', owner: 'b', token: 2, expiresAt: again!.expiresAt },
+      { resource: 'warm', owner: '', token: 1, expiresAt: 0 },
+    ]);
+  });
+
+  it('renewMany and releaseMany of 1,000 leases are one script call each', async () => {
+    const store = await open('prefix=count4:');
+    const warm = (await store.renewMany([(await store.tryAcquire('warm', 'w', 5000))!]))[0]!;
+    await store.releaseMany([warm]); // scripts loaded
+    const names = Array.from({ length: 1000 }, (_, i) => `job/${i}`);
+    const leases = (await store.acquireMany(names, 'a', 5000)).map((o) => o.lease!);
+
+    const renewed = await sent(() => store.renewMany(leases), { time: 1, hmget: 1000, hset: 1000 });
+    expect(renewed.every((l, i) => l?.token === leases[i]!.token)).toBe(true);
+    const released = await sent(() => store.releaseMany(renewed.map((l) => l!)), {
+      hmget: 1000,
+      publish: 1000,
+      hset: 1000,
+    });
+    expect(released.every(Boolean)).toBe(true);
+    const records = await store.list({ prefix: 'job/', limit: 2000 });
+    expect(records).toHaveLength(1000);
+    expect(records.every((r) => r.owner === '' && r.token === 1 && r.expiresAt === 0)).toBe(true);
+  });
+
+  it('writes tokens as plain integers up to 2^53 − 1, so release still matches them as text', async () => {
+    const store = await open('prefix=big1:');
+    await store.release((await store.tryAcquire('job', 'a', 5000))!);
+    await server.cli('hset', 'big1:{0}r:job', 'token', String(Number.MAX_SAFE_INTEGER - 1));
+    const lease = (await store.tryAcquire('job', 'a', 5000))!;
+    expect(lease.token).toBe(Number.MAX_SAFE_INTEGER);
+    expect(await server.cli('hget', 'big1:{0}r:job', 'token')).toBe('9007199254740991');
+    expect(await server.cli('hget', 'big1:{0}r:job', 'expiresAt')).toBe(String(lease.expiresAt));
+    expect(await store.renew(lease)).toMatchObject({ token: Number.MAX_SAFE_INTEGER });
+    expect(await store.release(lease)).toBe(true);
+
+    await server.cli('hset', 'big1:{0}r:job', 'token', String(Number.MAX_SAFE_INTEGER - 1));
+    const [outcome] = await store.acquireMany(['job'], 'b', 5000);
+    expect(outcome!.lease).toMatchObject({ owner: 'b', token: Number.MAX_SAFE_INTEGER });
+    const [blocked] = await store.acquireMany(['job'], 'c', 5000);
+    expect(blocked!.holder).toMatchObject({ owner: 'b', token: Number.MAX_SAFE_INTEGER });
+  });
+
+  it('keeps working on records the previous scripts wrote: tokens go on, list and get see them', async () => {
+    const prefix = 'old1:';
+    await server.cli('set', `${prefix}meta`, 'leasehold-redis/1 shards=1');
+    const previous = (lua: string, keys: string[], ...args: string[]): Promise<string> =>
+      server.cli('eval', lua, String(keys.length), ...keys, ...args);
+    const record = (name: string): string[] => [`${prefix}{0}r:${name}`, `${prefix}{0}index`];
+    await previous(PREVIOUS_ACQUIRE, record('job'), 'a', '5000', 'job'); // token 1
+    await previous(PREVIOUS_RELEASE, [record('job')[0]!], `${prefix}released`, 'a', '1', 'job');
+    await previous(PREVIOUS_ACQUIRE, record('job'), 'b', '150', 'job'); // token 2, soon expired
+    await previous(PREVIOUS_ACQUIRE, record('live'), 'c', '60000', 'live');
+    await sleep(250);
+
+    const store = await open(`prefix=${prefix}`);
+    expect(await store.get('job')).toMatchObject({ owner: 'b', token: 2 });
+    const taken = await sent(() => store.tryAcquire('job', 'd', 5000), {
+      time: 1,
+      hmget: 1,
+      hset: 1,
+    });
+    expect(taken).toMatchObject({ owner: 'd', token: 3 });
+    expect(await store.tryAcquire('live', 'd', 5000)).toBeNull();
+    expect((await store.list()).map((r) => [r.resource, r.owner, r.token])).toEqual([
+      ['job', 'd', 3],
+      ['live', 'c', 1],
+    ]);
+
+    // A store still on the previous scripts keeps working beside this one.
+    expect(await store.release(taken!)).toBe(true);
+    await previous(PREVIOUS_ACQUIRE, record('job'), 'e', '5000', 'job');
+    expect(await store.get('job')).toMatchObject({ owner: 'e', token: 4 });
+    expect(await server.cli('zcard', `${prefix}{0}index`)).toBe('2');
   });
 
   it('acquireMany of 1,000 resources is one script call on one clock reading; bigger batches go in calls of 1,000', async () => {
@@ -292,3 +407,39 @@ describeServer('redis store', redisUnavailable(), () => {
     stopAll();
   });
 });
+
+/**
+ * The acquire and release scripts of the previous version of this layout, verbatim: every acquire
+ * wrote the index entry again, and release took a list of leases. Records they wrote must keep
+ * working, and stores running them must keep working beside the current ones.
+ */
+const PREVIOUS_ACQUIRE = `
+redis.replicate_commands()
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local r = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expiresAt')
+local owner = r[1] or ''
+if owner ~= '' and (tonumber(r[3]) or 0) >= now then return {0} end
+local token = (tonumber(r[2]) or 0) + 1
+local expiresAt = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', string.format('%d', token),
+  'expiresAt', string.format('%d', expiresAt))
+redis.call('ZADD', KEYS[2], 0, ARGV[3])
+return {token, expiresAt}
+`;
+
+const PREVIOUS_RELEASE = `
+local out = {}
+for i = 1, #KEYS do
+  local a = 1 + (i - 1) * 3
+  local r = redis.call('HMGET', KEYS[i], 'owner', 'token')
+  if r[1] == ARGV[a + 1] and r[2] == ARGV[a + 2] then
+    redis.call('PUBLISH', ARGV[1], ARGV[a + 3])
+    redis.call('HSET', KEYS[i], 'owner', '', 'expiresAt', '0')
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out
+`;

@@ -15,6 +15,8 @@ export interface RedisClient {
   disconnect(): void;
   /** `true` on an ioredis `Cluster`. */
   readonly isCluster?: boolean;
+  /** An ioredis `Redis`'s options: its `commandTimeout` bounds every command it sends. */
+  readonly options?: object;
 }
 
 /** The part of a duplicated ioredis connection that `watch` uses. */
@@ -39,19 +41,53 @@ export const MAX_SCRIPT_LEASES = 10_000;
  */
 export const MAX_ACQUIRE_KEYS = 1000;
 
-/** EVALSHA, and EVAL (which also caches the script on that node) when the server does not know it yet. */
-export async function runScript(
+/**
+ * EVALSHA, and EVAL (which also caches the script on that node) when the server does not know it
+ * yet; `reply` turns the answer into the result in the same step (no promise more than needed).
+ */
+export function runScript<T = unknown>(
   client: RedisClient,
   script: Script,
   keys: string[],
   args: RedisArg[],
-): Promise<unknown> {
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!String((error as Error | null)?.message).startsWith('NOSCRIPT')) throw error;
-    return client.eval(script.lua, keys.length, ...keys, ...args);
-  }
+  reply: (value: unknown) => T = itself as (value: unknown) => T,
+): Promise<T> {
+  return client.evalsha(script.sha, keys.length, ...keys, ...args).then(reply, (error: unknown) => {
+    if (!isNoScript(error)) throw error;
+    return client.eval(script.lua, keys.length, ...keys, ...args).then(reply);
+  });
+}
+
+/** `runScript` with callbacks instead of a promise; neither callback may throw. */
+export function sendScript(
+  client: RedisClient,
+  script: Script,
+  keys: string[],
+  args: RedisArg[],
+  onReply: (value: unknown) => void,
+  onError: (error: unknown) => void,
+): void {
+  client.evalsha(script.sha, keys.length, ...keys, ...args).then(onReply, (error: unknown) => {
+    if (!isNoScript(error)) return onError(error);
+    client.eval(script.lua, keys.length, ...keys, ...args).then(onReply, onError);
+  });
+}
+
+function isNoScript(error: unknown): boolean {
+  return String((error as Error | null)?.message).startsWith('NOSCRIPT');
+}
+
+const itself = (value: unknown): unknown => value;
+
+/**
+ * Whether the driver itself fails every command after at most `ms`: an ioredis `Redis` with a
+ * `commandTimeout` starts that timer as a command is issued, queued or not. A `Cluster` queues
+ * commands while it waits for its slots before any node's timer starts, so it never qualifies.
+ */
+export function driverBounds(client: RedisClient, ms: number): boolean {
+  if (client.isCluster === true) return false;
+  const timeout = (client.options as { commandTimeout?: unknown } | undefined)?.commandTimeout;
+  return typeof timeout === 'number' && timeout > 0 && timeout <= ms;
 }
 
 /**
@@ -60,13 +96,13 @@ export async function runScript(
  * caller configured without a command timeout). A write that timed out may still land later.
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, operation: string): Promise<T> {
-  return deadline(
-    promise,
-    ms,
-    () =>
-      new LeaseError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `Redis ${operation} failed: no answer within ${ms} ms (the server may be paused, overloaded or unreachable; the call may still take effect)`,
-      ),
+  return deadline(promise, ms, () => noAnswer(operation, ms));
+}
+
+/** The error of a call that got no answer within `ms`. */
+export function noAnswer(operation: string, ms: number): LeaseError {
+  return new LeaseError(
+    ErrorCode.STORE_UNAVAILABLE,
+    `Redis ${operation} failed: no answer within ${ms} ms (the server may be paused, overloaded or unreachable; the call may still take effect)`,
   );
 }

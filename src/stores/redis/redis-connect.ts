@@ -2,7 +2,6 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { withDeadline, type RedisClient } from './redis-client.js';
 import { mapRedisError } from './redis-errors.js';
-import { REDIS_DEFAULTS } from './redis-options.js';
 import type { RedisNode, RedisTarget } from './redis-url.js';
 
 /** A client this store made: it connects explicitly and reports errors as events. */
@@ -20,19 +19,16 @@ interface IoredisModule {
 /**
  * Connects to what a URL names, failing with `STORE_UNAVAILABLE` within `connectTimeoutMs`.
  * Reconnects are quick (up to 1 s apart) because a lease store that is back should be used at
- * once; every command has a deadline, and a command lost with its connection is retried once.
+ * once; a command lost with its connection is retried once. The store bounds every call with its
+ * own deadline (one timer for all of them), so the driver sets no timer per command.
  */
-export async function connectRedis(
-  target: RedisTarget,
-  commandTimeoutMs: number = REDIS_DEFAULTS.commandTimeoutMs,
-): Promise<RedisClient> {
+export async function connectRedis(target: RedisTarget): Promise<RedisClient> {
   const ioredis = await loadDriver<IoredisModule>('ioredis', 'redis');
   const connection = {
     username: target.username,
     password: target.password,
     tls: target.tls ? { servername: target.nodes[0]!.host } : undefined,
     connectTimeout: target.connectTimeoutMs,
-    commandTimeout: commandTimeoutMs,
     maxRetriesPerRequest: 1,
     protocol: 2, // RESP2 works with every Redis from 5 on; `watch` uses its own connection anyway
   };

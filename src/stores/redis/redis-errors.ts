@@ -35,7 +35,9 @@ export function mapRedisError(error: unknown, operation: string): LeaseError {
     TRANSIENT[prefix] ??
     (/publish to the channel/.test(message)
       ? 'the Redis user needs the channel <prefix>released too, e.g. ACL &<prefix>*'
-      : undefined);
+      : /^Command timed out/.test(message)
+        ? 'no answer within commandTimeoutMs: the server may be paused, overloaded or unreachable; the call may still take effect'
+        : undefined);
   return new LeaseError(
     ErrorCode.STORE_UNAVAILABLE,
     `Redis ${operation} failed: ${message}${hint ? ` (${hint})` : ''}`,

@@ -16,6 +16,8 @@ export class RedisKeys {
   readonly meta: string;
   readonly channel: string;
   readonly layout: string;
+  private readonly recordPrefixes: readonly string[];
+  private readonly indexes: readonly string[];
 
   constructor(
     readonly prefix: string,
@@ -24,29 +26,43 @@ export class RedisKeys {
     this.meta = `${prefix}meta`;
     this.channel = `${prefix}released`;
     this.layout = `leasehold-redis/${LAYOUT_VERSION} shards=${shards}`;
+    const groups = Array.from({ length: shards }, (_, shard) => `${prefix}{${shard}}`);
+    this.recordPrefixes = groups.map((group) => `${group}r:`);
+    this.indexes = groups.map((group) => `${group}index`);
   }
 
   /** The group a resource belongs to: FNV-1a over its UTF-8 bytes, so every client agrees. */
   shardOf(resource: string): number {
     if (this.shards === 1) return 0;
-    let hash = 0x811c9dc5;
-    for (const byte of Buffer.from(resource, 'utf8')) {
-      hash ^= byte;
-      hash = Math.imul(hash, 0x01000193) >>> 0;
+    let hash = FNV_OFFSET;
+    for (let i = 0; i < resource.length; i++) {
+      const unit = resource.charCodeAt(i);
+      if (unit >= 0x80) return fnv1a(Buffer.from(resource, 'utf8')) % this.shards; // ASCII is its own UTF-8
+      hash = Math.imul(hash ^ unit, FNV_PRIME) >>> 0;
     }
     return hash % this.shards;
   }
 
   /** Prefix of the record keys of a group: the record key is this plus the resource. */
   recordPrefix(shard: number): string {
-    return `${this.prefix}{${shard}}r:`;
+    return this.recordPrefixes[shard]!;
   }
 
   record(resource: string): string {
-    return this.recordPrefix(this.shardOf(resource)) + resource;
+    return this.recordPrefixes[this.shardOf(resource)]! + resource;
   }
 
   index(shard: number): string {
-    return `${this.prefix}{${shard}}index`;
+    return this.indexes[shard]!;
   }
+}
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/** 32-bit FNV-1a. */
+export function fnv1a(bytes: Uint8Array): number {
+  let hash = FNV_OFFSET;
+  for (const byte of bytes) hash = Math.imul(hash ^ byte, FNV_PRIME) >>> 0;
+  return hash;
 }

@@ -11,12 +11,16 @@ function script(name: string, lua: string): Script {
   return Object.freeze({ name, lua, sha: createHash('sha1').update(lua).digest('hex') });
 }
 
-// Shared prologue: "now" is the server's clock (TIME inside the script, allowed since
-// Redis 5 replicates script effects; the call below makes Redis 3.2-4 do the same).
+// ioredis decodes an integer reply as `n * 10 + byte - 48`, which rounds within 64 of 2^53: a
+// token that large is answered as text (decoded exactly), every other one as an integer (cheaper).
+const EXACT = 9007199254740928;
+
+// Shared prologue: "now" is the server's clock (TIME inside a script that then writes is
+// allowed since Redis 5, which replicates script effects rather than the script).
 // Numbers are Lua doubles: ms timestamps and tokens stay exact below 2^53, and are written
-// with %d so that a stored token is always a plain integer string.
+// with %d so that a stored token is always a plain integer string (Redis's own conversion of a
+// number argument may write exponents on some versions, and release compares the token as text).
 const NOW = `
-redis.replicate_commands()
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
@@ -24,28 +28,31 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 /**
  * KEYS: record, index. ARGV: owner, ttlMs, resource.
  * Takes a missing, released or expired record; the token only ever grows, and the record key
- * never expires, so neither release nor expiry can reset it. Returns {token, expiresAt}, or {0}.
+ * never expires, so neither release nor expiry can reset it. A record is never deleted, so its
+ * name enters the index once, when the record is created (before it, so that a refused write
+ * leaves nothing behind). Returns {token, expiresAt}, or 0 while a live lease stands in the way.
  */
 export const ACQUIRE = script(
   'acquire',
   `${NOW}
 local r = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expiresAt')
-local owner = r[1] or ''
-if owner ~= '' and (tonumber(r[3]) or 0) >= now then return {0} end
+if r[1] and r[1] ~= '' and (tonumber(r[3]) or 0) >= now then return 0 end
 local token = (tonumber(r[2]) or 0) + 1
+local text = string.format('%d', token)
 local expiresAt = now + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', string.format('%d', token),
+if not r[2] then redis.call('ZADD', KEYS[2], 0, ARGV[3]) end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', text,
   'expiresAt', string.format('%d', expiresAt))
-redis.call('ZADD', KEYS[2], 0, ARGV[3])
-return {token, expiresAt}
+return {token < ${EXACT} and token or text, expiresAt}
 `,
 );
 
 /**
  * KEYS: index, then one record per resource. ARGV: owner, ttlMs, byte length of the record key
  * prefix (what follows it in a record key is the resource name). ACQUIRE for each record, on one
- * clock reading. Returns three values per record: '', token, expiresAt when granted; the holder's
- * owner, token, expiresAt when a live lease stood in the way.
+ * clock reading; a name is cut from its key and indexed only when its record is created. Returns
+ * three values per record: '', token, expiresAt when granted; the holder's owner, token, expiresAt
+ * when a live lease stood in the way.
  */
 export const ACQUIRE_MANY = script(
   'acquireMany',
@@ -62,13 +69,28 @@ for i = 2, #KEYS do
     out[n + 1], out[n + 2], out[n + 3] = owner, r[2] or '0', r[3]
   else
     local token = (tonumber(r[2]) or 0) + 1
-    redis.call('HSET', KEYS[i], 'owner', ARGV[1], 'token', string.format('%d', token),
-      'expiresAt', expires)
-    redis.call('ZADD', KEYS[1], 0, string.sub(KEYS[i], skip))
-    out[n + 1], out[n + 2], out[n + 3] = '', token, expiresAt
+    local text = string.format('%d', token)
+    if not r[2] then redis.call('ZADD', KEYS[1], 0, string.sub(KEYS[i], skip)) end
+    redis.call('HSET', KEYS[i], 'owner', ARGV[1], 'token', text, 'expiresAt', expires)
+    out[n + 1], out[n + 2], out[n + 3] = '', token < ${EXACT} and token or text, expiresAt
   end
 end
 return out
+`,
+);
+
+/**
+ * KEYS: record. ARGV: owner, token, ttlMs. Extends the record if that owner and token still hold
+ * it (expired or not: nobody else took it). Returns the new expiresAt, or 0 when not ours.
+ */
+export const RENEW = script(
+  'renew',
+  `${NOW}
+local r = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] then return 0 end
+local expiresAt = now + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'expiresAt', string.format('%d', expiresAt))
+return expiresAt
 `,
 );
 
@@ -92,6 +114,23 @@ for i = 1, #KEYS do
   end
 end
 return out
+`,
+);
+
+/**
+ * KEYS: record. ARGV: owner, token, channel, resource. Releases the record if that owner and token
+ * still hold it (owner '', expiresAt 0, token kept) and publishes the resource name on the
+ * channel. Returns 1, or 0 when not ours. PUBLISH comes first: a user without permission for the
+ * channel fails before anything is written.
+ */
+export const RELEASE = script(
+  'release',
+  `
+local r = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if r[1] ~= ARGV[1] or r[2] ~= ARGV[2] then return 0 end
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+redis.call('HSET', KEYS[1], 'owner', '', 'expiresAt', '0')
+return 1
 `,
 );
 

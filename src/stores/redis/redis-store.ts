@@ -8,13 +8,18 @@ import {
   type WatchListener,
 } from '../../core/store.js';
 import {
+  driverBounds,
   MAX_ACQUIRE_KEYS,
   MAX_SCRIPT_LEASES,
+  noAnswer,
   runScript,
+  sendScript,
   withDeadline,
+  type RedisArg,
   type RedisClient,
 } from './redis-client.js';
 import { connectRedis } from './redis-connect.js';
+import { CallDeadlines } from './redis-deadlines.js';
 import { mapRedisError } from './redis-errors.js';
 import { RedisKeys } from './redis-keys.js';
 import { listRange, mergePages } from './redis-list.js';
@@ -23,16 +28,29 @@ import {
   type RedisStoreOptions,
   type ResolvedRedisOptions,
 } from './redis-options.js';
-import { ACQUIRE, ACQUIRE_MANY, LAYOUT, LIST, RELEASE_MANY, RENEW_MANY } from './redis-scripts.js';
+import {
+  ACQUIRE,
+  ACQUIRE_MANY,
+  LAYOUT,
+  LIST,
+  RELEASE,
+  RELEASE_MANY,
+  RENEW,
+  RENEW_MANY,
+  type Script,
+} from './redis-scripts.js';
+import { perShard } from './redis-shards.js';
 import { parseRedisUrl, type RedisTarget } from './redis-url.js';
 import { RedisWatch, type Unwatch } from './redis-watch.js';
 
 /**
  * Leases in Redis (a single server or a Redis Cluster) through ioredis. Every transition is one
- * Lua script that reads the server's `TIME`, so expiry is decided on the store's clock. Batches
- * and `list` cost one script call per shard (one in all on a single server, up to 1,000 resources
- * for `acquireMany`, 10,000 leases for `renewMany` / `releaseMany`), all sent at once; releases are
- * published so `watch` listeners wake at once.
+ * Lua script that reads the server's `TIME`, so expiry is decided on the store's clock. A single
+ * lease is one script call on its own key, straight to the driver: no grouping, no timer of its
+ * own (one timer keeps every call's deadline). Batches and `list` cost one script call per shard
+ * (one in all on a single server, up to 1,000 resources for `acquireMany`, 10,000 leases for
+ * `renewMany` / `releaseMany`), all sent at once; releases are published so `watch` listeners
+ * wake at once.
  */
 export class RedisStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -46,6 +64,9 @@ export class RedisStore extends StoreBase {
   private readonly keys: RedisKeys;
   private readonly watcher: RedisWatch;
   private layoutChecked: Promise<void> | undefined;
+  /** The layout matched: calls go out at once. */
+  private layoutReady = false;
+  private readonly deadlines: CallDeadlines;
   private ownsClient = false;
 
   /**
@@ -71,7 +92,7 @@ export class RedisStore extends StoreBase {
   static async connect(target: RedisTarget, options: RedisStoreOptions = {}): Promise<RedisStore> {
     const merged = { ...target.store, ...stripUndefined(options) };
     resolveRedisOptions(merged, target.cluster); // bad options fail before connecting
-    const client = await connectRedis(target, merged.commandTimeoutMs);
+    const client = await connectRedis(target);
     const store = new RedisStore(client, merged);
     store.ownsClient = true;
     try {
@@ -92,6 +113,8 @@ export class RedisStore extends StoreBase {
     this.options = resolveRedisOptions(options, client.isCluster === true);
     this.keys = new RedisKeys(this.options.prefix, this.options.shards);
     this.watcher = new RedisWatch(client, this.keys.channel, this.options.onWatchError);
+    const ms = this.options.commandTimeoutMs;
+    this.deadlines = new CallDeadlines(ms, (operation) => noAnswer(operation, ms));
   }
 
   /** The key prefix of this store's namespace. */
@@ -110,23 +133,45 @@ export class RedisStore extends StoreBase {
     return this.watcher.add(checked, listener);
   }
 
-  protected async doTryAcquire(
-    resource: string,
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
+  protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
     const shard = this.keys.shardOf(resource);
-    const reply = (await this.call('tryAcquire', () =>
-      runScript(
-        this.client,
-        ACQUIRE,
-        [this.keys.recordPrefix(shard) + resource, this.keys.index(shard)],
-        [owner, ttlMs, resource],
-      ),
-    )) as (number | string)[];
-    const token = Number(reply[0]);
-    if (token === 0) return null;
-    return { resource, owner, token, expiresAt: Number(reply[1]), ttlMs };
+    return this.send(
+      'tryAcquire',
+      ACQUIRE,
+      [this.keys.recordPrefix(shard) + resource, this.keys.index(shard)],
+      [owner, ttlMs, resource],
+      (reply) => {
+        if (reply === 0) return null;
+        const [token, expiresAt] = reply as [number, number];
+        return { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
+      },
+    );
+  }
+
+  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    const ttl = ttlMs ?? lease.ttlMs;
+    const { resource, owner, token } = lease;
+    return this.send(
+      'renew',
+      RENEW,
+      [this.keys.record(resource)],
+      [owner, String(token), ttl],
+      (reply) => {
+        const expiresAt = Number(reply);
+        return expiresAt === 0 ? null : { resource, owner, token, expiresAt, ttlMs: ttl };
+      },
+    );
+  }
+
+  protected override doRelease(lease: LeaseRef): Promise<boolean> {
+    const { resource, owner, token } = lease;
+    return this.send(
+      'release',
+      RELEASE,
+      [this.keys.record(resource)],
+      [owner, String(token), this.keys.channel, resource],
+      isReleased,
+    );
   }
 
   /** One ACQUIRE_MANY call per shard and 1,000 resources; a blocked outcome carries its holder. */
@@ -135,36 +180,29 @@ export class RedisStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
-    return this.perShard(
-      'acquireMany',
-      resources,
-      itself,
-      MAX_ACQUIRE_KEYS,
-      async (group, shard) => {
-        const recordPrefix = this.keys.recordPrefix(shard);
-        const reply = (await runScript(
-          this.client,
-          ACQUIRE_MANY,
-          [this.keys.index(shard), ...group.map((resource) => recordPrefix + resource)],
-          [owner, ttlMs, Buffer.byteLength(recordPrefix)],
-        )) as (string | number)[];
-        return group.map((resource, k): AcquireOutcome => {
-          const holder = String(reply[3 * k]);
-          const token = Number(reply[3 * k + 1]);
-          const expiresAt = Number(reply[3 * k + 2]);
-          if (holder === '')
-            return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
-          return { resource, lease: null, holder: { resource, owner: holder, token, expiresAt } };
-        });
-      },
-    );
+    return this.batch('acquireMany', resources, itself, MAX_ACQUIRE_KEYS, async (group, shard) => {
+      const recordPrefix = this.keys.recordPrefix(shard);
+      const reply = (await runScript(
+        this.client,
+        ACQUIRE_MANY,
+        [this.keys.index(shard), ...group.map((resource) => recordPrefix + resource)],
+        [owner, ttlMs, Buffer.byteLength(recordPrefix)],
+      )) as (string | number)[];
+      return group.map((resource, k): AcquireOutcome => {
+        const holder = String(reply[3 * k]);
+        const token = Number(reply[3 * k + 1]);
+        const expiresAt = Number(reply[3 * k + 2]);
+        if (holder === '') return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
+        return { resource, lease: null, holder: { resource, owner: holder, token, expiresAt } };
+      });
+    });
   }
 
   protected async doRenewMany(
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
-    const expiries = await this.perShard(
+    const expiries = await this.batch(
       'renewMany',
       leases,
       resourceOf,
@@ -185,7 +223,7 @@ export class RedisStore extends StoreBase {
   }
 
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    const released = await this.perShard(
+    const released = await this.batch(
       'releaseMany',
       leases,
       resourceOf,
@@ -198,7 +236,7 @@ export class RedisStore extends StoreBase {
           [this.keys.channel, ...group.flatMap((l) => [l.owner, String(l.token), l.resource])],
         ) as Promise<unknown[]>,
     );
-    return released.map((r) => Number(r) === 1);
+    return released.map(isReleased);
   }
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
@@ -264,50 +302,50 @@ export class RedisStore extends StoreBase {
     return mapRedisError(error, operation);
   }
 
-  /** Runs `fn` once the layout is known to match, within the command deadline. */
+  /**
+   * Runs `fn` once the layout is known to match, within the command deadline: the driver's own
+   * where it bounds every command as tightly, else one kept by `deadlines` (one timer for all calls).
+   */
   private call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    return withDeadline(this.checkLayout().then(fn), this.options.commandTimeoutMs, operation);
+    const ms = this.options.commandTimeoutMs;
+    if (!this.layoutReady) return withDeadline(this.checkLayout().then(fn), ms, operation);
+    if (driverBounds(this.client, ms)) return fn();
+    return this.deadlines.bound<T>(operation, (resolve, reject) => fn().then(resolve, reject));
   }
 
-  /**
-   * Runs `script` once per shard the items fall in (per `maxPerCall` items of a shard), all calls
-   * sent at once (pipelined on each node's connection), and puts the per-item answers back in
-   * input order. An item listed twice is answered in input order: its shard's calls go out in
-   * order on one connection.
-   */
-  private async perShard<T, R>(
+  /** One script call, its reply turned into the result by `reply`, with as few promises as it takes. */
+  private send<T>(
+    operation: string,
+    script: Script,
+    keys: string[],
+    args: RedisArg[],
+    reply: (value: unknown) => T,
+  ): Promise<T> {
+    const { client } = this;
+    if (!this.layoutReady || driverBounds(client, this.options.commandTimeoutMs)) {
+      return this.call(operation, () => runScript(client, script, keys, args, reply));
+    }
+    return this.deadlines.bound<T>(operation, (resolve, reject) => {
+      const onReply = (value: unknown): void => {
+        try {
+          resolve(reply(value));
+        } catch (error) {
+          reject(error);
+        }
+      };
+      sendScript(client, script, keys, args, onReply, reject);
+    });
+  }
+
+  /** `perShard` within one command deadline. */
+  private batch<T, R>(
     operation: string,
     items: readonly T[],
     resource: (item: T) => string,
     maxPerCall: number,
-    script: (group: T[], shard: number) => Promise<R[]>,
+    script: (group: readonly T[], shard: number) => Promise<R[]>,
   ): Promise<R[]> {
-    const groups = new Map<number, number[]>();
-    items.forEach((item, i) => {
-      const shard = this.keys.shardOf(resource(item));
-      const group = groups.get(shard);
-      if (group) group.push(i);
-      else groups.set(shard, [i]);
-    });
-    const calls = [...groups].flatMap(([shard, indexes]) =>
-      Array.from({ length: Math.ceil(indexes.length / maxPerCall) }, (_, k) => ({
-        shard,
-        indexes: indexes.slice(k * maxPerCall, (k + 1) * maxPerCall),
-      })),
-    );
-    const out = new Array<R>(items.length);
-    await this.call(operation, () =>
-      Promise.all(
-        calls.map(async ({ shard, indexes }) => {
-          const replies = await script(
-            indexes.map((i) => items[i]!),
-            shard,
-          );
-          indexes.forEach((itemIndex, k) => (out[itemIndex] = replies[k]!));
-        }),
-      ),
-    );
-    return out;
+    return this.call(operation, () => perShard(this.keys, items, resource, maxPerCall, script));
   }
 
   /** Refuses a namespace laid out by stores with another shard count (they would not see each other's leases). */
@@ -318,13 +356,15 @@ export class RedisStore extends StoreBase {
         this.options.commandTimeoutMs,
         'open',
       );
-      if (stored !== this.keys.layout) {
-        throw new LeaseError(
-          ErrorCode.STORE_UNAVAILABLE,
-          `Redis key prefix "${this.keys.prefix}" is laid out as "${String(stored)}" but this store uses "${this.keys.layout}": open it with the same shards, or use another prefix`,
-          { retryable: false },
-        );
+      if (stored === this.keys.layout) {
+        this.layoutReady = true;
+        return;
       }
+      throw new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `Redis key prefix "${this.keys.prefix}" is laid out as "${String(stored)}" but this store uses "${this.keys.layout}": open it with the same shards, or use another prefix`,
+        { retryable: false },
+      );
     })();
     this.layoutChecked.catch(() => {
       this.layoutChecked = undefined; // a connection failure is retried on the next call
@@ -337,6 +377,7 @@ export class RedisStore extends StoreBase {
 type LeaseRef = Pick<Lease, 'resource' | 'owner' | 'token'>;
 
 const itself = (resource: string): string => resource;
+const isReleased = (reply: unknown): boolean => Number(reply) === 1;
 const resourceOf = (lease: LeaseRef): string => lease.resource;
 
 function pickRecord(lease: Lease): LeaseRef {
