@@ -67,6 +67,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private member: HeldLease | undefined;
   private storeOffset = 0;
   private failures = 0;
+  /** When each assigned resource was last refused: not asked again for a scan, unless it is freed. */
+  private readonly refusedAt = new Map<string, number>();
+  private membersChangedAt = -Infinity;
+  private searchedAt = -Infinity;
   private reconcileTimer: TimerHandle | undefined;
   private running: Promise<void> | undefined;
   private rerun = false;
@@ -103,7 +107,12 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       batchSize: options.batchSize ?? MANAGER_DEFAULTS.batchSize,
       maxInFlight: options.maxInFlight ?? MANAGER_DEFAULTS.maxInFlight,
       onAcquired: (lease) => this.begin(lease),
-      onHolder: (record) => this.armTakeover(record),
+      slowMs: Math.max(250, this.client.heartbeatMs / 4),
+      busy: () => this.client.held().some((lease) => lease.state === 'at-risk'),
+      onRefused: (resource, holder) => {
+        this.refusedAt.set(resource, this.clock.monotonic());
+        if (holder) this.armTakeover(holder);
+      },
       onError: (error) => !this.stopping && this.emit('reconcile-failed', error),
     });
     this.client.on('lost', (lease, error) => this.leaseLost(lease, error));
@@ -288,7 +297,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private async settle(): Promise<void> {
     if (this.settleMs === 0) return;
     let last = membersKey(await this.readMembers());
-    const until = this.clock.monotonic() + this.client.ttlMs / 2;
+    // However long a fleet keeps growing, a worker waits at most about a TTL.
+    const until = this.clock.monotonic() + this.client.ttlMs;
     while (this.clock.monotonic() < until && !this.stopping) {
       await new Promise<void>((resolve) => this.clock.setTimeout(resolve, this.settleMs));
       const key = membersKey(await this.readMembers());
@@ -328,6 +338,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       for (const id of this.view) newcomers.delete(id);
       this.assignment = await assign(wanted, members);
       this.membersKey = key;
+      this.membersChangedAt = this.clock.monotonic();
       this.view = new Set(members.map((m) => m.id));
     }
     const assignment = this.assignment;
@@ -353,8 +364,19 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       'balance',
     );
     let deficit = decided.deficit;
-    if (deficit > 0) deficit -= await this.taker.take(decided.candidates, deficit);
-    if (deficit > 0) deficit -= await this.takeFree(deficit);
+    const now = this.clock.monotonic();
+    const recent = now - 0.8 * this.reconcileMs;
+    for (const [resource, at] of this.refusedAt) if (at < recent) this.refusedAt.delete(resource);
+    if (deficit > 0) {
+      const untried = decided.candidates.filter((r) => !this.refusedAt.has(r));
+      deficit -= await this.taker.take(untried, deficit);
+    }
+    // Searching every record for free ones waits until the others have had a scan to shed what
+    // is over their shares (it would mostly find nothing), and happens at most once per scan period.
+    if (deficit > 0 && this.membersChangedAt < recent && this.searchedAt < recent) {
+      this.searchedAt = now;
+      deficit -= await this.takeFree(deficit);
+    }
     const interval = this.nextInterval();
     const settled = deficit === 0 && decided.shed.length === 0;
     return settled ? interval : Math.min(interval, 2 * this.client.heartbeatMs);

@@ -11,9 +11,13 @@ export interface TakerOptions {
   readonly batchSize: number;
   /** The most `acquireMany` calls in flight at once, across every caller. */
   readonly maxInFlight: number;
+  /** A batch slower than this counts as a sign of an overloaded store. */
+  readonly slowMs: number;
   readonly onAcquired: (lease: HeldLease) => void;
-  /** A live record that stood in the way (to arm a takeover timer from). */
-  readonly onHolder: (record: LeaseRecord) => void;
+  /** A resource someone else holds; `holder` is its record when the store reported it. */
+  readonly onRefused: (resource: string, holder: LeaseRecord | undefined) => void;
+  /** Whether bulk work should wait (the leases already held come first). */
+  readonly busy: () => boolean;
   /** A batch taken in the background (`soon`) failed. */
   readonly onError: (error: unknown) => void;
 }
@@ -27,6 +31,8 @@ const GATHER_MS = 10;
  */
 export class Taker {
   private inFlight = 0;
+  /** The in-flight limit now: halved when a batch is slow or fails, raised by one after a quick one. */
+  private window: number;
   private readonly queue: (() => void)[] = [];
   private readonly taking = new Set<string>();
   private readonly gathered = new Set<string>();
@@ -34,7 +40,9 @@ export class Taker {
   private gatherTimer: TimerHandle | undefined;
   private stopped = false;
 
-  constructor(private readonly options: TakerOptions) {}
+  constructor(private readonly options: TakerOptions) {
+    this.window = options.maxInFlight;
+  }
 
   /** Tries `candidates` in order until `want` are taken or none are left; resolves to how many were taken. */
   async take(candidates: readonly string[], want: number): Promise<number> {
@@ -93,13 +101,21 @@ export class Taker {
     for (const resource of batch) this.taking.add(resource);
     try {
       if (this.stopped || batch.length === 0) return 0;
-      const outcomes = await client.tryAcquireMany(batch);
+      const started = this.options.clock.monotonic();
+      let outcomes;
+      try {
+        outcomes = await client.tryAcquireMany(batch);
+      } catch (error) {
+        this.adapt(false, 0);
+        throw error;
+      }
+      this.adapt(true, this.options.clock.monotonic() - started);
       let got = 0;
       for (const outcome of outcomes) {
         if (outcome.lease) {
           got++;
           this.options.onAcquired(outcome.lease);
-        } else if (outcome.holder) this.options.onHolder(outcome.holder);
+        } else this.options.onRefused(outcome.resource, outcome.holder);
       }
       return got;
     } finally {
@@ -109,10 +125,16 @@ export class Taker {
     }
   }
 
-  /** Waits for a free slot among the `maxInFlight`. */
+  /** Waits for a free slot: at most `window` calls at once, and none while the caller is busy. */
   private async slot(): Promise<void> {
-    if (this.inFlight >= this.options.maxInFlight)
+    while (this.inFlight >= this.window || (this.inFlight > 0 && this.options.busy()))
       await new Promise<void>((resolve) => this.queue.push(resolve));
     this.inFlight++;
+  }
+
+  /** Additive increase, multiplicative decrease of the window, from how the last batch went. */
+  private adapt(ok: boolean, ms: number): void {
+    if (!ok || ms > this.options.slowMs) this.window = Math.max(1, Math.floor(this.window / 2));
+    else this.window = Math.min(this.options.maxInFlight, this.window + 1);
   }
 }

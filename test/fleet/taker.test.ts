@@ -4,7 +4,7 @@ import { Taker } from '../../src/fleet/taker.js';
 import { systemClock } from '../../src/core/time.js';
 import { FaultyStore } from '../harness/faulty-store.js';
 
-function taker(maxInFlight: number, batchSize = 2) {
+function taker(maxInFlight: number, batchSize = 2, busy = () => false) {
   const store = new FaultyStore(new MemoryStore());
   const client = new LeaseClient({ store, owner: 'me', ttlMs: 60_000 });
   const acquired: HeldLease[] = [];
@@ -15,7 +15,9 @@ function taker(maxInFlight: number, batchSize = 2) {
     batchSize,
     maxInFlight,
     onAcquired: (lease) => acquired.push(lease),
-    onHolder: () => undefined,
+    slowMs: 60_000,
+    busy,
+    onRefused: () => undefined,
     onError: (error) => errors.push(error),
   });
   return { t, client, store, acquired, errors };
@@ -50,5 +52,28 @@ it('never takes more than asked, in batches of batchSize with at most maxInFligh
   expect(client.size).toBe(7);
   expect(most).toBeLessThanOrEqual(2);
   expect(store.calls.acquireMany).toBe(3); // 3 + 3 + 1
+  await client.close();
+});
+
+it('while the held leases are at risk, bulk work goes one batch at a time', async () => {
+  let busy = true;
+  const { t, client, store } = taker(4, 1, () => busy);
+  let inFlight = 0;
+  let most = 0;
+  const inner = store.acquireMany.bind(store);
+  store.acquireMany = async (...args) => {
+    most = Math.max(most, ++inFlight);
+    await new Promise((r) => setTimeout(r, 5));
+    try {
+      return await inner(...args);
+    } finally {
+      inFlight--;
+    }
+  };
+  expect(await t.take(['a', 'b', 'c', 'd', 'e', 'f'], 6)).toBe(6);
+  expect(most).toBe(1);
+  busy = false;
+  expect(await t.take(['g', 'h', 'i', 'j', 'k', 'l', 'm', 'n'], 8)).toBe(8);
+  expect(most).toBeGreaterThan(1);
   await client.close();
 });
