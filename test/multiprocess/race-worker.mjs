@@ -61,9 +61,15 @@ while (Date.now() < stopAt) {
       const releaseAt = wall();
       record.end = Math.min(releaseAt, performance.timeOrigin + lease.validUntil);
       record.how = lease.state === 'lost' ? 'lost' : 'released';
-      await lease
-        .release()
-        .catch((error) => out.push({ kind: 'error', resource, message: String(error) }));
+      await lease.release().catch((error) =>
+        // A release is one attempt bounded by the TTL: on a loaded machine it may time out, and
+        // the lease then lapses on its own. That is slow, not unsafe; anything else is an error.
+        out.push({
+          kind: /no answer within/.test(error.message) ? 'late-release' : 'error',
+          resource,
+          message: String(error),
+        }),
+      );
     })(),
   );
   if (pending.length > 8) await Promise.race(pending.splice(0, 1));

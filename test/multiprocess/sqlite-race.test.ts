@@ -20,7 +20,10 @@ it('several OS processes racing on one SQLite file for 100 resources never overl
       run(process.execPath, [worker, db, String(i), '100', '3000'], { maxBuffer: 64 << 20 }),
     ),
   );
-  type Line = Tenure | { kind: 'error'; message: string } | { kind: 'refused'; count: number };
+  type Line =
+    | Tenure
+    | { kind: 'error' | 'late-release'; message: string }
+    | { kind: 'refused'; count: number };
   const lines = outputs
     .flatMap((o) => o.stdout.trim().split('\n'))
     .map((l) => JSON.parse(l) as Line);

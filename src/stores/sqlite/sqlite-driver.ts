@@ -12,6 +12,10 @@ export interface SqliteDatabase {
   pragma(sql: string, options?: { simple?: boolean }): unknown;
   transaction<F extends (...args: never[]) => unknown>(fn: F): Transaction<F>;
   close(): unknown;
+  /** The path it was opened with (better-sqlite3 sets it), to notice the file being replaced. */
+  readonly name?: string;
+  /** True for an in-memory database, which has no file to watch. */
+  readonly memory?: boolean;
 }
 
 /** better-sqlite3 runs a transaction function as BEGIN IMMEDIATE through `.immediate`. */

@@ -21,3 +21,30 @@ export function mapSqliteError(error: unknown, operation: string): LeaseError {
     },
   );
 }
+
+/** An operation gave up after another connection kept the database locked for its whole `busyTimeoutMs`. */
+export function lockedError(
+  operation: string,
+  waitedMs: number,
+  busyTimeoutMs: number,
+  cause: unknown,
+): LeaseError {
+  return new LeaseError(
+    ErrorCode.STORE_UNAVAILABLE,
+    `SQLite ${operation} failed (database busy): the database was locked by another connection ` +
+      `for ${Math.round(waitedMs)} ms (busyTimeoutMs is ${busyTimeoutMs})`,
+    { cause, retryable: true },
+  );
+}
+
+/** The store's file no longer sits at its path: every later call fails with this. */
+export function fileReplacedError(operation: string, path: string): LeaseError {
+  return new LeaseError(
+    ErrorCode.STORE_UNAVAILABLE,
+    `SQLite ${operation} failed: the file ${JSON.stringify(path)} was deleted or replaced after ` +
+      `this store opened it, so its leases are no longer the ones other processes see. Deleting ` +
+      `or replacing the store file resets every fencing token; stop every holder, then open the ` +
+      `store again`,
+    { retryable: false },
+  );
+}

@@ -9,8 +9,10 @@ export interface SqliteStoreOptions {
    */
   table?: string;
   /**
-   * How long a statement waits for another process's write lock before failing. `open` keeps
-   * trying a busy file for this long too, waiting asynchronously between short attempts. @default 5000
+   * How long a call waits for another connection's lock (a long transaction, a backup, a `sqlite3`
+   * shell) before failing with `STORE_UNAVAILABLE`. The wait is asynchronous: an attempt on a locked
+   * file fails at once, and the attempts repeat with jittered backoff, the event loop free between.
+   * `open` waits this long for a busy file too. @default 5000
    */
   busyTimeoutMs?: number;
   /**

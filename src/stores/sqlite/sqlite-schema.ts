@@ -30,7 +30,7 @@ export function setUpFile(db: SqliteDatabase, { table, synchronous }: FileSettin
  * `setUpFile` for processes that open one fresh file at the same moment (where switching to WAL
  * and creating the tables race): each statement blocks at most `SETUP_BUSY_TIMEOUT_MS`, and a busy
  * attempt is repeated after a short asynchronous backoff until `busyTimeoutMs` has passed. Leaves
- * the connection's busy timeout at `busyTimeoutMs`.
+ * the connection's busy timeout short: the store keeps it that way.
  */
 export async function setUpFileRetrying(db: SqliteDatabase, settings: FileSettings): Promise<void> {
   const started = performance.now();
@@ -47,7 +47,6 @@ export async function setUpFileRetrying(db: SqliteDatabase, settings: FileSettin
       await new Promise((resolve) => setTimeout(resolve, Math.min(left, backoff)));
     }
   }
-  db.pragma(`busy_timeout = ${settings.busyTimeoutMs}`);
 }
 
 /**

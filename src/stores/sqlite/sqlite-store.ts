@@ -11,8 +11,12 @@ import {
 import type { Clock } from '../../core/time.js';
 import { loadDriver } from '../../core/load-driver.js';
 import type { SqliteDatabase, SqliteStatement, Transaction } from './sqlite-driver.js';
+import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
 import { mapSqliteError } from './sqlite-errors.js';
+import { FileIdentity } from './sqlite-file-identity.js';
+import { readPaged } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
+import { SqliteRunner } from './sqlite-runner.js';
 import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
 import { eventStatements, statements } from './sqlite-sql.js';
 import { ReleaseWatch } from './sqlite-watch.js';
@@ -32,8 +36,11 @@ function prepareAll<T extends Record<string, string>>(
 
 /**
  * Leases in a SQLite file, shared safely by every process on the host that opens it.
- * WAL mode, a busy timeout, one statement per transition; expiry on the caller's clock.
- * Releases are also written to a log table that `watch` polls.
+ * WAL mode, one statement per transition in an IMMEDIATE transaction; expiry on the caller's clock.
+ * better-sqlite3 is synchronous, so every call runs through a `SqliteRunner`: a locked file is
+ * waited for asynchronously and batches go in chunks, so no call holds the event loop for more
+ * than a few milliseconds (design rule 6). Releases are also written to a log table that `watch`
+ * polls.
  */
 export class SqliteStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -45,6 +52,10 @@ export class SqliteStore extends StoreBase {
   private readonly clock: Clock;
   private readonly sql: { [K in keyof ReturnType<typeof statements>]: SqliteStatement };
   private readonly releases: ReleaseWatch;
+  private readonly runner: SqliteRunner;
+  private readonly acquireTx: Transaction<
+    (resource: string, owner: string, ttlMs: number) => Lease | null
+  >;
   private readonly acquireBatch: Transaction<
     (resources: readonly string[], owner: string, ttlMs: number) => AcquireOutcome[]
   >;
@@ -57,7 +68,7 @@ export class SqliteStore extends StoreBase {
    * Opens (creating when needed) the SQLite file at `path`; `':memory:'` for a private in-memory
    * database. Safe when many processes open one fresh file at once: a busy file is retried
    * asynchronously (each try blocks the event loop for a few milliseconds at most) until
-   * `busyTimeoutMs`.
+   * `busyTimeoutMs`, as every later call on the store is.
    */
   static async open(path: string, options?: SqliteStoreOptions): Promise<SqliteStore> {
     const resolved = resolveSqliteOptions(options);
@@ -91,8 +102,9 @@ export class SqliteStore extends StoreBase {
   }
 
   /**
-   * Uses an open better-sqlite3 database; the store closes it on `close()`. The file is set up in
-   * one synchronous attempt that may wait up to `busyTimeoutMs` for a lock: prefer `open`.
+   * Uses an open better-sqlite3 database; the store closes it on `close()` and sets its busy
+   * timeout to 0 (the store waits for locks itself, asynchronously). The file is set up in one
+   * synchronous attempt that may wait up to `busyTimeoutMs` for a lock: prefer `open`.
    */
   constructor(
     private readonly db: SqliteDatabase,
@@ -107,10 +119,17 @@ export class SqliteStore extends StoreBase {
         db.pragma(`busy_timeout = ${resolved.busyTimeoutMs}`);
         setUpFile(db, resolved);
       }
+      // From here on SQLite's own busy handler does not wait: the runner waits out a lock
+      // asynchronously, up to busyTimeoutMs.
+      db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);
       this.sql = prepareAll(db, statements(resolved.table));
+      const identity = FileIdentity.of(db);
+      this.runner = new SqliteRunner({ busyTimeoutMs: resolved.busyTimeoutMs, identity });
       this.releases = new ReleaseWatch({
         sql: prepareAll(db, eventStatements(resolved.table)),
         pollMs: resolved.watchPollMs,
+        busyTimeoutMs: resolved.busyTimeoutMs,
+        checkFile: () => identity?.peek('watch'),
         clock: resolved.clock,
         onPollError: (error) =>
           this.warn(this.mapError(error, 'watch (reading the release log; retrying)').message),
@@ -122,6 +141,16 @@ export class SqliteStore extends StoreBase {
     } catch (error) {
       throw this.mapError(error, 'open');
     }
+    this.acquireTx = db.transaction((resource: string, owner: string, ttlMs: number) => {
+      const row = this.sql.acquire.get({
+        resource,
+        owner,
+        ttl: ttlMs,
+        now: this.clock.now(),
+        skew: this.maxClockSkewMs,
+      }) as { token: number; expiresAt: number } | undefined;
+      return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
+    });
     this.acquireBatch = db.transaction(
       (resources: readonly string[], owner: string, ttlMs: number) => {
         const params = {
@@ -163,65 +192,80 @@ export class SqliteStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
-    const row = this.sql.acquire.get({
-      resource,
-      owner,
-      ttl: ttlMs,
-      now: this.clock.now(),
-      skew: this.maxClockSkewMs,
-    }) as { token: number; expiresAt: number } | undefined;
-    return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
+    return this.runner.run('tryAcquire', () => this.acquireTx.immediate(resource, owner, ttlMs));
   }
 
-  /** Every resource in one IMMEDIATE transaction, on one reading of the clock: one lock, one commit. */
+  /**
+   * One IMMEDIATE transaction per chunk of `BATCH_ROWS` resources, each on one reading of the
+   * clock; the event loop runs between chunks. Each resource is its own compare-and-set, as the
+   * contract says, so chunking changes no outcome.
+   */
   protected override async doAcquireMany(
     resources: readonly string[],
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
-    return this.acquireBatch.immediate(resources, owner, ttlMs);
+    return this.runner.runChunked('acquireMany', resources, (chunk) =>
+      this.acquireBatch.immediate(chunk, owner, ttlMs),
+    );
   }
 
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.renewOne(lease, ttlMs, this.clock.now());
+    const [result] = await this.runner.run('renew', () =>
+      this.renewBatch.immediate([lease], ttlMs),
+    );
+    return result ?? null;
   }
 
   protected override async doRelease(lease: LeaseRef): Promise<boolean> {
-    const released = this.releaseOne(lease);
+    const [released] = await this.runner.run('release', () => this.releaseBatch.immediate([lease]));
     if (released) this.releases.poke();
-    return released;
+    return released ?? false;
   }
 
-  /** All renewals in one transaction: one lock, one commit, whatever the batch size. */
+  /** One transaction per chunk of `BATCH_ROWS` leases: one lock, one commit each. */
   protected async doRenewMany(
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
-    return this.renewBatch.immediate(leases, ttlMs);
+    return this.runner.runChunked('renewMany', leases, (chunk) =>
+      this.renewBatch.immediate(chunk, ttlMs),
+    );
   }
 
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    const results = this.releaseBatch.immediate(leases);
+    const results = await this.runner.runChunked('releaseMany', leases, (chunk) =>
+      this.releaseBatch.immediate(chunk),
+    );
     if (results.includes(true)) this.releases.poke();
     return results;
   }
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    return (this.sql.get.get(resource) as LeaseRecord | undefined) ?? null;
+    return this.runner.run(
+      'get',
+      () => (this.sql.get.get(resource) as LeaseRecord | undefined) ?? null,
+    );
   }
 
-  /** One index range per call: from the prefix, or just past `after` when that is further on. */
+  /**
+   * One index range per read: from the prefix, or just past `after` when that is further on. A long
+   * list is read in pages (see `readPaged`), each its own step.
+   */
   protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     const to = prefixEnd(prefix);
-    const rows =
-      after !== '' && compareResources(after, prefix) >= 0
-        ? to === undefined
-          ? this.sql.listAfter.all({ after, limit })
-          : this.sql.listAfterRange.all({ after, to, limit })
-        : to === undefined
-          ? this.sql.listFrom.all({ from: prefix, limit })
-          : this.sql.listRange.all({ from: prefix, to, limit });
-    return rows as LeaseRecord[];
+    const page = (from: string, n: number): LeaseRecord[] => {
+      const rows =
+        from !== '' && compareResources(from, prefix) >= 0
+          ? to === undefined
+            ? this.sql.listAfter.all({ after: from, limit: n })
+            : this.sql.listAfterRange.all({ after: from, to, limit: n })
+          : to === undefined
+            ? this.sql.listFrom.all({ from: prefix, limit: n })
+            : this.sql.listRange.all({ from: prefix, to, limit: n });
+      return rows as LeaseRecord[];
+    };
+    return readPaged(limit, after, (from, n) => this.runner.run('list', () => page(from, n)));
   }
 
   protected async doClose(): Promise<void> {

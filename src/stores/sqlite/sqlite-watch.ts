@@ -1,6 +1,7 @@
 import type { WatchListener } from '../../core/store.js';
 import type { Clock, TimerHandle } from '../../core/time.js';
 import type { SqliteStatement } from './sqlite-driver.js';
+import { isBusy } from './sqlite-errors.js';
 
 export interface ReleaseWatchOptions {
   /** Statements on the store's own connection (see `eventStatements`). */
@@ -10,6 +11,10 @@ export interface ReleaseWatchOptions {
     readonly eventsAfter: SqliteStatement;
   };
   readonly pollMs: number;
+  /** A poll that finds the file locked is not reported until it has stayed locked this long. */
+  readonly busyTimeoutMs: number;
+  /** Throws when the store's file is known to be deleted or replaced (reported as a failed poll). */
+  readonly checkFile: () => void;
   /** Schedules the polls (background timers: they never keep the process alive). */
   readonly clock: Clock;
   /** The first failed poll of a run of them (polling goes on). */
@@ -41,6 +46,8 @@ export class ReleaseWatch {
   private lastSeq: number | undefined;
   /** The last poll failed: one report per run of failures, not one per poll. */
   private failing = false;
+  /** When polls started finding the file locked (`performance.now()`), while they do. */
+  private busySince: number | undefined;
   /** Bumped by `stop`, so a delivery loop that a listener's unsubscribe ended stops too. */
   private generation = 0;
 
@@ -80,6 +87,7 @@ export class ReleaseWatch {
     const generation = this.generation;
     let more = false;
     try {
+      this.options.checkFile();
       if (this.lastSeq === undefined) {
         // Starts from the end of the log: only releases from now on are reported.
         this.version = this.readVersion();
@@ -93,9 +101,19 @@ export class ReleaseWatch {
         }
       }
       this.failing = false;
+      this.busySince = undefined;
     } catch (error) {
-      if (!this.failing) this.options.onPollError(error);
-      this.failing = true;
+      // A poll blocks for a few milliseconds at most on a locked file; the next one tries again,
+      // and only a lock held past busyTimeoutMs is worth a report.
+      const now = performance.now();
+      if (isBusy(error)) this.busySince ??= now;
+      else this.busySince = undefined;
+      const tolerated =
+        this.busySince !== undefined && now - this.busySince < this.options.busyTimeoutMs;
+      if (!this.failing && !tolerated) {
+        this.options.onPollError(error);
+        this.failing = true;
+      }
     }
     if (generation !== this.generation) return;
     if (more) this.poke();

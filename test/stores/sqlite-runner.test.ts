@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { SqliteRunner } from '../../src/stores/sqlite/sqlite-runner.js';
+import { rejection } from '../harness/expect-error.js';
+
+const busy = (): Error => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+
+/** Holds the thread for `ms`, as a slow statement would. */
+function work(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+describe('SqliteRunner', () => {
+  it('runs steps one at a time, in the order they were asked for', async () => {
+    const runner = new SqliteRunner({ busyTimeoutMs: 5000, identity: undefined });
+    const order: number[] = [];
+    let busyLeft = 3;
+    const steps = Array.from({ length: 10 }, (_, i) =>
+      runner.run('renew', () => {
+        // The first step finds the file locked a few times; the others wait behind it.
+        if (i === 0 && busyLeft-- > 0) throw busy();
+        order.push(i);
+        return i;
+      }),
+    );
+    expect(await Promise.all(steps)).toEqual([...Array(10).keys()]);
+    expect(order).toEqual([...Array(10).keys()]);
+  });
+
+  it('does not count time spent behind working steps as time waiting for the lock', async () => {
+    const runner = new SqliteRunner({ busyTimeoutMs: 100, identity: undefined });
+    let busyLeft = 2;
+    const started = performance.now();
+    // 20 steps of 15 ms: the last ones wait in turn far longer than busyTimeoutMs, then one of
+    // them meets a short lock. It waits that out instead of failing at once.
+    const steps = Array.from({ length: 20 }, (_, i) =>
+      runner.run('tryAcquire', () => {
+        if (i === 15 && busyLeft-- > 0) throw busy();
+        work(15);
+        return i;
+      }),
+    );
+    expect(await Promise.all(steps)).toEqual([...Array(20).keys()]);
+    expect(performance.now() - started).toBeGreaterThan(200);
+  });
+
+  it('fails the steps queued behind a step that waited out busyTimeoutMs after one attempt each', async () => {
+    const runner = new SqliteRunner({ busyTimeoutMs: 200, identity: undefined });
+    const attempts = new Array<number>(5).fill(0);
+    const started = performance.now();
+    const errors = await Promise.all(
+      attempts.map((_, i) =>
+        rejection(
+          runner.run('renew', () => {
+            attempts[i]!++;
+            throw busy();
+          }),
+        ),
+      ),
+    );
+    expect(errors.every((e) => e.code === 'STORE_UNAVAILABLE' && e.retryable)).toBe(true);
+    expect(errors[0]!.message).toMatch(
+      /locked by another connection for \d+ ms \(busyTimeoutMs is 200\)/,
+    );
+    expect(attempts[0]).toBeGreaterThan(3);
+    expect(attempts.slice(1)).toEqual([1, 1, 1, 1]);
+    // Generous: five steps of 200 ms each, one after the other, would take 1 s.
+    expect(performance.now() - started).toBeLessThan(900);
+  });
+
+  it('cuts a batch into chunks in input order, letting the loop run in between', async () => {
+    const runner = new SqliteRunner({ busyTimeoutMs: 5000, identity: undefined });
+    const items = Array.from({ length: 1234 }, (_, i) => i);
+    const chunks: number[] = [];
+    // Set by a callback queued before the batch: true by a chunk only if the loop ran in between.
+    let loopRan = false;
+    setImmediate(() => (loopRan = true));
+    const loopRanBefore: boolean[] = [];
+    const results = await runner.runChunked('renewMany', items, (chunk) => {
+      chunks.push(chunk.length);
+      loopRanBefore.push(loopRan);
+      return chunk.map((x) => x * 2);
+    });
+    expect(results).toEqual(items.map((x) => x * 2));
+    expect(chunks).toEqual([500, 500, 234]);
+    expect(loopRanBefore).toEqual([false, true, true]);
+  });
+});
