@@ -67,6 +67,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private member: HeldLease | undefined;
   private storeOffset = 0;
   private failures = 0;
+  /** Leases being handed over (revoked, not yet released): they no longer count toward the share. */
+  private leaving = 0;
   /** When each assigned resource was last refused: not asked again for a scan, unless it is freed. */
   private readonly refusedAt = new Map<string, number>();
   private membersChangedAt = -Infinity;
@@ -363,27 +365,28 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       decided.shed.map((r) => held.get(r)!),
       'balance',
     );
-    let deficit = decided.deficit;
+    const room = (): number => this.share - this.heldCount() + this.leaving;
     const now = this.clock.monotonic();
     const recent = now - 0.8 * this.reconcileMs;
     for (const [resource, at] of this.refusedAt) if (at < recent) this.refusedAt.delete(resource);
-    if (deficit > 0) {
+    if (decided.deficit > 0) {
       const untried = decided.candidates.filter((r) => !this.refusedAt.has(r));
-      deficit -= await this.taker.take(untried, deficit);
+      await this.taker.take(untried, room);
     }
     // Searching every record for free ones waits until the others have had a scan to shed what
     // is over their shares (it would mostly find nothing), and happens at most once per scan period.
-    if (deficit > 0 && this.membersChangedAt < recent && this.searchedAt < recent) {
+    if (room() > 0 && this.membersChangedAt < recent && this.searchedAt < recent) {
       this.searchedAt = now;
-      deficit -= await this.takeFree(deficit);
+      await this.takeFree(room);
     }
+    const deficit = Math.max(0, room());
     const interval = this.nextInterval();
     const settled = deficit === 0 && decided.shed.length === 0;
     return settled ? interval : Math.min(interval, 2 * this.client.heartbeatMs);
   }
 
   /** Fills a deficit the assigned resources could not: finds free wanted resources anywhere. */
-  private async takeFree(deficit: number): Promise<number> {
+  private async takeFree(room: () => number): Promise<number> {
     if (this.wanted.size === 0) return 0;
     const storeNow = this.storeNow();
     const skewMs = this.client.maxClockSkewMs;
@@ -392,12 +395,12 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       prefix: commonPrefix(this.wantedList),
       wanted: this.wanted,
       skip: new Set(this.held().map((l) => l.resource)),
-      enough: 2 * deficit,
+      enough: 2 * room(),
       isFree: (r) => r.owner === '' || storeNow > r.expiresAt + skewMs,
       pageSize: PAGE,
     });
     for (const record of found.live) this.armTakeover(record);
-    return this.taker.take(shuffle(found.free), deficit);
+    return this.taker.take(shuffle(found.free), room);
   }
 
   /** The jittered scan period, never longer than a healthy holder's renewal leaves a record unexpired. */
@@ -455,9 +458,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    */
   private released(resource: string): void {
     if (this.stopping || !this.wanted.has(resource) || this.client.lease(resource)) return;
-    const short = this.heldCount() < this.share;
+    const short = this.heldCount() - this.leaving < this.share;
     if (this.assignment?.targetOf.get(resource) === this.owner || short)
-      this.taker.soon(resource, () => this.share - this.heldCount());
+      this.taker.soon(resource, () => this.share - this.heldCount() + this.leaving);
   }
 
   private async resolveWanted(): Promise<string[]> {
@@ -503,6 +506,15 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   /** Aborts the leases' work, lets it settle, then releases them for another worker in one call. */
   private async handOff(leases: HeldLease[], reason: 'balance' | 'unwanted'): Promise<void> {
     if (leases.length === 0) return;
+    this.leaving += leases.length;
+    try {
+      await this.handOver(leases, reason);
+    } finally {
+      this.leaving -= leases.length;
+    }
+  }
+
+  private async handOver(leases: HeldLease[], reason: 'balance' | 'unwanted'): Promise<void> {
     const why = reason === 'balance' ? 'handed to a less loaded worker' : 'no longer wanted';
     for (const lease of leases) lease.revoke(why);
     await settleWithin(

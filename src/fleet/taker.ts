@@ -31,6 +31,8 @@ const GATHER_MS = 10;
  */
 export class Taker {
   private inFlight = 0;
+  /** Resources asked for by batches in flight, across every take. */
+  private asked = 0;
   /** The in-flight limit now: halved when a batch is slow or fails, raised by one after a quick one. */
   private window: number;
   private readonly queue: (() => void)[] = [];
@@ -44,28 +46,31 @@ export class Taker {
     this.window = options.maxInFlight;
   }
 
-  /** Tries `candidates` in order until `want` are taken or none are left; resolves to how many were taken. */
-  async take(candidates: readonly string[], want: number): Promise<number> {
+  /**
+   * Tries `candidates` in order while `room()` (how many more leases the caller wants, not
+   * counting batches in flight) allows; resolves to how many were taken. Every take shares one
+   * count of what is in flight, so takes running at once never overshoot `room()` together.
+   */
+  async take(candidates: readonly string[], room: () => number): Promise<number> {
     const { client, batchSize, maxInFlight } = this.options;
     let got = 0;
-    let asked = 0;
     let next = 0;
     const lane = async (): Promise<void> => {
       while (!this.stopped && next < candidates.length) {
-        const room = Math.min(batchSize, want - got - asked);
-        if (room <= 0) return;
+        const size = Math.min(batchSize, room() - this.asked);
+        if (size <= 0) return;
         const batch: string[] = [];
-        while (batch.length < room && next < candidates.length) {
+        while (batch.length < size && next < candidates.length) {
           const resource = candidates[next++]!;
           if (!this.taking.has(resource) && !client.lease(resource)) batch.push(resource);
         }
         if (batch.length === 0) continue;
-        asked += batch.length;
+        this.asked += batch.length;
         try {
           const taken = await this.acquire(batch);
           got += taken; // not `got += await …`: that would add to the value read before the wait
         } finally {
-          asked -= batch.length;
+          this.asked -= batch.length;
         }
       }
     };
@@ -73,7 +78,7 @@ export class Taker {
     return got;
   }
 
-  /** Takes `resource` in a batch gathered over a few milliseconds, up to what `room()` allows then. */
+  /** Takes `resource` in a batch gathered over a few milliseconds, while `room()` allows then. */
   soon(resource: string, room: () => number): void {
     if (this.stopped) return;
     this.gathered.add(resource);
@@ -82,8 +87,7 @@ export class Taker {
       this.gatherTimer = undefined;
       const batch = shuffle([...this.gathered]);
       this.gathered.clear();
-      const want = this.room();
-      if (want > 0) this.take(batch, want).catch((error: unknown) => this.options.onError(error));
+      this.take(batch, this.room).catch((error: unknown) => this.options.onError(error));
     }, GATHER_MS);
   }
 

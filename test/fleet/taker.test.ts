@@ -26,8 +26,8 @@ function taker(maxInFlight: number, batchSize = 2, busy = () => false) {
 it('overlapping takes never ask the store for a resource already held or being taken', async () => {
   const { t, client, acquired } = taker(1);
   const [a, b] = await Promise.all([
-    t.take(['a', 'b', 'c', 'd'], 4),
-    t.take(['d', 'c', 'b', 'a'], 4),
+    t.take(['a', 'b', 'c', 'd'], () => 4 - client.size),
+    t.take(['d', 'c', 'b', 'a'], () => 4 - client.size),
   ]);
   expect(a + b).toBe(4);
   expect(acquired.map((l) => l.resource).sort()).toEqual(['a', 'b', 'c', 'd']);
@@ -48,7 +48,7 @@ it('never takes more than asked, in batches of batchSize with at most maxInFligh
     }
   };
   const names = Array.from({ length: 20 }, (_, i) => `r/${i}`);
-  expect(await t.take(names, 7)).toBe(7);
+  expect(await t.take(names, () => 7 - client.size)).toBe(7);
   expect(client.size).toBe(7);
   expect(most).toBeLessThanOrEqual(2);
   expect(store.calls.acquireMany).toBe(3); // 3 + 3 + 1
@@ -70,10 +70,20 @@ it('while the held leases are at risk, bulk work goes one batch at a time', asyn
       inFlight--;
     }
   };
-  expect(await t.take(['a', 'b', 'c', 'd', 'e', 'f'], 6)).toBe(6);
+  expect(await t.take(['a', 'b', 'c', 'd', 'e', 'f'], () => 6 - client.size)).toBe(6);
   expect(most).toBe(1);
   busy = false;
-  expect(await t.take(['g', 'h', 'i', 'j', 'k', 'l', 'm', 'n'], 8)).toBe(8);
+  expect(await t.take(['g', 'h', 'i', 'j', 'k', 'l', 'm', 'n'], () => 14 - client.size)).toBe(8);
   expect(most).toBeGreaterThan(1);
+  await client.close();
+});
+
+it('two takes running at once share one room: together they never take more than it allows', async () => {
+  const { t, client } = taker(2, 3);
+  const names = Array.from({ length: 30 }, (_, i) => `r/${i}`);
+  const room = () => 10 - client.size;
+  const [a, b] = await Promise.all([t.take(names, room), t.take([...names].reverse(), room)]);
+  expect(a + b).toBe(10);
+  expect(client.size).toBe(10);
   await client.close();
 });
