@@ -19,8 +19,6 @@ let server: DynaliteServer;
 let raw: DynamoDBClient;
 let tables = 0;
 const freshTable = (): string => `ddb_${process.pid}_${++tables}`;
-/** The update expression of an acquire, which tells it apart from renew and release. */
-const ACQUIRE_UPDATE = 'SET #o = :owner, #e = :expiresAt, #t = if_not_exists(#t, :zero) + :one';
 
 async function failure(promise: Promise<unknown>): Promise<LeaseError> {
   const error = await promise.then(
@@ -65,6 +63,9 @@ function wrappedClient(
 }
 
 const isUpdate = (command: object): boolean => command.constructor.name === 'UpdateItemCommand';
+/** An acquire: the one update that asks for the new values back (the token). */
+const isAcquire = (command: { input?: Record<string, unknown> }): boolean =>
+  isUpdate(command) && command.input?.ReturnValues === 'UPDATED_NEW';
 
 /**
  * What DynamoDB does and dynalite does not: a failed condition of a request with
@@ -304,8 +305,7 @@ describeServer('DynamoDB store', dynaliteUnavailable(), () => {
         // The first attempt lands but its answer is lost; the retry fails its condition.
         const client = wrappedClient(raw, async (command, send) => {
           if (command.constructor.name === 'GetItemCommand') gets.n++;
-          if (!isUpdate(command) || command.input?.UpdateExpression !== ACQUIRE_UPDATE)
-            return send();
+          if (!isAcquire(command)) return send();
           await send();
           const again = itemOnFailure ? withFailedItem(command, send) : send();
           return again.catch((error: unknown) => {

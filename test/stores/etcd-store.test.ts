@@ -2,7 +2,9 @@ import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
 import { EtcdStore } from '../../src/stores/etcd/index.js';
-import { acquiredToken, acquireTxn } from '../../src/stores/etcd/etcd-ops.js';
+import { validUntil } from '../../src/core/time.js';
+import { opsNeeded } from '../../src/stores/etcd/etcd-batch.js';
+import { acquiredToken, acquireTxn, releaseTxn, renewTxn } from '../../src/stores/etcd/etcd-ops.js';
 import { EtcdKeys } from '../../src/stores/etcd/etcd-keys.js';
 import { EtcdCluster, etcdUnavailable } from '../harness/etcd-server.js';
 import { waitFor } from '../harness/processes.js';
@@ -81,6 +83,25 @@ describeServer('etcd store', etcdUnavailable(), () => {
     );
   };
 
+  /**
+   * The last moment, on this process's monotonic clock, at which a read still found the hold key
+   * of `resource` under `prefix`: polls until etcd has dropped it. A read that finds the key sent
+   * at `t` proves etcd still held it at `t` or later.
+   */
+  const lastSeenHeld = async (prefix: string, resource: string): Promise<number> => {
+    const key = Buffer.from(`${prefix}${resource}\0h`);
+    let seen = -Infinity;
+    const deadline = performance.now() + 20_000;
+    while (performance.now() < deadline) {
+      const sent = performance.now();
+      const { kvs } = await raw.kv.range({ key });
+      if (kvs.length === 0) return seen;
+      seen = sent;
+      await sleep(25);
+    }
+    throw new Error(`etcd still holds ${resource} after 20 s`);
+  };
+
   beforeAll(async () => {
     etcd = await EtcdCluster.start();
     raw = new Etcd3({ hosts: `http://${etcd.members[0]!.endpoint}` });
@@ -132,14 +153,20 @@ describeServer('etcd store', etcdUnavailable(), () => {
     ]);
   });
 
-  it('rounds a TTL up to whole seconds and reports expiresAt by it', async () => {
+  it('grants the owner lease whole seconds with at least half a second of headroom, and reports expiresAt by the TTL', async () => {
     const store = await open('/app3/');
     const before = Date.now();
     const lease = (await store.tryAcquire('job', 'a', 1500))!;
     expect(lease.ttlMs).toBe(1500);
-    expect(lease.expiresAt).toBeGreaterThanOrEqual(before + 2000);
-    expect(lease.expiresAt).toBeLessThanOrEqual(Date.now() + 2000);
+    expect(lease.expiresAt).toBeGreaterThanOrEqual(before + 1500);
+    expect(lease.expiresAt).toBeLessThanOrEqual(Date.now() + 1500);
     expect((await store.get('job'))!.expiresAt).toBe(lease.expiresAt);
+    await store.tryAcquire('other', 'a', 1501);
+    const held = await keysUnder('/app3/');
+    const granted = async (key: string): Promise<string> =>
+      (await raw.leaseClient.leaseTimeToLive({ ID: held[key]![0] })).grantedTTL;
+    expect(await granted('job|h')).toBe('2');
+    expect(await granted('other|h')).toBe('3');
   });
 
   it('after etcd drops a lapsed lease, get shows the last owner and expiry with the token kept', async () => {
@@ -167,7 +194,7 @@ describeServer('etcd store', etcdUnavailable(), () => {
     expect(dropped).not.toBeNull();
     const started = Date.now();
     let taken: unknown = null;
-    while (taken === null && Date.now() - started < 6000) {
+    while (taken === null && Date.now() - started < 8000) {
       kept = (await store.renew(kept))!;
       expect(kept).not.toBeNull();
       taken = await store.tryAcquire('dropped', 'b', 1000);
@@ -254,10 +281,12 @@ describeServer('etcd store', etcdUnavailable(), () => {
       expect(first).toEqual({ Txn: 8, LeaseGrant: 1 });
       expect(outcomes.every((o) => o.lease?.token === 1)).toBe(true);
 
-      // The owner's lease is reused as a single acquire reuses it: one keep-alive beside the batch.
+      // The owner's lease is reused as a single acquire reuses it (with a keep-alive alongside or
+      // not, by the time since its grant: see "round trips").
       const more = names.map((n) => `s/${n}`);
       const second = await rpcsOf(() => store.acquireMany(more, 'a', 5000));
-      expect(second).toEqual({ Txn: 8, LeaseKeepAlive: 1 });
+      expect(second.Txn).toBe(8);
+      expect(second.LeaseGrant).toBeUndefined();
       const holds = Object.entries(await keysUnder('/many1/')).filter(([k]) => k.endsWith('|h'));
       expect(holds).toHaveLength(2000);
       expect(new Set(holds.map(([, [lease]]) => lease)).size).toBe(1);
@@ -303,11 +332,14 @@ describeServer('etcd store', etcdUnavailable(), () => {
       expect(again[1]!.holder).toBeUndefined();
     });
 
-    it('after etcd revoked the owner lease it meant to reuse, starts once more on a fresh one', async () => {
+    it('after etcd revoked the owner lease it meant to keep alive and reuse, starts once more on a fresh one', async () => {
       const store = await open('/many3/');
       const before = await store.acquireMany(['x/1', 'x/2'], 'a', 5000);
       const lease = (await keysUnder('/many3/'))['x/1|h']![0];
       await raw.leaseClient.leaseRevoke({ ID: lease });
+      // Past the second in which the 6 s owner lease outlasts a new 5 s hold unaided, and within
+      // the 6 s it serves new work: the next batch sends a keep-alive alongside.
+      await sleep(1200);
       expect(await store.get('x/1')).toMatchObject({ owner: 'a', token: 1 });
       let outcomes: Awaited<ReturnType<typeof store.acquireMany>> = [];
       const rpcs = await rpcsOf(async () => {
@@ -319,6 +351,110 @@ describeServer('etcd store', etcdUnavailable(), () => {
       expect(held['x/1|h']![0]).not.toBe(lease);
       expect(new Set(['x/1|h', 'x/2|h', 'x/3|h'].map((k) => held[k]![0])).size).toBe(1);
       expect(await store.renewMany(before.map((o) => o.lease!))).toEqual([null, null]);
+    });
+  });
+
+  describe('round trips', () => {
+    // A 4,501 ms TTL gets a 6 s owner lease (whole seconds, at least 0.5 s over the TTL): after
+    // each grant or keep-alive it outlasts a new hold unaided for almost 1.5 s.
+    const ttl = 4501;
+
+    it('an acquire by an owner whose etcd lease is live is one Txn without a keep-alive; a release is one Txn', async () => {
+      const store = await open('/rt1/');
+      expect(await rpcsOf(() => store.tryAcquire('r/1', 'a', ttl))).toEqual({
+        LeaseGrant: 1,
+        Txn: 1,
+      });
+      // The owner lease granted just now outlasts a new hold: nothing but the Txn.
+      let lease: Awaited<ReturnType<typeof store.tryAcquire>> = null;
+      const acquired = await rpcsOf(async () => {
+        lease = await store.tryAcquire('r/2', 'a', ttl);
+      });
+      expect(acquired).toEqual({ Txn: 1 });
+      expect(lease).toMatchObject({ owner: 'a', token: 1 });
+      expect(await rpcsOf(() => store.release(lease!))).toEqual({ Txn: 1 });
+      const refused = await rpcsOf(() => store.tryAcquire('r/1', 'b', ttl));
+      expect(refused).toEqual({ LeaseGrant: 1, Txn: 1 });
+    });
+
+    it('an owner lease that no longer outlasts a new hold gets a keep-alive beside the acquire, then serves acquires alone again', async () => {
+      const store = await open('/rt2/');
+      await store.tryAcquire('r/1', 'a', ttl);
+      await sleep(1700); // the owner lease has 4.3 s left: less than a new hold needs
+      expect(await rpcsOf(() => store.tryAcquire('r/2', 'a', ttl))).toEqual({
+        Txn: 1,
+        LeaseKeepAlive: 1,
+      });
+      expect(await rpcsOf(() => store.tryAcquire('r/3', 'a', ttl))).toEqual({ Txn: 1 });
+      // A renewal keeps the owner lease alive: that keep-alive is the heartbeat's.
+      await sleep(1700);
+      const lease = (await store.get('r/1'))!;
+      expect(await rpcsOf(() => store.renew({ ...lease, ttlMs: ttl }))).toEqual({
+        Txn: 1,
+        LeaseKeepAlive: 1,
+      });
+      expect(await rpcsOf(() => store.tryAcquire('r/4', 'a', ttl))).toEqual({ Txn: 1 });
+    });
+
+    it('renewMany of 1,000 is one keep-alive and ⌈1000 / (maxTxnOps − 3)⌉ Txns; releaseMany ⌈1000 / (maxTxnOps − 2)⌉', async () => {
+      const store = await open('/rt3/');
+      const names = Array.from({ length: 1000 }, (_, i) => `r/${i}`);
+      const leases = (await store.acquireMany(names, 'a', 5000)).map((o) => o.lease!);
+      // A renewal compares token and holder (2) and runs 2 operations, one of them a nested
+      // transaction of 1 compare and 1 put that moves the hold key: etcd counts 2 + 1. An outer
+      // transaction of n of them needs n + 3 operations, so 125 fit under the default 128.
+      const keys = new EtcdKeys('/rt3/').of('r/0');
+      expect(opsNeeded(renewTxn(keys, leases[0]!, '1', 0))).toBe(3);
+      expect(opsNeeded(releaseTxn(keys, leases[0]!))).toBe(2);
+      let renewed: Awaited<ReturnType<typeof store.renewMany>> = [];
+      const renewing = await rpcsOf(async () => {
+        renewed = await store.renewMany(leases);
+      });
+      expect(renewing).toEqual({ LeaseKeepAlive: 1, Txn: Math.ceil(1000 / 125) });
+      expect(renewed.every((l) => l !== null)).toBe(true);
+      const releasing = await rpcsOf(() => store.releaseMany(renewed.map((l) => l!)));
+      expect(releasing).toEqual({ Txn: Math.ceil(1000 / 126) });
+    });
+  });
+
+  describe('an acquire on an owner lease near its end or revoked', () => {
+    it('near its end: the acquire keeps the lease alive alongside, and etcd keeps the hold past what the holder believes', async () => {
+      const store = await open('/edge1/');
+      // A 3 s TTL gets a 4 s owner lease; 2.5 s after its grant it has 1.5 s left, and it still
+      // serves new work (for 4 s). Without a keep-alive etcd would drop a new hold about 2 s
+      // before its holder stopped believing in it.
+      await store.tryAcquire('first', 'a', 3000);
+      await sleep(2500);
+      let tSent = 0;
+      let lease: Awaited<ReturnType<typeof store.tryAcquire>> = null;
+      const rpcs = await rpcsOf(async () => {
+        tSent = performance.now();
+        lease = await store.tryAcquire('second', 'a', 3000);
+      });
+      expect(rpcs).toEqual({ Txn: 1, LeaseKeepAlive: 1 });
+      const believedUntil = validUntil(tSent, lease!.ttlMs, store.maxClockSkewMs);
+      expect(await lastSeenHeld('/edge1/', 'second')).toBeGreaterThanOrEqual(believedUntil);
+    });
+
+    it('revoked: etcd refuses the put, and the acquire is made once more on a fresh lease that outlasts the holder', async () => {
+      const store = await open('/edge2/');
+      await store.tryAcquire('first', 'a', 3501);
+      const revoked = (await keysUnder('/edge2/'))['first|h']![0];
+      await raw.leaseClient.leaseRevoke({ ID: revoked });
+      let tSent = 0;
+      let lease: Awaited<ReturnType<typeof store.tryAcquire>> = null;
+      const rpcs = await rpcsOf(async () => {
+        tSent = performance.now();
+        lease = await store.tryAcquire('second', 'a', 3501);
+      });
+      // The store still counted on the lease (granted moments ago, 5 s for a 3,501 ms TTL): the
+      // Txn alone, refused by etcd, then a fresh lease and the Txn once more.
+      expect(rpcs).toEqual({ Txn: 2, LeaseGrant: 1 });
+      expect(lease).toMatchObject({ owner: 'a', token: 1, ttlMs: 3501 });
+      expect((await keysUnder('/edge2/'))['second|h']![0]).not.toBe(revoked);
+      const believedUntil = validUntil(tSent, lease!.ttlMs, store.maxClockSkewMs);
+      expect(await lastSeenHeld('/edge2/', 'second')).toBeGreaterThanOrEqual(believedUntil);
+      expect(await store.tryAcquire('second', 'b', 3501)).toMatchObject({ token: 2 });
     });
   });
 

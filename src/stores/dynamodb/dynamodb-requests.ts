@@ -16,13 +16,18 @@ const NAMES = Object.freeze({
   '#e': 'expiresAt',
 });
 
+/** The names every transition uses (DynamoDB refuses a name that its expressions leave unused). */
+const LEASE_NAMES = Object.freeze({ '#o': NAMES['#o'], '#t': NAMES['#t'], '#e': NAMES['#e'] });
+
 const key = (resource: string): Item => ({ resource: { S: resource } });
 const num = (value: number): { N: string } => ({ N: String(value) });
 
 /**
  * Acquire: the item is absent, released, or expired by more than the allowed skew
- * (`expiresAt + skew < now`, written `expiresAt < now − skew`). The token is bumped in the same
- * update (`if_not_exists` starts a new item at 0) and comes back with `UPDATED_NEW`. When the
+ * (`expiresAt + skew < now`, written `expiresAt < now − skew`). A release writes `expiresAt` 0,
+ * so one comparison covers released and expired alike, and an item without `expiresAt` (never
+ * written by a transition) counts as absent, as `toRecord` reads it. The token is bumped in the
+ * same update (`ADD` starts a missing number at 0) and comes back with `UPDATED_NEW`. When the
  * condition fails, DynamoDB puts the item that failed it on the error (`ALL_OLD`, no read capacity
  * consumed); emulators that ignore the parameter (dynalite) simply leave it off.
  */
@@ -36,15 +41,13 @@ export function acquireRequest(
   return {
     TableName: table,
     Key: key(resource),
-    UpdateExpression: 'SET #o = :owner, #e = :expiresAt, #t = if_not_exists(#t, :zero) + :one',
-    ConditionExpression: 'attribute_not_exists(#r) OR #o = :released OR #e < :cutoff',
-    ExpressionAttributeNames: NAMES,
+    UpdateExpression: 'SET #o = :owner, #e = :expiresAt ADD #t :one',
+    ConditionExpression: 'attribute_not_exists(#e) OR #e < :cutoff',
+    ExpressionAttributeNames: LEASE_NAMES,
     ExpressionAttributeValues: {
       ':owner': { S: owner },
       ':expiresAt': num(expiresAt),
-      ':zero': num(0),
       ':one': num(1),
-      ':released': { S: '' },
       ':cutoff': num(cutoff),
     },
     ReturnValues: 'UPDATED_NEW',
@@ -62,7 +65,7 @@ export function renewRequest(table: string, lease: LeaseRef, expiresAt: number):
     Key: key(lease.resource),
     UpdateExpression: 'SET #e = :expiresAt',
     ConditionExpression: '#o = :owner AND #t = :token',
-    ExpressionAttributeNames: { '#o': NAMES['#o'], '#t': NAMES['#t'], '#e': NAMES['#e'] },
+    ExpressionAttributeNames: LEASE_NAMES,
     ExpressionAttributeValues: {
       ':owner': { S: lease.owner },
       ':token': num(lease.token),
@@ -78,7 +81,7 @@ export function releaseRequest(table: string, lease: LeaseRef): object {
     Key: key(lease.resource),
     UpdateExpression: 'SET #o = :released, #e = :zero',
     ConditionExpression: '#o = :owner AND #t = :token',
-    ExpressionAttributeNames: { '#o': NAMES['#o'], '#t': NAMES['#t'], '#e': NAMES['#e'] },
+    ExpressionAttributeNames: LEASE_NAMES,
     ExpressionAttributeValues: {
       ':owner': { S: lease.owner },
       ':token': num(lease.token),

@@ -364,14 +364,22 @@ export class DynamodbStore extends StoreBase {
   }
 
   /**
-   * One SDK call within `requestTimeoutMs`, the SDK's retries included. At the deadline the call
-   * is aborted and fails with a retryable `STORE_UNAVAILABLE`, even if the SDK would wait on.
+   * One SDK call within `requestTimeoutMs`, the SDK's retries included: at the deadline it fails
+   * with a retryable `STORE_UNAVAILABLE`, even if the SDK would wait on. On a client this store
+   * made, the SDK's own attempt timeouts (a third of `requestTimeoutMs` each, three attempts) end
+   * its call about then too, so the call is not also aborted: an abort signal costs more than
+   * building and checking the request (its listeners are set up through every layer of the SDK).
+   * A client you made keeps whatever timeouts you gave it, so its calls are aborted at the
+   * deadline. Either way a write whose answer did not come may still land.
    */
-  private async send(operation: string, command: DynamodbCommand): Promise<unknown> {
+  private send(operation: string, command: DynamodbCommand): Promise<unknown> {
     const ms = this.options.requestTimeoutMs;
-    const controller = new AbortController();
-    return withDeadline(this.client.send(command, { abortSignal: controller.signal }), ms, () => {
-      controller.abort();
+    const controller = this.ownsClient ? undefined : new AbortController();
+    const call = controller
+      ? this.client.send(command, { abortSignal: controller.signal })
+      : this.client.send(command);
+    return withDeadline(call, ms, () => {
+      controller?.abort();
       return new LeaseError(
         ErrorCode.STORE_UNAVAILABLE,
         `DynamoDB ${operation} on table "${this.table}"${this.where} failed: no answer within ${ms} ms (is the endpoint paused or unreachable?)`,

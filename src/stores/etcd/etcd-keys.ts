@@ -35,18 +35,25 @@ export class EtcdKeys {
     this.prefix = Buffer.from(prefix, 'utf8');
   }
 
+  /** The keys of `resource`: five views of one buffer, which the name is encoded into once. */
   of(resource: string): ResourceKeys {
-    const base = Buffer.concat([this.prefix, Buffer.from(resource, 'utf8'), Buffer.from([0, 0])]);
-    const key = (kind: Kind): Buffer => {
-      const out = Buffer.from(base);
-      out[out.length - 1] = kind;
-      return out;
+    const size = this.prefix.length + Buffer.byteLength(resource, 'utf8') + 2;
+    const all = Buffer.allocUnsafe(size * 5);
+    this.prefix.copy(all, 0);
+    all.write(resource, this.prefix.length, 'utf8');
+    all[size - 2] = 0;
+    for (let i = 1; i < 5; i++) all.copy(all, i * size, 0, size - 1);
+    const key = (i: number, kind: Kind): Buffer => {
+      all[i * size + size - 1] = kind;
+      return all.subarray(i * size, (i + 1) * size);
     };
+    all[5 * size - 2] = 1;
     return {
-      hold: key(KIND.hold),
-      record: key(KIND.record),
-      token: key(KIND.token),
-      ...this.resource(resource),
+      hold: key(0, KIND.hold),
+      record: key(1, KIND.record),
+      token: key(2, KIND.token),
+      start: all.subarray(3 * size, 4 * size - 1),
+      end: all.subarray(4 * size, 5 * size - 1),
     };
   }
 
@@ -92,8 +99,13 @@ export interface StoredRecord {
   readonly expiresAt: number;
 }
 
+/** What a release writes, the same every time. */
+const RELEASED = Buffer.from(JSON.stringify({ owner: '', expiresAt: 0 }), 'utf8');
+
+/** `JSON.stringify({ owner, expiresAt })`, written out (`expiresAt` is an integer). */
 export function encodeRecord(owner: string, expiresAt: number): Buffer {
-  return Buffer.from(JSON.stringify({ owner, expiresAt }), 'utf8');
+  if (owner === '' && expiresAt === 0) return RELEASED;
+  return Buffer.from(`{"owner":${JSON.stringify(owner)},"expiresAt":${expiresAt}}`, 'utf8');
 }
 
 export function decodeRecord(kv: EtcdKeyValue): StoredRecord {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/open-store.js';
@@ -8,9 +7,9 @@ import {
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
-import type { EtcdClient, EtcdTxnRequest } from './etcd-client.js';
+import type { EtcdClient, EtcdTxnRequest, EtcdTxnResponse } from './etcd-client.js';
 import { connectEtcd } from './etcd-connect.js';
-import { isLeaseNotFound, mapEtcdError } from './etcd-errors.js';
+import { mapEtcdError } from './etcd-errors.js';
 import { EtcdKeys, recordOf, type ResourceKeys } from './etcd-keys.js';
 import { byKind, listRecords } from './etcd-list.js';
 import { OwnerLeases, type OwnerLease } from './etcd-leases.js';
@@ -35,10 +34,16 @@ import { EtcdWatch, type EtcdUnwatch } from './etcd-watch.js';
  * An owner's etcd lease is replaced after one TTL (renewals move the keys onto the new one), so a
  * key whose holder stopped renewing lapses even while the same owner renews others.
  *
- * etcd lease TTLs are whole seconds: a TTL is rounded up, and the server raises it to its minimum
- * (1.5 election timeouts rounded up: 2 s by default). `expiresAt` is this machine's estimate of
- * the earliest moment etcd may drop the lease (the time the request was sent plus the granted
- * TTL); etcd has no wall clock, and drops a lapsed lease within about half a second after that.
+ * Keeping the owner's etcd lease alive is the renewals' work (one keep-alive per owner and TTL
+ * in each `renew` / `renewMany`), not each acquire's: an acquire is its transaction alone while
+ * the owner's lease, as last granted or kept alive, outlasts what the new holder will believe
+ * (see `covers` in etcd-leases.ts), and sends a keep-alive alongside only when it does not.
+ *
+ * etcd lease TTLs are whole seconds: an owner lease is granted the TTL plus at least half a
+ * second, rounded up (`ownerLeaseSeconds`), and the server raises that to its minimum (1.5
+ * election timeouts rounded up: 2 s by default). `expiresAt` is the time the request was sent
+ * plus the TTL asked for, on this machine's clock (etcd has none): etcd keeps the hold key at
+ * least that long, and drops an unrenewed one within `expiryLagMs` after it.
  */
 export class EtcdStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -54,10 +59,12 @@ export class EtcdStore extends StoreBase {
    */
   readonly minTtlMs = 1000;
   /**
-   * How long after `expiresAt` a lapsed lease may still be held: etcd looks for expired leases
-   * every 500 ms, then commits each revocation through raft.
+   * How long after `expiresAt` a lapsed lease may still be held: the owner lease's headroom and
+   * rounding to whole seconds (under 1.5 s), then etcd looks for expired leases every 500 ms and
+   * commits each revocation through raft. (Longer when the owner kept the shared etcd lease alive
+   * for other leases after this one's last renewal, up to its rotation.)
    */
-  readonly expiryLagMs = 1000;
+  readonly expiryLagMs = 2000;
   private readonly options: ResolvedEtcdOptions;
   private readonly keys: EtcdKeys;
   private readonly rpc: EtcdRpc;
@@ -138,9 +145,9 @@ export class EtcdStore extends StoreBase {
   }
 
   /**
-   * One transaction, plus a keep-alive of the owner's etcd lease sent alongside it (none when that
-   * lease was granted for this call). If etcd had let that lease lapse, the call retries once on
-   * a fresh one.
+   * One transaction on the owner's etcd lease, plus a keep-alive of that lease sent alongside only
+   * when it would not outlast the new hold as it stands. If etcd had let that lease lapse (or it
+   * was revoked), the call retries once on a fresh one.
    */
   protected async doTryAcquire(
     resource: string,
@@ -148,7 +155,7 @@ export class EtcdStore extends StoreBase {
     ttlMs: number,
   ): Promise<Lease | null> {
     const keys = this.keys.of(resource);
-    const { answer, expiresAt, nonce } = await this.onOwnerLease(
+    const { answer, expiresAt, nonce } = await this.leases.attach(
       'tryAcquire',
       owner,
       ttlMs,
@@ -162,8 +169,9 @@ export class EtcdStore extends StoreBase {
   /**
    * The single acquire's transaction for each resource, nested: one outer transaction per 125
    * resources (at `maxTxnOps` 128), sent concurrently, on the owner's etcd lease picked, kept
-   * alive and retried once exactly as `tryAcquire` does. Each resource is its own compare-and-set;
-   * one that is held answers with the holder's record, read in its transaction's else-branch.
+   * alive when needed and retried once exactly as `tryAcquire` does. Each resource is its own
+   * compare-and-set; one that is held answers with the holder's record, read in its
+   * transaction's else-branch.
    */
   protected override async doAcquireMany(
     resources: readonly string[],
@@ -171,7 +179,7 @@ export class EtcdStore extends StoreBase {
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
     const keys = new Array<ResourceKeys>(resources.length);
-    const { answer } = await this.onOwnerLease(
+    const { answer } = await this.leases.attach(
       'acquireMany',
       owner,
       ttlMs,
@@ -209,7 +217,11 @@ export class EtcdStore extends StoreBase {
       const key = `${ttl}:${lease.owner}`;
       let group = groups.get(key);
       if (!group) {
-        group = { owner: lease.owner, ttlMs: ttl, lease: this.liveLease(lease.owner, ttl, since) };
+        group = {
+          owner: lease.owner,
+          ttlMs: ttl,
+          lease: this.leases.live(lease.owner, ttl, since),
+        };
         groups.set(key, group);
       }
       return group;
@@ -223,7 +235,12 @@ export class EtcdStore extends StoreBase {
     let ok: boolean[];
     try {
       ok = await this.perLease(leases, (lease, i) =>
-        renewTxn(this.keys.of(lease.resource), lease, leaseOf(i).id, sentAt + leaseOf(i).ttlMs),
+        renewTxn(
+          this.keys.of(lease.resource),
+          lease,
+          leaseOf(i).id,
+          sentAt + (ttlMs ?? lease.ttlMs),
+        ),
       );
     } catch (error) {
       // Some keys may now sit on these leases with holders that will give up: keep them alive no more.
@@ -236,11 +253,50 @@ export class EtcdStore extends StoreBase {
             resource: lease.resource,
             owner: lease.owner,
             token: lease.token,
-            expiresAt: sentAt + leaseOf(i).ttlMs,
+            expiresAt: sentAt + (ttlMs ?? lease.ttlMs),
             ttlMs: ttlMs ?? lease.ttlMs,
           }
         : null,
     );
+  }
+
+  /**
+   * The keep-alive of the owner's etcd lease that `renewMany` sends too (none when the lease was
+   * granted or kept alive after this call began), then one transaction, not nested.
+   */
+  protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    const since = performance.now();
+    const sentAt = Date.now();
+    const ttl = ttlMs ?? lease.ttlMs;
+    const owned = await this.leases.live(lease.owner, ttl, since);
+    const expiresAt = sentAt + ttl;
+    let answer: EtcdTxnResponse;
+    try {
+      answer = await this.rpc.txn(
+        renewTxn(this.keys.of(lease.resource), lease, owned.id, expiresAt),
+      );
+    } catch (error) {
+      this.leases.drop(lease.owner, ttl, owned); // as in `doRenewMany`
+      throw error;
+    }
+    if (!answer.succeeded) return null;
+    return {
+      resource: lease.resource,
+      owner: lease.owner,
+      token: lease.token,
+      expiresAt,
+      ttlMs: ttl,
+    };
+  }
+
+  /** One transaction, not nested. */
+  protected override async doRelease(lease: LeaseRef): Promise<boolean> {
+    try {
+      return (await this.rpc.txn(releaseTxn(this.keys.of(lease.resource), lease))).succeeded;
+    } catch (error) {
+      this.leases.dropOwner(lease.owner); // as in `doReleaseMany`
+      throw error;
+    }
   }
 
   /** One transaction per 126 leases, sent concurrently. */
@@ -279,59 +335,6 @@ export class EtcdStore extends StoreBase {
     return mapEtcdError(error, operation);
   }
 
-  /** The owner's etcd lease for `ttlMs`, kept alive after `since` (or granted after it). */
-  private async liveLease(owner: string, ttlMs: number, since: number): Promise<OwnerLease> {
-    for (;;) {
-      const { lease, fresh } = await this.leases.pick(owner, ttlMs, since);
-      if (fresh) return lease;
-      let alive: boolean;
-      try {
-        alive = await this.leases.keepAlive(lease, since);
-      } catch (error) {
-        this.leases.drop(owner, ttlMs, lease);
-        throw error;
-      }
-      if (alive) return lease;
-      this.leases.drop(owner, ttlMs, lease); // it lapsed: the next pick grants a fresh one
-    }
-  }
-
-  /**
-   * Sends `txn` with the owner's etcd lease for `ttlMs` and the `expiresAt` it gives, plus a
-   * keep-alive of that lease sent alongside (none when it was granted for this call). If etcd had
-   * let the lease lapse (the keep-alive finds it gone, or a put names it in vain), every key put
-   * on it went with it, so the whole call is made once more on a fresh lease.
-   */
-  private async onOwnerLease<R>(
-    operation: string,
-    owner: string,
-    ttlMs: number,
-    txn: (leaseId: string, expiresAt: number, nonce: Buffer) => Promise<R>,
-  ): Promise<{ answer: R; expiresAt: number; nonce: Buffer }> {
-    for (let attempt = 1; ; attempt++) {
-      const since = performance.now();
-      const sentAt = Date.now();
-      const { lease, fresh } = await this.leases.pick(owner, ttlMs, since);
-      const nonce = randomBytes(12);
-      const expiresAt = sentAt + lease.ttlMs;
-      const [sent, alive] = await Promise.allSettled([
-        txn(lease.id, expiresAt, nonce),
-        fresh ? true : this.leases.keepAlive(lease, since),
-      ]);
-      if (sent.status === 'fulfilled' && alive.status === 'fulfilled' && alive.value) {
-        return { answer: sent.value, expiresAt, nonce };
-      }
-      // Hold keys may now sit on this lease with no one to renew them: stop keeping it alive.
-      this.leases.drop(owner, ttlMs, lease);
-      const failure = sent.status === 'rejected' ? sent.reason : undefined;
-      const lapsed =
-        failure === undefined ? alive.status === 'fulfilled' : isLeaseNotFound(failure);
-      // etcd revoked the lease, and with it any key just put on it: once more on a fresh one.
-      if (lapsed && attempt === 1) continue;
-      throw failure ?? (alive.status === 'rejected' ? alive.reason : lapsedTwice(operation));
-    }
-  }
-
   /** One nested transaction per lease (see `sendNested`): whether each one's compares held. */
   private perLease<T extends LeaseRef>(
     leases: readonly T[],
@@ -355,13 +358,6 @@ interface Group {
   readonly owner: string;
   readonly ttlMs: number;
   readonly lease: Promise<OwnerLease>;
-}
-
-function lapsedTwice(operation: string): LeaseError {
-  return new LeaseError(
-    ErrorCode.STORE_UNAVAILABLE,
-    `etcd ${operation} failed: the etcd lease lapsed as it was used, twice`,
-  );
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
