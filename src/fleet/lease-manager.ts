@@ -68,7 +68,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private storeOffset = 0;
   private failures = 0;
   /** Leases being handed over (revoked, not yet released): they no longer count toward the share. */
-  private leaving = 0;
+  private readonly leavingSet = new Set<HeldLease>();
   /** When each assigned resource was last refused: not asked again for a scan, unless it is freed. */
   private readonly refusedAt = new Map<string, number>();
   private membersChangedAt = -Infinity;
@@ -347,7 +347,12 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.share = this.balance
       ? Math.min(this.maxLeases, assignment.shares.get(this.owner) ?? 0)
       : this.maxLeases;
-    const held = new Map(this.held().map((lease) => [lease.resource, lease]));
+    // Leases already being handed over are decided: a scan while they go must not shed again.
+    const held = new Map(
+      this.held()
+        .filter((lease) => !this.leavingSet.has(lease))
+        .map((lease) => [lease.resource, lease]),
+    );
     const decided = plan({
       me: this.owner,
       wanted: this.wanted,
@@ -365,7 +370,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       decided.shed.map((r) => held.get(r)!),
       'balance',
     );
-    const room = (): number => this.share - this.heldCount() + this.leaving;
+    const room = (): number => this.share - this.heldCount() + this.leavingSet.size;
     const now = this.clock.monotonic();
     const recent = now - 0.8 * this.reconcileMs;
     for (const [resource, at] of this.refusedAt) if (at < recent) this.refusedAt.delete(resource);
@@ -458,9 +463,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    */
   private released(resource: string): void {
     if (this.stopping || !this.wanted.has(resource) || this.client.lease(resource)) return;
-    const short = this.heldCount() - this.leaving < this.share;
+    const short = this.heldCount() - this.leavingSet.size < this.share;
     if (this.assignment?.targetOf.get(resource) === this.owner || short)
-      this.taker.soon(resource, () => this.share - this.heldCount() + this.leaving);
+      this.taker.soon(resource, () => this.share - this.heldCount() + this.leavingSet.size);
   }
 
   private async resolveWanted(): Promise<string[]> {
@@ -506,11 +511,11 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   /** Aborts the leases' work, lets it settle, then releases them for another worker in one call. */
   private async handOff(leases: HeldLease[], reason: 'balance' | 'unwanted'): Promise<void> {
     if (leases.length === 0) return;
-    this.leaving += leases.length;
+    for (const lease of leases) this.leavingSet.add(lease);
     try {
       await this.handOver(leases, reason);
     } finally {
-      this.leaving -= leases.length;
+      for (const lease of leases) this.leavingSet.delete(lease);
     }
   }
 

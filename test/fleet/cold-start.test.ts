@@ -50,3 +50,34 @@ it('acquires its share in batches: one acquireMany per batch, never one call per
   expect(w.link.calls.acquireMany).toBe(Math.ceil(1200 / 250));
   expect(w.link.calls.tryAcquire).toBe(1); // the membership lease
 });
+
+it('a scan while slow work is still stopping does not shed the same excess twice', async () => {
+  fleet = new Fleet({
+    resources: names(60),
+    ttlMs: 2000,
+    heartbeatMs: 500,
+    reconcileMs: 1000,
+    // Work takes 900 ms to stop after its signal aborts: scans run while handoffs are under way.
+    onAcquired: (lease) =>
+      new Promise<void>((resolve) =>
+        lease.signal.addEventListener('abort', () => {
+          const clock = fleet!.clock;
+          clock.setTimeout(resolve, 900);
+        }),
+      ),
+  });
+  const f = fleet;
+  const old = [await f.join(), await f.join()];
+  await f.clock.advance(5000);
+  let moves = 0;
+  for (const w of old) w.manager.on('handoff', () => moves++);
+  await f.join();
+  for (let t = 0; t < 10_000; t += 100) await f.clock.advance(100);
+  const counts = f.counts();
+  const stopping = f.stopAll(); // the slow work needs the clock to move to finish stopping
+  for (let t = 0; t < 3000; t += 100) await f.clock.advance(100);
+  await stopping;
+  fleet = undefined;
+  expect(counts).toEqual([20, 20, 20]);
+  expect(moves).toBe(20);
+});
