@@ -63,6 +63,39 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     throw new Error(`fewer than ${n} transactions started waiting for a lock`);
   };
 
+  /**
+   * A pool that records every command the driver puts on the wire (a query, a prepare, an execute,
+   * a ping), by its command byte: each one is a request and its answer, one round trip. A cached
+   * prepared statement sends nothing.
+   */
+  const countingPool = (options: mysql.PoolOptions = {}): { pool: mysql.Pool; sent: string[] } => {
+    const names: Record<number, string> = { 0x03: 'Query', 0x16: 'Prepare', 0x17: 'Execute' };
+    const sent: string[] = [];
+    const counted = pool({ multipleStatements: true, ...options });
+    counted.pool.on('connection', (connection) => {
+      const core = connection as unknown as { writePacket(packet: { buffer: Buffer }): unknown };
+      const write = core.writePacket.bind(core);
+      core.writePacket = (packet) => {
+        // After the handshake, the first byte of a client packet names its command.
+        const command = packet.buffer[4]!;
+        sent.push(names[command] ?? `command 0x${command.toString(16)}`);
+        return write(packet);
+      };
+    });
+    return { pool: counted, sent };
+  };
+  /** The server's global status counters (statements it ran by kind, and the like). */
+  const status = async (): Promise<Record<string, number>> => {
+    const [rows] = await admin.query(`SHOW GLOBAL STATUS WHERE Variable_name IN
+      ('Questions', 'Com_stmt_execute', 'Com_insert', 'Com_update', 'Com_select', 'Com_commit')`);
+    return Object.fromEntries(
+      (rows as { Variable_name: string; Value: string }[]).map((r) => [
+        r.Variable_name,
+        Number(r.Value),
+      ]),
+    );
+  };
+
   beforeAll(async () => {
     server = await startMariadb();
     admin = mysql.createPool({ uri: server.url(), multipleStatements: true });
@@ -206,19 +239,168 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     expect(await store.get('x')).toMatchObject({ owner: '', token: 1, expiresAt: 0 });
   });
 
-  it('acquires 1,000 resources in one round trip, reporting each holder', async () => {
-    // Counts every command the driver sends (a query, a prepare, an execute, a ping): each one
-    // is a request and its answer.
-    const sent: string[] = [];
-    const counted = pool({ multipleStatements: true });
-    counted.pool.on('connection', (connection) => {
-      const core = connection as unknown as { addCommand(command: object): unknown };
-      const add = core.addCommand.bind(core);
-      core.addCommand = (command) => {
-        sent.push(command.constructor.name);
-        return add(command);
+  it('does every transition in one prepared statement and one round trip, batches of 1,000 in one round trip', async () => {
+    // One connection, so every statement is prepared on it before the counting starts.
+    const { pool: counted, sent } = countingPool({ connectionLimit: 1 });
+    const store = new MysqlStore(counted, { table: freshNamespace() });
+    cleanup.unshift(() => store.close());
+    const warm = (await store.tryAcquire('warm', 'a', 5000))!;
+    await store.tryAcquire('warm', 'b', 5000);
+    await store.release((await store.renew(warm))!);
+    const names = Array.from({ length: 1000 }, (_, i) => `rt/${String(i).padStart(4, '0')}`);
+    const many = (await store.acquireMany(names, 'a', 30_000)).map((o) => o.lease!);
+    const measured: Record<string, unknown> = {};
+    const measure = async <T>(name: string, call: () => Promise<T>): Promise<T> => {
+      sent.length = 0;
+      const before = await status();
+      const result = await call();
+      const after = await status();
+      // The status query itself is one Question.
+      const delta = (key: string): number =>
+        after[key]! - before[key]! - (key === 'Questions' ? 1 : 0);
+      measured[name] = {
+        commands: [...sent],
+        statements: delta('Questions'),
+        transactions: delta('Com_commit'),
       };
+      return result;
+    };
+    const lease = (await measure('tryAcquire', () => store.tryAcquire('one', 'a', 5000)))!;
+    expect(await measure('tryAcquire (held)', () => store.tryAcquire('one', 'b', 5000))).toBeNull();
+    const renewed = (await measure('renew', () => store.renew(lease)))!;
+    expect(await measure('release', () => store.release(renewed))).toBe(true);
+    const taken = (await store.tryAcquire('one', 'b', 5000))!;
+    expect(
+      await measure('tryAcquire (taken over)', () => store.tryAcquire('one', 'c', 5000)),
+    ).toBeNull();
+    await store.release(taken);
+    expect(
+      await measure('tryAcquire (released)', () => store.tryAcquire('one', 'c', 5000)),
+    ).toMatchObject({ token: 3 });
+    expect((await measure('renewMany(1000)', () => store.renewMany(many))).every(Boolean)).toBe(
+      true,
+    );
+    expect(await measure('releaseMany(1000)', () => store.releaseMany(many))).toEqual(
+      many.map(() => true),
+    );
+    console.log('per operation:', measured);
+    const one = { commands: ['Execute'], statements: 1, transactions: 0 };
+    for (const name of [
+      'tryAcquire',
+      'tryAcquire (held)',
+      'renew',
+      'release',
+      'tryAcquire (taken over)',
+      'tryAcquire (released)',
+    ])
+      expect([name, measured[name]]).toEqual([name, one]);
+    // A batch: one round trip and one transaction.
+    for (const name of ['renewMany(1000)', 'releaseMany(1000)'])
+      expect([name, measured[name]]).toMatchObject([
+        name,
+        { commands: ['Query'], transactions: 1 },
+      ]);
+  });
+
+  it('answers an acquire exactly whatever the server clock, reading the expiry back only when its estimate was off', async () => {
+    const { pool: counted, sent } = countingPool({ connectionLimit: 1 });
+    const day = 86_400;
+    const frozen = Math.floor(Date.now() / 1000) - day;
+    counted.pool.on('connection', (c) => {
+      c.query(`SET SESSION timestamp = ${frozen}.5`);
     });
+    const table = freshNamespace();
+    const store = new MysqlStore(counted, { table });
+    cleanup.unshift(() => store.close());
+    await store.init();
+    const stored = async (resource: string): Promise<number> => {
+      const [rows] = await admin.query(`SELECT expires_at FROM ${table} WHERE resource = ?`, [
+        resource,
+      ]);
+      return Number((rows as { expires_at: number }[])[0]!.expires_at);
+    };
+    const take = async (resource: string): Promise<{ lease: Lease; commands: string[] }> => {
+      sent.length = 0;
+      const lease = (await store.tryAcquire(resource, 'a', 5000))!;
+      expect(lease.expiresAt).toBe(await stored(resource));
+      // Round trips of the call, less the one-time prepares of a statement's first use.
+      return { lease, commands: sent.filter((c) => c !== 'Prepare') };
+    };
+    // A day off: the answer cannot carry the clock, so the expiry is read back once…
+    const first = await take('r1');
+    expect(first.lease.expiresAt).toBe(frozen * 1000 + 500 + 5000);
+    expect(first.commands).toEqual(['Execute', 'Execute']);
+    // …and the estimate is right from then on.
+    expect((await take('r2')).commands).toEqual(['Execute']);
+    // The server clock steps 10 s ahead on this connection: once more, then in step again.
+    await counted.query(`SET SESSION timestamp = ${frozen + 10}.5`);
+    const stepped = await take('r3');
+    expect(stepped.commands).toEqual(['Execute', 'Execute']);
+    expect(stepped.lease.expiresAt).toBe((frozen + 10) * 1000 + 500 + 5000);
+    expect((await take('r4')).commands).toEqual(['Execute']);
+    // A takeover answers the same way, with the next token.
+    await store.release(stepped.lease);
+    expect((await take('r3')).lease).toMatchObject({
+      token: 2,
+      expiresAt: (frozen + 10) * 1000 + 5500,
+    });
+  });
+
+  it('keeps its clock estimate with many acquires in flight, each exact', async () => {
+    const { pool: counted, sent } = countingPool({ connectionLimit: 10 });
+    const table = freshNamespace();
+    const store = new MysqlStore(counted, { table });
+    cleanup.unshift(() => store.close());
+    await store.init();
+    const workers = 32;
+    const cycles = 20;
+    const expiries = new Map<string, number>();
+    await Promise.all(
+      Array.from({ length: workers }, async (_, w) => {
+        for (let i = 0; i < cycles; i++) {
+          const lease = (await store.tryAcquire(`c/${w}`, `w${w}`, 60_000))!;
+          expect(lease.token).toBe(i + 1);
+          if (i < cycles - 1) expect(await store.release(lease)).toBe(true);
+          else expiries.set(lease.resource, lease.expiresAt);
+        }
+      }),
+    );
+    const [rows] = await admin.query(`SELECT resource, expires_at FROM ${table}`);
+    const stored = new Map(
+      (rows as { resource: Buffer; expires_at: number }[]).map((r) => [
+        r.resource.toString(),
+        Number(r.expires_at),
+      ]),
+    );
+    expect(stored).toEqual(expiries);
+    // Each cycle is an acquire and a release; an acquire whose answer could not carry the clock
+    // reads the expiry back. Corrections from calls in flight together must not pile up (that
+    // diverges): nearly every acquire answers in one round trip.
+    const fallbacks = sent.filter((c) => c === 'Execute').length - workers * (2 * cycles - 1);
+    expect(fallbacks).toBeLessThan((workers * cycles) / 2);
+  });
+
+  it('grants tokens up to 2^53 − 1 exactly and refuses to go past it, leaving the record', async () => {
+    const table = freshNamespace();
+    const store = await open(server.url({ table }));
+    await store.release((await store.tryAcquire('big', 'a', 5000))!);
+    await admin.query(`UPDATE ${table} SET token = ?`, [String(2 ** 53 - 2)]);
+    const top = (await store.tryAcquire('big', 'a', 5000))!;
+    expect(top.token).toBe(Number.MAX_SAFE_INTEGER);
+    expect(await store.get('big')).toMatchObject({ token: Number.MAX_SAFE_INTEGER });
+    await store.release(top);
+    const error = await rejection(store.tryAcquire('big', 'b', 5000));
+    expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', false]);
+    expect(await store.get('big')).toEqual({
+      resource: 'big',
+      owner: '',
+      token: Number.MAX_SAFE_INTEGER,
+      expiresAt: 0,
+    });
+  });
+
+  it('acquires 1,000 resources in one round trip, reporting each holder', async () => {
+    const { pool: counted, sent } = countingPool();
     const store = new MysqlStore(counted, { table: freshNamespace() });
     cleanup.unshift(() => store.close());
     await store.init();

@@ -13,6 +13,7 @@ import { statements } from '../../src/stores/postgres/postgres-sql.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
 import { freePort } from '../harness/ports.js';
+import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
 
 const unavailable = postgresUnavailable();
@@ -70,9 +71,10 @@ describeServer('PostgresStore', unavailable, () => {
     return { pool, statements: () => sent, roundTrips: () => ready };
   }
 
-  it('does every operation, batches included, in one statement and one round trip', async () => {
+  it('does every operation, batches of 1,000 included, in one statement and one round trip', async () => {
     const counted = countingPool();
-    const store = track(new PostgresStore(counted.pool, { table: freshNamespace() }));
+    const table = freshNamespace();
+    const store = track(new PostgresStore(counted.pool, { table }));
     await store.init();
     const measured: Record<string, [number, number]> = {};
     const measure = async <T>(name: string, call: () => Promise<T>): Promise<T> => {
@@ -87,11 +89,23 @@ describeServer('PostgresStore', unavailable, () => {
     await measure('get', () => store.get('rt/one'));
     await measure('list', () => store.list({ prefix: 'rt/' }));
     await measure('release', () => store.release(lease));
-    const many: Lease[] = [];
-    for (let i = 0; i < 200; i++) many.push((await store.tryAcquire(`rt/many/${i}`, 'a', 5000))!);
-    await measure('renewMany(200)', () => store.renewMany(many));
-    await measure('releaseMany(200)', () => store.releaseMany(many));
+    const names = Array.from({ length: 1000 }, (_, i) => `rt/many/${i}`);
+    const many = (await store.acquireMany(names, 'a', 5000)).map((o) => o.lease!);
+    await measure('renewMany(1000)', () => store.renewMany(many));
+    await measure('releaseMany(1000)', () => store.releaseMany(many));
+    // With a watcher waiting, a release still is one statement: the NOTIFY rides along.
+    const watcher = track(await PostgresStore.open(server.url, { table }));
+    watcher.watch('', () => {});
+    await waitFor('the registration', async () => {
+      const { rows } = await admin.query(`SELECT 1 FROM "${table}_wait"`);
+      return rows.length > 0;
+    });
+    const again = (await store.tryAcquire('rt/one', 'a', 5000))!;
+    await measure('release (watched)', () => store.release(again));
+    const more = (await store.acquireMany(names, 'a', 5000)).map((o) => o.lease!);
+    await measure('releaseMany(1000) (watched)', () => store.releaseMany(more));
     console.log('statements, round trips per operation:', measured);
+    expect(Object.keys(measured)).toHaveLength(10);
     for (const [name, counts] of Object.entries(measured))
       expect([name, ...counts]).toEqual([name, 1, 1]);
     await counted.pool.end();
@@ -185,6 +199,56 @@ describeServer('PostgresStore', unavailable, () => {
     }
   });
 
+  it('renewMany and releaseMany of overlapping leases, small and large, in any order never deadlock', async () => {
+    const store = await open();
+    const names = Array.from({ length: 400 }, (_, i) => `rm/${String(i).padStart(3, '0')}`);
+    // Taken one by one in a random order, so the table's physical order is not name order: a
+    // large batch is planned as a scan of the table, a small one as probes in another order.
+    const leases: Lease[] = [];
+    for (const name of shuffled(names, 11))
+      leases.push((await store.tryAcquire(name, 'a', 60_000))!);
+    for (let round = 0; round < 10; round++) {
+      const pairs = Array.from({ length: 8 }, (_, k) =>
+        shuffled(leases, round * 100 + k).slice(0, 2),
+      );
+      const results = await Promise.all([
+        store.renewMany(shuffled(leases, round), 60_000),
+        ...pairs.map((pair) => store.renewMany(pair, 60_000)),
+      ]);
+      for (const renewed of results) expect(renewed.filter((lease) => lease === null)).toEqual([]);
+    }
+    // Racing releases of overlapping leases: each one released exactly once, by one of them.
+    const batches = [
+      shuffled(leases, 50),
+      ...Array.from({ length: 8 }, (_, k) => shuffled(leases, 60 + k).slice(0, 2)),
+    ];
+    const released = await Promise.all(batches.map((batch) => store.releaseMany(batch)));
+    const count = new Map<string, number>();
+    released.forEach((results, k) =>
+      results.forEach((ok, i) => {
+        const resource = batches[k]![i]!.resource;
+        if (ok) count.set(resource, (count.get(resource) ?? 0) + 1);
+      }),
+    );
+    expect([...count.values()].filter((n) => n !== 1)).toEqual([]);
+    expect(count.size).toBe(names.length);
+  });
+
+  it('upgrades a table of schema version 1, keeping its records and tokens', async () => {
+    const table = freshNamespace();
+    await admin.query(`CREATE TABLE "${table}" (resource text COLLATE "C" PRIMARY KEY,
+                         owner text NOT NULL, token bigint NOT NULL, expires_at bigint NOT NULL)`);
+    await admin.query(`CREATE TABLE "${table}_meta" (key text PRIMARY KEY, value bigint NOT NULL)`);
+    await admin.query(`INSERT INTO "${table}_meta" VALUES ('schema_version', 1)`);
+    await admin.query(`INSERT INTO "${table}" VALUES ('kept', '', 41, 0)`);
+    const store = track(await PostgresStore.open(server.url, { table }));
+    expect(await store.tryAcquire('kept', 'a', 5000)).toMatchObject({ token: 42 });
+    const meta = await admin.query(`SELECT value FROM "${table}_meta"`);
+    expect(meta.rows).toEqual([{ value: '2' }]);
+    const wait = await admin.query(`SELECT count(*)::int AS n FROM "${table}_wait"`);
+    expect(wait.rows).toEqual([{ n: 0 }]);
+  });
+
   it('racing batches over new and free rows in different orders never deadlock', async () => {
     const store = await open();
     const names = Array.from({ length: 400 }, (_, i) => `dl/${String(i).padStart(3, '0')}`);
@@ -273,7 +337,7 @@ describeServer('PostgresStore', unavailable, () => {
     const first = await Promise.all(handles.map((s, i) => s.tryAcquire(`r${i}`, 'a', 5000)));
     expect(first.every((lease) => lease?.token === 1)).toBe(true);
     const meta = await admin.query(`SELECT key, value FROM "${table}_meta"`);
-    expect(meta.rows).toEqual([{ key: 'schema_version', value: '1' }]);
+    expect(meta.rows).toEqual([{ key: 'schema_version', value: '2' }]);
     const column = await admin.query(
       `SELECT collation_name FROM information_schema.columns WHERE table_name = $1 AND column_name = 'resource'`,
       [table],

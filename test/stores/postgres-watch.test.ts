@@ -14,12 +14,15 @@ describeServer('PostgresStore.watch', unavailable, () => {
   let server: PostgresServer;
   let admin: pg.Pool;
   const stores: PostgresStore[] = [];
+  const clients: pg.PoolClient[] = [];
 
   beforeAll(async () => {
     server = await PostgresServer.start();
-    admin = new pg.Pool({ connectionString: server.url, max: 2 });
+    admin = new pg.Pool({ connectionString: server.url, max: 4 });
+    admin.on('error', () => {});
   });
   afterAll(async () => {
+    for (const client of clients) client.release(true);
     await Promise.allSettled(stores.map((s) => s.close()));
     await admin?.end();
     await server?.stop();
@@ -28,33 +31,57 @@ describeServer('PostgresStore.watch', unavailable, () => {
   /** A watching store and a second one (another process, in effect) on the same table. */
   async function pair(
     options: PostgresStoreOptions = {},
-  ): Promise<{ watcher: PostgresStore; other: PostgresStore; listen: string }> {
+  ): Promise<{ watcher: PostgresStore; other: PostgresStore; table: string }> {
     const table = freshNamespace();
     const watcher = await PostgresStore.open(server.url, { ...options, table });
     const other = await PostgresStore.open(server.url, { table });
     stores.push(watcher, other);
-    return { watcher, other, listen: `LISTEN "${channelName('public', table)}"` };
+    await other.init();
+    return { watcher, other, table };
   }
 
-  /** Resolves once a LISTEN is in place, seen from the server. */
-  async function listening(listen: string): Promise<void> {
-    await waitFor('LISTEN', async () => {
-      const { rows } = await admin.query(
-        `SELECT 1 FROM pg_stat_activity WHERE query = $1 AND state = 'idle'`,
-        [listen],
-      );
-      return rows.length > 0;
+  /** The live registrations of `table`: watcher id and prefix. */
+  async function registrations(table: string): Promise<{ watcher: string; prefix: string }[]> {
+    const { rows } = await admin.query(
+      `SELECT watcher, prefix FROM "${table}_wait"
+       WHERE until > (extract(epoch from clock_timestamp()) * 1000)::bigint ORDER BY prefix`,
+    );
+    return rows;
+  }
+
+  /** Resolves once a registration has committed for each of `prefixes` (by one new watcher). */
+  async function registered(table: string, prefixes: string[], not: string[] = []): Promise<void> {
+    await waitFor(`registration of ${JSON.stringify(prefixes)}`, async () => {
+      const rows = (await registrations(table)).filter((r) => !not.includes(r.watcher));
+      return prefixes.every((p) => rows.some((r) => r.prefix === p));
     });
   }
 
+  /**
+   * A plain LISTEN on the table's channel, which registers nothing: it hears every NOTIFY sent,
+   * in commit order, whoever it was meant for.
+   */
+  async function eavesdrop(table: string): Promise<string[]> {
+    const client = await admin.connect();
+    clients.push(client);
+    const heard: string[] = [];
+    client.on('notification', (message) => heard.push(message.payload ?? ''));
+    await client.query(`LISTEN "${channelName('public', table)}"`);
+    return heard;
+  }
+
+  const cycle = async (store: PostgresStore, resource: string): Promise<void> => {
+    expect(await store.release((await store.tryAcquire(resource, 'a', 5000))!)).toBe(true);
+  };
+
   it('hears releases and batch releases under its prefix, once each, after they commit', async () => {
-    const { watcher, other, listen } = await pair();
+    const { watcher, other, table } = await pair();
     expect(watcher.capabilities.watch).toBe(true);
     const events: WatchEvent[] = [];
     const everything: string[] = [];
     const stop = watcher.watch('jobs/', (event) => events.push(event));
     watcher.watch('', (event) => everything.push(event.resource));
-    await listening(listen);
+    await registered(table, ['', 'jobs/']);
 
     const one = (await other.tryAcquire('jobs/1', 'a', 5000))!;
     const many = await Promise.all(
@@ -75,42 +102,130 @@ describeServer('PostgresStore.watch', unavailable, () => {
     ]);
 
     stop();
-    await other.release((await other.tryAcquire('jobs/4', 'a', 5000))!);
-    await other.release((await other.tryAcquire('zzz', 'a', 5000))!);
+    await cycle(other, 'jobs/4');
+    await cycle(other, 'zzz');
     // One connection delivers notifications in commit order: 'zzz' arriving means 'jobs/4' did.
     await waitFor('the marker', () => everything.includes('zzz'));
     expect(everything).toContain('jobs/4');
     expect(events).toHaveLength(3); // nothing after unsubscribing
   });
 
-  it('reconnects when its LISTEN connection is cut, and says so', async () => {
+  it('sends no NOTIFY for a release nobody waits for, and one when a watcher waits', async () => {
+    const { watcher, other, table } = await pair();
+    const heard = await eavesdrop(table);
+    await cycle(other, 'alone');
+    const events: string[] = [];
+    watcher.watch('', (event) => events.push(event.resource));
+    await registered(table, ['']);
+    await cycle(other, 'watched');
+    await waitFor('the watched release', () => events.includes('watched'));
+    // Both arrive in commit order on the eavesdropper: had 'alone' been sent, it would be first.
+    await waitFor('the eavesdropper', () => heard.includes('watched'));
+    expect(heard).toEqual(['watched']);
+    expect(events).toEqual(['watched']);
+  });
+
+  it('notifies only the prefixes registered, and stops when the last listener leaves', async () => {
+    const { watcher, other, table } = await pair();
+    const heard = await eavesdrop(table);
+    const stopJobs = watcher.watch('jobs/', () => {});
+    await registered(table, ['jobs/']);
+    await cycle(other, 'other/1');
+    await other.releaseMany([
+      (await other.tryAcquire('other/2', 'a', 5000))!,
+      (await other.tryAcquire('jobs/2', 'a', 5000))!,
+    ]);
+    await cycle(other, 'jobs/3');
+    await waitFor('jobs/3', () => heard.includes('jobs/3'));
+    expect(heard).toEqual(['jobs/2', 'jobs/3']);
+
+    stopJobs();
+    await waitFor('the registration to go', async () => (await registrations(table)).length === 0);
+    await cycle(other, 'jobs/4');
+    // A second watcher (another process) proves the first one's rows no longer count.
+    const second = await PostgresStore.open(server.url, { table });
+    stores.push(second);
+    second.watch('zzz', () => {});
+    await registered(table, ['zzz']);
+    await cycle(other, 'zzz');
+    await waitFor('zzz', () => heard.includes('zzz'));
+    expect(heard).toEqual(['jobs/2', 'jobs/3', 'zzz']);
+  });
+
+  it('counts a registration only until it lapses, and releases from notify:false stores never notify', async () => {
+    const { other, table } = await pair();
+    const quiet = await PostgresStore.open(server.url, { table, notify: false });
+    stores.push(quiet);
+    const heard = await eavesdrop(table);
+    const now = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+    // A watcher that vanished long ago, and one alive (as far as its row says) for a minute more.
+    await admin.query(`INSERT INTO "${table}_wait" VALUES ('gone', '', ${now} - 1)`);
+    await cycle(other, 'lapsed');
+    await admin.query(`INSERT INTO "${table}_wait" VALUES ('alive', 'r', ${now} + 60000)`);
+    await cycle(quiet, 'r/quiet');
+    await cycle(other, 'r/loud');
+    await waitFor('r/loud', () => heard.includes('r/loud'));
+    expect(heard).toEqual(['r/loud']);
+  });
+
+  it('clears lapsed rows of vanished watchers when it registers', async () => {
+    const { watcher, table } = await pair();
+    const now = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+    await admin.query(`INSERT INTO "${table}_wait" VALUES ('gone', '', ${now} - 1)`);
+    watcher.watch('x', () => {});
+    await registered(table, ['x']);
+    const { rows } = await admin.query(`SELECT watcher FROM "${table}_wait"`);
+    expect(rows.map((r: { watcher: string }) => r.watcher)).not.toContain('gone');
+    expect(rows).toHaveLength(1);
+  });
+
+  it('watches a table nothing has created yet, creating it first', async () => {
+    const table = freshNamespace();
     const problems: unknown[] = [];
-    const { watcher, other, listen } = await pair({ onWatchError: (e) => problems.push(e) });
+    const watcher = await PostgresStore.open(server.url, {
+      table,
+      onWatchError: (e) => problems.push(e),
+    });
+    stores.push(watcher);
     const heard: string[] = [];
     watcher.watch('', (event) => heard.push(event.resource));
-    await listening(listen);
-    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [
-      listen,
-    ]);
+    await registered(table, ['']);
+    const other = await PostgresStore.open(server.url, { table });
+    stores.push(other);
+    await cycle(other, 'first');
+    await waitFor('the first release', () => heard.includes('first'));
+    expect(problems).toEqual([]);
+  });
+
+  it('reconnects when its LISTEN connection is cut, registers again, and says so', async () => {
+    const problems: unknown[] = [];
+    const { watcher, other, table } = await pair({ onWatchError: (e) => problems.push(e) });
+    const heard: string[] = [];
+    watcher.watch('', (event) => heard.push(event.resource));
+    await registered(table, ['']);
+    const [before] = await registrations(table);
+    await admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+       WHERE pid <> pg_backend_pid() AND query LIKE '%"${table}_wait"%' AND query LIKE 'WITH mine%'`,
+    );
     await waitFor('the watch error', () => problems.length > 0);
     expect(problems[0]).toBeInstanceOf(LeaseError);
     expect((problems[0] as LeaseError).code).toBe('STORE_UNAVAILABLE');
-    await listening(listen);
-    const lease = (await other.tryAcquire('after', 'a', 5000))!;
-    await other.release(lease);
+    await registered(table, [''], [before!.watcher]);
+    await cycle(other, 'after');
     await waitFor('the release after reconnecting', () => heard.includes('after'));
   });
 
   it('reports a throwing listener and still calls the others', async () => {
     const problems: unknown[] = [];
-    const { watcher, other, listen } = await pair({ onWatchError: (e) => problems.push(e) });
+    const { watcher, other, table } = await pair({ onWatchError: (e) => problems.push(e) });
     const heard: string[] = [];
     watcher.watch('', () => {
       throw new Error('listener bug');
     });
     watcher.watch('', (event) => heard.push(event.resource));
-    await listening(listen);
-    await other.release((await other.tryAcquire('r', 'a', 5000))!);
+    await registered(table, ['']);
+    await cycle(other, 'r');
     await waitFor('the event', () => heard.length === 1);
     expect(problems).toEqual([new Error('listener bug')]);
   });

@@ -1,3 +1,5 @@
+import { CLOCK_BITS, WINDOW } from './mysql-grant.js';
+
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
 export const SCHEMA_VERSION = 1;
 
@@ -8,6 +10,13 @@ export const SCHEMA_VERSION = 1;
  * fold would make an hour of local times ambiguous.
  */
 const NOW_MS = `(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`;
+
+/**
+ * The server clock against the caller's estimate of it (one param, the estimate), as the code an
+ * acquire answers with: distance + WINDOW + 1 when the distance is within ±WINDOW ms (1 … 2·WINDOW
+ * + 1), else 0. Integer arithmetic only (mysql2 binds numbers as DOUBLE).
+ */
+const CODE = `GREATEST(0, LEAST(${2 ** CLOCK_BITS}, ${NOW_MS} - CAST(? AS SIGNED) + ${WINDOW + 1})) MOD ${2 ** CLOCK_BITS}`;
 
 /**
  * Resource and owner are bytes (`VARBINARY`): any UTF-8 string up to the limits round-trips
@@ -62,21 +71,25 @@ export function statements(table: string) {
     writeVersion: `INSERT INTO \`${table}_meta\` (name, value) VALUES ('schema_version', ?)
                    ON DUPLICATE KEY UPDATE value = ?`,
     /**
-     * One round trip, three statements: read the server clock once, compare-and-set, report.
-     * The CAS decides on `expires_at` alone (a released record has `expires_at = 0`) and assigns
-     * `expires_at` last, so every condition sees the old values whatever the server's assignment
-     * order. `LAST_INSERT_ID(x)` carries the outcome: 1 for a new record, the next token for a
-     * takeover, 0 for "held by someone else" — independent of the CLIENT_FOUND_ROWS flag.
-     * Params: resource, owner, ttl, owner, ttl.
+     * One prepared statement. The CAS decides on `expires_at` alone (a released record has
+     * `expires_at = 0`) and assigns `expires_at` last, so every condition sees the old values
+     * whatever the server's assignment order; `UTC_TIMESTAMP(6)` is the statement's start, one
+     * instant for every use. The OK packet's insert id (`LAST_INSERT_ID(x)`, independent of the
+     * CLIENT_FOUND_ROWS flag) carries the whole answer: 0 for "held by someone else", else the
+     * new token and where the server clock stood against the caller's estimate (mysql-grant.ts),
+     * from which the caller knows the stored expiry exactly without reading it back.
+     * Params: resource, owner, estimate, ttl, estimate, owner, ttl.
      */
-    acquire: `SET @leasehold_now = ${NOW_MS};
-              INSERT INTO ${t} (resource, owner, token, expires_at)
-              VALUES (?, ?, LAST_INSERT_ID(1), @leasehold_now + ?)
+    acquire: `INSERT INTO ${t} (resource, owner, token, expires_at)
+              VALUES (?, ?, LAST_INSERT_ID(${2 ** CLOCK_BITS} + ${CODE}) DIV ${2 ** CLOCK_BITS}, ${NOW_MS} + ?)
               ON DUPLICATE KEY UPDATE
-                token      = IF(expires_at < @leasehold_now, LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0)),
-                owner      = IF(expires_at < @leasehold_now, ?, owner),
-                expires_at = IF(expires_at < @leasehold_now, @leasehold_now + ?, expires_at);
-              SELECT LAST_INSERT_ID() AS token, @leasehold_now AS now`,
+                token      = IF(expires_at < ${NOW_MS},
+                                LAST_INSERT_ID((token + 1) * ${2 ** CLOCK_BITS} + ${CODE}) DIV ${2 ** CLOCK_BITS},
+                                token + LAST_INSERT_ID(0)),
+                owner      = IF(expires_at < ${NOW_MS}, ?, owner),
+                expires_at = IF(expires_at < ${NOW_MS}, ${NOW_MS} + ?, expires_at)`,
+    /** The stored expiry of a grant whose answer could not carry the clock. Params: resource, owner, token. */
+    grantedExpiry: `SELECT expires_at FROM ${t} WHERE resource = ? AND owner = ? AND token = ?`,
     /**
      * One round trip, one transaction: the single acquire's compare-and-set on every name, in
      * byte order (so racing batches lock rows in one order), on one reading of the server clock.

@@ -3,6 +3,7 @@ import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
 import { planBatch, planNames } from './mysql-batch.js';
+import { decodeGrant, ServerClock } from './mysql-grant.js';
 import {
   deadline,
   queryOptions as q,
@@ -31,7 +32,9 @@ interface Row {
 
 /**
  * Leases in a MySQL 8 or MariaDB 10.6+ table. Expiry is decided on the server's clock inside each
- * compare-and-set; every call is one round trip (see mysql-sql.ts for how each one reports back).
+ * compare-and-set. Acquire, renew and release are one prepared statement each, batches one round
+ * trip each (see mysql-sql.ts for how each one reports back); an acquire takes a second round trip
+ * only while this process's estimate of the server clock is more than half a second off.
  */
 export class MysqlStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -43,7 +46,11 @@ export class MysqlStore extends StoreBase {
   readonly maxClockSkewMs = 0;
   private readonly options: ResolvedMysqlOptions;
   private readonly sql: Statements;
+  /** Our estimate of the server clock, which lets an acquire answer in one statement. */
+  private readonly clock = new ServerClock();
   private ready: Promise<void> | undefined;
+  /** The schema is known to be current: calls go straight to the pool. */
+  private migrated = false;
   /** Whether `close()` ends the pool: only for a pool `open` created. */
   private ownsPool = false;
   /** The server in error messages, never with a password. */
@@ -103,19 +110,38 @@ export class MysqlStore extends StoreBase {
     }
   }
 
+  /**
+   * One prepared statement, whose answer is the token and where the server clock stood against
+   * our estimate; with the estimate more than `WINDOW` ms off (a first call, a clock step), a
+   * second round trip reads the stored expiry, and the estimate is corrected for the next call.
+   */
   protected async doTryAcquire(
     resource: string,
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
+    const r = bytes(resource);
     const o = bytes(owner);
-    const results = await this.call((c) =>
-      c.query(q(this.sql.acquire), [bytes(resource), o, ttlMs, o, ttlMs]),
-    );
-    const [row] = (results as unknown[])[2] as { token: unknown; now: unknown }[];
-    const token = int(row?.token, 'token');
-    if (token === 0) return null;
-    return { resource, owner, token, expiresAt: int(row?.now, 'now') + ttlMs, ttlMs };
+    return this.session(async (c) => {
+      const sent = Date.now();
+      const at = this.clock.at(sent);
+      const [ok] = await c.execute(this.sql.acquire, [r, o, at, ttlMs, at, o, ttlMs]);
+      const grant = decodeGrant((ok as OkPacket).insertId, at);
+      if (!grant) return null;
+      const { token } = grant;
+      const lease = (expiresAt: number): Lease => ({ resource, owner, token, expiresAt, ttlMs });
+      if (grant.now !== undefined) {
+        this.clock.observe(grant.now, sent);
+        return lease(grant.now + ttlMs);
+      }
+      const [rows] = await c.execute(q(this.sql.grantedExpiry), [r, o, token]);
+      const stored = (rows as { expires_at: unknown }[])[0];
+      // Gone already: the lease lapsed (or was taken over) before we could read it.
+      if (!stored) return null;
+      const expiresAt = int(stored.expires_at, 'expires_at');
+      this.clock.observe(expiresAt - ttlMs, sent);
+      return lease(expiresAt);
+    });
   }
 
   /** One round trip for the whole batch: the grants, and the live record behind each refusal. */
@@ -145,17 +171,25 @@ export class MysqlStore extends StoreBase {
 
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
-    const ok = (await this.call((c) =>
-      c.execute(q(this.sql.renew), [ttl, bytes(lease.resource), bytes(lease.owner), lease.token]),
-    )) as OkPacket;
-    const expiresAt = int(ok.insertId, 'expires_at');
+    const expiresAt = await this.session(async (c) => {
+      const sent = Date.now();
+      const [ok] = await c.execute(this.sql.renew, [
+        ttl,
+        bytes(lease.resource),
+        bytes(lease.owner),
+        lease.token,
+      ]);
+      const stored = int((ok as OkPacket).insertId, 'expires_at');
+      if (stored !== 0) this.clock.observe(stored - ttl, sent);
+      return stored;
+    });
     if (expiresAt === 0) return null;
     return { ...pick(lease), expiresAt, ttlMs: ttl };
   }
 
   protected override async doRelease(lease: LeaseRef): Promise<boolean> {
     const ok = (await this.call((c) =>
-      c.execute(q(this.sql.release), [bytes(lease.resource), bytes(lease.owner), lease.token]),
+      c.execute(this.sql.release, [bytes(lease.resource), bytes(lease.owner), lease.token]),
     )) as OkPacket;
     return ok.affectedRows > 0;
   }
@@ -222,16 +256,26 @@ export class MysqlStore extends StoreBase {
 
   /** One call on one pooled connection within the store's deadlines, after the schema is ready. */
   private async call(fn: (connection: MysqlConnection) => Promise<[unknown, unknown]>) {
-    await this.ensureSchema();
-    const [result] = await withConnection(this.pool, this.options, fn);
+    const [result] = await this.session(fn);
     return result;
   }
 
+  /** `fn` on one pooled connection within the store's deadlines, after the schema is ready. */
+  private async session<T>(fn: (connection: MysqlConnection) => Promise<T>): Promise<T> {
+    if (!this.migrated) await this.ensureSchema();
+    return withConnection(this.pool, this.options, fn);
+  }
+
   private ensureSchema(): Promise<void> {
-    this.ready ??= this.migrate().catch((error: unknown) => {
-      this.ready = undefined;
-      throw error;
-    });
+    this.ready ??= this.migrate().then(
+      () => {
+        this.migrated = true;
+      },
+      (error: unknown) => {
+        this.ready = undefined;
+        throw error;
+      },
+    );
     return this.ready;
   }
 

@@ -23,8 +23,10 @@ export interface PostgresStoreOptions {
    */
   prepare?: boolean;
   /**
-   * Send a NOTIFY from every release so `watch` listeners hear of it. Each notifying commit takes
-   * PostgreSQL's notification queue lock; turn it off when nobody watches. @default true
+   * Releases NOTIFY the `watch` listeners waiting for them: a release checks (on the statement's
+   * snapshot) whether a watcher registered a prefix covering it, and notifies only then, so
+   * releases nobody waits for never take PostgreSQL's notification queue lock (which serialises
+   * notifying commits). `false`: releases skip the check, and `watch` is unavailable. @default true
    */
   notify?: boolean;
   /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** The server's clock in ms since the epoch: the time authority for every expiry decision. */
 const NOW = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
@@ -31,6 +31,14 @@ export function migrations(schema: string, table: string): string[] {
        token      bigint NOT NULL,
        expires_at bigint NOT NULL
      )`,
+    // 1 → 2. Who is waiting for releases, so a release notifies only when someone is: one row per
+    // watching connection and prefix, counted until `until` (server ms) unless refreshed.
+    `CREATE TABLE IF NOT EXISTS ${qualified(schema, `${table}_wait`)} (
+       watcher text   NOT NULL,
+       prefix  text   COLLATE "C" NOT NULL,
+       until   bigint NOT NULL,
+       PRIMARY KEY (watcher, prefix)
+     )`,
   ];
 }
 
@@ -48,13 +56,35 @@ export function setupStatements(schema: string, table: string) {
 }
 
 /**
+ * Whether some watcher's live registration covers `resource` (on the statement's snapshot): the
+ * only case in which a release queues a NOTIFY. With nobody waiting, a release reads an empty
+ * table and takes no part in PostgreSQL's notification queue, whose lock serialises every
+ * notifying commit.
+ */
+function awaited(wait: string, resource: string): string {
+  return `EXISTS (
+            SELECT FROM ${wait} AS w WHERE w.until > ${NOW} AND starts_with(${resource}, w.prefix))`;
+}
+
+/** The NOTIFY (sent at commit; `$4` is the channel, the payload the resource) as a value: 0. */
+function notified(resource: string): string {
+  return `length(pg_notify($4::text, ${resource})::text)`;
+}
+
+/**
  * One statement per transition, each a single round trip. Values are always bound parameters.
- * With `notify`, a release also queues a NOTIFY (sent at commit) carrying the resource name.
+ * With `notify`, a release also notifies the watchers waiting for it (see `awaited`).
  */
 export function statements(schema: string, table: string, notify: boolean) {
   const t = qualified(schema, table);
-  // $4 is the channel; the payload is the released resource.
-  const released = notify ? `pg_notify($4::text, resource)` : `1`;
+  const wait = qualified(schema, `${table}_wait`);
+  // A released row of a batch, with its NOTIFY if awaited.
+  const released = (resource: string): string =>
+    notify ? `CASE WHEN ${awaited(wait, resource)} THEN ${notified(resource)} END` : `1`;
+  // A single release's new expires_at, 0, with its NOTIFY if awaited.
+  const zero = notify
+    ? `CASE WHEN ${awaited(wait, 'resource')} THEN ${notified('resource')} ELSE 0 END`
+    : `0`;
   return {
     // Insert the first record, or take over a released or expired one: one atomic statement.
     // excluded.expires_at − ttl is the statement's "now".
@@ -113,11 +143,19 @@ export function statements(schema: string, table: string, notify: boolean) {
     renew: `UPDATE ${t} SET expires_at = ${NOW} + $4::bigint
             WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
             RETURNING expires_at`,
-    release: `WITH done AS (
-                UPDATE ${t} SET owner = '', expires_at = 0
-                WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
-                RETURNING resource)
-              SELECT ${released} AS released FROM done`,
+    // The answer is the row count alone (returning rows costs the server and the client more
+    // than the check). The NOTIFY rides in the assignment, evaluated once the row matched; should
+    // a concurrent change of the row make the update give way after that, the NOTIFY is sent
+    // anyway: a watcher tries, and is refused.
+    release: `UPDATE ${t} SET owner = '', expires_at = ${zero}
+              WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint`,
+    // The batches lock every row they name in resource order (the order acquireMany inserts in)
+    // before changing any: two batches over the same rows, in whatever order they were given or
+    // however each is planned, queue instead of deadlocking. `locked` takes the locks in index
+    // order (FOR … UPDATE applies after ORDER BY) and counts them; the update joins that one-row
+    // count, so it cannot change a row before every lock is held. Rows no longer the caller's
+    // stay locked too, until commit.
+    //
     // Every lease in one statement. Duplicates of one (resource, owner, token) update the row once
     // (with the longest TTL asked for) and all of them succeed, as they would one after another.
     renewMany: `WITH input AS (
@@ -127,9 +165,13 @@ export function statements(schema: string, table: string, notify: boolean) {
                 want AS (
                   SELECT resource, owner, token, max(ttl) AS ttl FROM input
                   GROUP BY resource, owner, token),
+                locked AS (
+                  SELECT count(*) AS n FROM (
+                    SELECT FROM ${t} AS l WHERE l.resource = ANY (ARRAY(SELECT resource FROM want))
+                    ORDER BY l.resource FOR NO KEY UPDATE OF l) AS rows),
                 done AS (
                   UPDATE ${t} AS l SET expires_at = now.ms + w.ttl
-                  FROM want w, now
+                  FROM want w, now, locked
                   WHERE l.resource = w.resource AND l.owner = w.owner AND l.token = w.token
                   RETURNING l.resource, l.owner, l.token, l.expires_at)
                 SELECT i.ord::int AS ord, d.expires_at FROM input i
@@ -142,12 +184,16 @@ export function statements(schema: string, table: string, notify: boolean) {
                   want AS (
                     SELECT resource, owner, token, min(ord) AS ord FROM input
                     GROUP BY resource, owner, token),
+                  locked AS (
+                    SELECT count(*) AS n FROM (
+                      SELECT FROM ${t} AS l WHERE l.resource = ANY (ARRAY(SELECT resource FROM want))
+                      ORDER BY l.resource FOR NO KEY UPDATE OF l) AS rows),
                   done AS (
                     UPDATE ${t} AS l SET owner = '', expires_at = 0
-                    FROM want w
+                    FROM want w, locked
                     WHERE l.resource = w.resource AND l.owner = w.owner AND l.token = w.token
                     RETURNING w.ord, l.resource)
-                  SELECT ord::int AS ord, ${released} AS released FROM done`,
+                  SELECT ord::int AS ord, ${released('resource')} AS released FROM done`,
     get: `SELECT owner, token, expires_at FROM ${t} WHERE resource = $1::text`,
     // The column's "C" collation makes these comparisons byte order, so they run on the primary key.
     // `after` ('' from the start) is a second lower bound; the index scan starts at the higher one.
@@ -160,3 +206,25 @@ export function statements(schema: string, table: string, notify: boolean) {
 }
 
 export type Statements = ReturnType<typeof statements>;
+
+/**
+ * What the watch connection runs. `register` ($1 the watcher's id, $2 its prefixes, $3 how long the
+ * rows count) makes those prefixes "waited for" until refreshed, drops the watcher's other
+ * prefixes, and clears lapsed rows of watchers that vanished; `unregister` ($1) removes its rows.
+ */
+export function watchStatements(schema: string, table: string) {
+  const wait = qualified(schema, `${table}_wait`);
+  return {
+    register: `WITH mine AS (
+                 INSERT INTO ${wait} AS w (watcher, prefix, until)
+                 SELECT $1::text, p, ${NOW} + $3::bigint FROM unnest($2::text[]) AS p
+                 ON CONFLICT (watcher, prefix) DO UPDATE SET until = excluded.until
+                 RETURNING 1),
+               gone AS (
+                 DELETE FROM ${wait}
+                 WHERE (watcher = $1::text AND prefix <> ALL ($2::text[]))
+                    OR (watcher <> $1::text AND until < ${NOW}))
+               SELECT count(*)::int AS n FROM mine`,
+    unregister: `DELETE FROM ${wait} WHERE watcher = $1::text`,
+  };
+}

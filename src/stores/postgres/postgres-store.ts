@@ -23,6 +23,7 @@ import {
   SCHEMA_VERSION,
   setupStatements,
   statements,
+  watchStatements,
   type Statements,
 } from './postgres-sql.js';
 import { Notifier } from './postgres-watch.js';
@@ -38,7 +39,8 @@ interface Statement {
 /**
  * Leases in a PostgreSQL table. Expiry is decided on the server's clock (`clock_timestamp()`)
  * inside each statement; every operation, batches included, is one statement and one round trip.
- * Releases NOTIFY `watch` listeners over one LISTEN connection per store.
+ * Releases NOTIFY `watch` listeners (over one LISTEN connection per store) only while some watcher
+ * has registered a prefix covering them; with nobody watching, a release sends nothing.
  */
 export class PostgresStore extends StoreBase {
   readonly capabilities: StoreCapabilities;
@@ -50,6 +52,8 @@ export class PostgresStore extends StoreBase {
   private readonly notifier: Notifier | undefined;
   private readonly ownsPool: boolean;
   private initialized: Promise<void> | undefined;
+  /** The schema is known to be current: calls go straight to the pool. */
+  private migrated = false;
 
   /**
    * Creates a pool from a `postgres://` URL or node-postgres `PoolConfig` fields (which win over
@@ -105,7 +109,9 @@ export class PostgresStore extends StoreBase {
     this.notifier = notify
       ? new Notifier({
           connect: () => this.pool.connect(),
+          ready: () => this.ready(),
           channel: this.channel,
+          sql: watchStatements(schema, table),
           queryTimeoutMs: this.options.statementTimeoutMs,
           onError: (error, during, streak) => this.watchFailed(error, during, streak),
         })
@@ -132,9 +138,11 @@ export class PostgresStore extends StoreBase {
 
   /**
    * Calls `listener` with `{ type: 'released', resource }` after each release of a resource under
-   * `prefix` commits. Expiry is not announced (PostgreSQL has no timer to do it), and releases
-   * during a reconnect of the LISTEN connection are missed: treat events as hints and keep a
-   * periodic scan. Returns the unsubscribe function.
+   * `prefix` commits, within milliseconds, once the watch has registered `prefix` (a row in the
+   * table's `_wait` table, written just after its LISTEN; a release checks for one). Releases that
+   * began before the registration committed, or that happen while the LISTEN connection
+   * reconnects, are not heard, and expiry is not announced (PostgreSQL has no timer to do it):
+   * treat events as hints and keep a periodic scan. Returns the unsubscribe function.
    */
   watch(prefix: string, listener: WatchListener): () => void {
     this.checkWatch(prefix, listener);
@@ -148,20 +156,18 @@ export class PostgresStore extends StoreBase {
     return this.notifier.add(prefix, listener);
   }
 
-  protected async doTryAcquire(
-    resource: string,
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    const [row] = await this.query(this.sql.acquire, [resource, owner, ttlMs]);
-    if (!row) return null;
-    return {
-      resource,
-      owner,
-      token: safeInteger(row.token, 'token'),
-      expiresAt: safeInteger(row.expires_at, 'expires_at'),
-      ttlMs,
-    };
+  protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
+    return this.run(this.sql.acquire, [resource, owner, ttlMs]).then(({ rows: [row] }) =>
+      row
+        ? {
+            resource,
+            owner,
+            token: safeInteger(row.token, 'token'),
+            expiresAt: safeInteger(row.expires_at, 'expires_at'),
+            ttlMs,
+          }
+        : null,
+    );
   }
 
   /** One statement for the whole batch: the grants, and the live record behind each refusal. */
@@ -198,14 +204,9 @@ export class PostgresStore extends StoreBase {
     return row ? renewed(lease, safeInteger(row.expires_at, 'expires_at'), ttl) : null;
   }
 
-  protected override async doRelease(lease: Lease): Promise<boolean> {
-    const rows = await this.query(this.sql.release, [
-      lease.resource,
-      lease.owner,
-      lease.token,
-      ...this.channelParam(),
-    ]);
-    return rows.length > 0;
+  protected override doRelease(lease: Lease): Promise<boolean> {
+    const values = [lease.resource, lease.owner, lease.token, ...this.channelParam()];
+    return this.run(this.sql.release, values).then((result) => result.rowCount === 1);
   }
 
   protected async doRenewMany(
@@ -259,22 +260,32 @@ export class PostgresStore extends StoreBase {
     return this.options.notify ? [this.channel] : [];
   }
 
-  /** One statement, one round trip, with a client-side deadline so a silent server cannot hang it. */
+  /** One statement's rows. */
   private async query(statement: Statement, values: unknown[]): Promise<Row[]> {
-    await this.ready();
-    const result = await this.pool.query({
-      ...statement,
-      values,
-      query_timeout: this.options.statementTimeoutMs,
-    });
-    return result.rows;
+    return (await this.run(statement, values)).rows;
+  }
+
+  /**
+   * One statement, one round trip, with a client-side deadline so a silent server cannot hang it.
+   * Once the schema is known to be current, straight to the pool: a transition's own client work
+   * is a fair share of its cost when the server is near.
+   */
+  private run(statement: Statement, values: unknown[]): Promise<PgQueryResult> {
+    const query = { ...statement, values, query_timeout: this.options.statementTimeoutMs };
+    if (this.migrated) return this.pool.query(query);
+    return this.ready().then(() => this.pool.query(query));
   }
 
   private ready(): Promise<void> {
-    this.initialized ??= this.migrate().catch((error: unknown) => {
-      this.initialized = undefined; // the next call tries again
-      throw error;
-    });
+    this.initialized ??= this.migrate().then(
+      () => {
+        this.migrated = true;
+      },
+      (error: unknown) => {
+        this.initialized = undefined; // the next call tries again
+        throw error;
+      },
+    );
     return this.initialized;
   }
 

@@ -1,11 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import type { WatchListener } from '../../core/store.js';
 import type { PgNotification, PgPoolClient } from './postgres-driver.js';
 
 export interface NotifierOptions {
   /** A dedicated connection for LISTEN. */
   readonly connect: () => Promise<PgPoolClient>;
+  /** Resolves once the table (and its `_wait` table) exist. */
+  readonly ready: () => Promise<void>;
   readonly channel: string;
-  /** Deadline of the LISTEN and of each liveness probe. */
+  /** The statements that mark this watcher's prefixes as waited for, and unmark them. */
+  readonly sql: { readonly register: string; readonly unregister: string };
+  /** Deadline of the LISTEN and of each registration. */
   readonly queryTimeoutMs: number;
   /**
    * Called when the connection fails (it reconnects by itself; `streak` counts the failures in a
@@ -14,8 +19,13 @@ export interface NotifierOptions {
   readonly onError: (error: unknown, during: string, streak: number) => void;
 }
 
-/** How often an idle LISTEN connection is probed, so a silently dead one is replaced. */
+/**
+ * How often the registration is refreshed. The refresh is also the liveness probe of the idle
+ * LISTEN connection, so a silently dead one is replaced.
+ */
 export const PROBE_EVERY_MS = 10_000;
+/** How long a registration counts unless refreshed: a watcher that vanished stops costing releases a NOTIFY after this. */
+export const REGISTRATION_TTL_MS = 3 * PROBE_EVERY_MS;
 const RETRY_MAX_MS = 5000;
 
 interface Subscription {
@@ -25,31 +35,47 @@ interface Subscription {
 
 /**
  * One LISTEN connection per store, opened on the first subscription and closed after the last.
- * It reconnects with backoff when it drops; releases that happen while it is down are not heard.
+ *
+ * Releases notify only resources some watcher has registered a prefix for (a row in the table's
+ * `_wait` table, written on this connection after its LISTEN took effect, refreshed every
+ * `PROBE_EVERY_MS`). So a listener hears, within milliseconds of its commit, every release whose
+ * statement began after the registration of its prefix had committed: the release sees the row,
+ * queues the NOTIFY, and the LISTEN was in place before the row was. A release that began earlier
+ * (the watch was just starting, or a new prefix was being registered), or that happens while the
+ * connection is down, is not heard: its record is free in the table for the next scan.
  */
 export class Notifier {
   private readonly subscriptions = new Set<Subscription>();
   private client: PgPoolClient | undefined;
+  /** The registration id of `client`: a new one per connection, so a late unregister of an old connection cannot remove the rows of the new one. */
+  private id = '';
   private connecting = false;
   private timer: NodeJS.Timeout | undefined;
   private failures = 0;
   private closed = false;
+  /** The connection a registration is running on; `again` asks it for one more (the prefixes changed). */
+  private registering: PgPoolClient | undefined;
+  private again = false;
 
   constructor(private readonly options: NotifierOptions) {}
 
   add(prefix: string, listener: WatchListener): () => void {
     const subscription = { prefix, listener };
+    const isNew = !this.prefixes().includes(prefix);
     this.subscriptions.add(subscription);
     if (!this.client && !this.connecting && !this.timer) void this.open();
+    else if (this.client && isNew) void this.register(this.client);
     return () => {
       if (!this.subscriptions.delete(subscription)) return;
-      if (this.subscriptions.size === 0) this.drop(undefined);
+      if (this.subscriptions.size === 0) this.unregister();
+      else if (this.client && !this.prefixes().includes(prefix)) void this.register(this.client);
     };
   }
 
   close(): void {
     this.closed = true;
     this.subscriptions.clear();
+    // The rows lapse by themselves: closing does not wait for a server that may not answer.
     this.drop(undefined);
   }
 
@@ -57,10 +83,15 @@ export class Notifier {
     return !this.closed && this.subscriptions.size > 0;
   }
 
+  private prefixes(): string[] {
+    return [...new Set([...this.subscriptions].map((s) => s.prefix))];
+  }
+
   private async open(): Promise<void> {
     this.connecting = true;
     let client: PgPoolClient | undefined;
     try {
+      await this.options.ready();
       client = await this.options.connect();
       const current = client;
       current.on('notification', (message) => {
@@ -73,6 +104,7 @@ export class Notifier {
       current.on('end', () => {
         if (this.client === current) this.lost(new Error('the LISTEN connection ended'));
       });
+      // LISTEN first: a release that sees the registration must find the LISTEN in place.
       await current.query({
         text: `LISTEN "${this.options.channel}"`,
         query_timeout: this.options.queryTimeoutMs,
@@ -83,8 +115,9 @@ export class Notifier {
         return;
       }
       this.client = current;
+      this.id = randomUUID();
       this.failures = 0;
-      this.schedule(PROBE_EVERY_MS, () => void this.probe());
+      void this.register(current);
     } catch (error) {
       this.connecting = false;
       client?.release(error instanceof Error ? error : true);
@@ -95,16 +128,51 @@ export class Notifier {
     }
   }
 
-  /** A round trip on the idle LISTEN connection; a paused or vanished server fails it. */
-  private async probe(): Promise<void> {
-    const client = this.client;
-    if (!client) return;
+  /**
+   * Writes the current prefixes (and drops the others), then schedules the next refresh. A failure
+   * is the connection's: it is replaced. Runs one at a time; a change meanwhile runs it again.
+   */
+  private async register(client: PgPoolClient): Promise<void> {
+    if (this.registering === client) {
+      this.again = true;
+      return;
+    }
+    this.registering = client;
     try {
-      await client.query({ text: 'SELECT 1', query_timeout: this.options.queryTimeoutMs });
-      if (this.client === client) this.schedule(PROBE_EVERY_MS, () => void this.probe());
+      do {
+        if (this.client !== client) return;
+        this.again = false;
+        await client.query({
+          text: this.options.sql.register,
+          values: [this.id, this.prefixes(), REGISTRATION_TTL_MS],
+          query_timeout: this.options.queryTimeoutMs,
+        });
+      } while (this.again);
+      if (this.client === client) this.schedule(PROBE_EVERY_MS, () => void this.register(client));
     } catch (error) {
       if (this.client === client) this.lost(error);
+    } finally {
+      if (this.registering === client) this.registering = undefined;
     }
+  }
+
+  /** After the last subscription: removes this watcher's rows, then closes the connection. */
+  private unregister(): void {
+    const { client, id } = this;
+    if (!client) return this.drop(undefined);
+    this.client = undefined;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    client
+      .query({
+        text: this.options.sql.unregister,
+        values: [id],
+        query_timeout: this.options.queryTimeoutMs,
+      })
+      .then(
+        () => client.release(true),
+        (error: unknown) => client.release(error instanceof Error ? error : true),
+      );
   }
 
   private lost(error: unknown): void {
