@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import { parseStoreUrl } from '../core/open-store.js';
 import { DEFAULT_STORE_URL, openStore, type LeaseStore } from '../index.js';
+import { CliFailure } from './output.js';
 
 export interface StoreOptions {
   store?: string;
@@ -46,4 +48,21 @@ export async function keepAlive<T>(promise: Promise<T>): Promise<T> {
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * Refuses a store that lives inside one process (`memory:`, `sqlite::memory:`) for a command whose
+ * point is exclusion across processes: each invocation would get its own empty store. Returns `url`.
+ */
+export function requireShared(url: string, needs: string): string {
+  let parsed;
+  try {
+    parsed = parseStoreUrl(url);
+  } catch {
+    return url; // opening it reports what is wrong
+  }
+  if (parsed.scheme === 'memory' || (parsed.scheme === 'sqlite' && parsed.rest === ':memory:')) {
+    throw new CliFailure(`${parsed.redacted} lives inside one process; ${needs}`, 2);
+  }
+  return url;
 }

@@ -128,3 +128,16 @@ describe('leasehold CLI', () => {
       expect(help.stdout).toContain(word);
   });
 });
+
+describe('stores that live inside one process', () => {
+  it('run and acquire refuse memory: and sqlite::memory:, where each invocation has its own store', async () => {
+    for (const url of ['memory:', 'sqlite::memory:']) {
+      const run = await cli('run', 'job', '--store', url, '--', 'true');
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/lives inside one process/);
+      const acquired = await cli('acquire', 'job', '--owner', 'a', '--store', url);
+      expect(acquired.code, acquired.stderr).toBe(2);
+      expect(acquired.stderr).toMatch(/lives inside one process; a lease taken here would vanish/);
+    }
+  });
+});

@@ -10,7 +10,13 @@ import {
 import { durationOption, formatDuration } from '../duration.js';
 import { expiresText, fields, viewRecord } from '../format.js';
 import { CliFailure, print, printJson } from '../output.js';
-import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
+import {
+  requireShared,
+  storeUrl,
+  withCommonOptions,
+  withStore,
+  type StoreOptions,
+} from '../store.js';
 
 interface AcquireOptions extends StoreOptions {
   owner: string;
@@ -40,37 +46,43 @@ export function registerAcquire(program: Command): void {
         0,
       ),
   ).action((resource: string, options: AcquireOptions) =>
-    withStore(storeUrl(options), async (store) => {
-      // No heartbeat and never `client.close()`: closing would release the lease this command hands out.
-      const client = new LeaseClient({
-        store,
-        owner: options.owner,
-        ttlMs: options.ttl,
-        autoRenew: false,
-      });
-      const held = await acquireOrExplain(client, store, resource, options.wait);
-      const { owner, token, expiresAt, ttlMs } = held.lease;
-      if (options.json) {
-        printJson({ resource, owner, token, expiresAt, ttlMs, clock: store.capabilities.clock });
-        return;
-      }
-      const view = viewRecord(held.lease, Date.now(), store.maxClockSkewMs);
-      print(`acquired ${JSON.stringify(resource)}`);
-      print(
-        fields([
-          ['owner', owner],
-          ['token', String(token)],
-          [
-            'expires',
-            `${expiresText(view)}${store.capabilities.clock === 'store' ? " on the store's clock" : ''}`,
-          ],
-        ]),
-      );
-      print(
-        `not released on exit: it lapses in ${formatDuration(ttlMs)} unless released with\n` +
-          `  leasehold release ${shellWord(resource)} --owner ${shellWord(owner)} --token ${token}`,
-      );
-    }),
+    withStore(
+      requireShared(
+        storeUrl(options),
+        'a lease taken here would vanish when this command exits; use a store other processes share',
+      ),
+      async (store) => {
+        // No heartbeat and never `client.close()`: closing would release the lease this command hands out.
+        const client = new LeaseClient({
+          store,
+          owner: options.owner,
+          ttlMs: options.ttl,
+          autoRenew: false,
+        });
+        const held = await acquireOrExplain(client, store, resource, options.wait);
+        const { owner, token, expiresAt, ttlMs } = held.lease;
+        if (options.json) {
+          printJson({ resource, owner, token, expiresAt, ttlMs, clock: store.capabilities.clock });
+          return;
+        }
+        const view = viewRecord(held.lease, Date.now(), store.maxClockSkewMs);
+        print(`acquired ${JSON.stringify(resource)}`);
+        print(
+          fields([
+            ['owner', owner],
+            ['token', String(token)],
+            [
+              'expires',
+              `${expiresText(view)}${store.capabilities.clock === 'store' ? " on the store's clock" : ''}`,
+            ],
+          ]),
+        );
+        print(
+          `not released on exit: it lapses in ${formatDuration(ttlMs)} unless released with\n` +
+            `  leasehold release ${shellWord(resource)} --owner ${shellWord(owner)} --token ${token}`,
+        );
+      },
+    ),
   );
 }
 

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
-import { parseStoreUrl } from '../../core/open-store.js';
 import { DEMO_LIMITS, demoSettings } from '../demo/demo-settings.js';
 import { reportText } from '../demo/report.js';
 import { runFleetDemo } from '../demo/run-fleet-demo.js';
 import { durationOption } from '../duration.js';
 import { integerOption } from '../numbers.js';
 import { CliFailure, printJson } from '../output.js';
+import { requireShared } from '../store.js';
 
 interface DemoOptions {
   store?: string;
@@ -54,7 +54,11 @@ Exit codes: 0 safe and every fault recovered, 1 unsafe or a fault not recovered,
           2,
         );
       }
-      if (options.store !== undefined) checkShareable(options.store);
+      if (options.store !== undefined)
+        requireShared(
+          options.store,
+          "the demo's worker processes need a store they share (omit --store for a temp SQLite file)",
+        );
       const settings = demoSettings({
         workers: options.workers,
         resources: options.resources,
@@ -73,20 +77,4 @@ Exit codes: 0 safe and every fault recovered, 1 unsafe or a fault not recovered,
         );
       }
     });
-}
-
-/** Worker processes must share the store: an in-process one would give each its own. */
-function checkShareable(url: string): void {
-  let parsed;
-  try {
-    parsed = parseStoreUrl(url);
-  } catch {
-    return; // opening it reports what is wrong
-  }
-  if (parsed.scheme === 'memory' || (parsed.scheme === 'sqlite' && parsed.rest === ':memory:')) {
-    throw new CliFailure(
-      `${parsed.redacted} lives inside one process; the demo's worker processes need a store they share (omit --store for a temp SQLite file)`,
-      2,
-    );
-  }
 }

@@ -6,7 +6,7 @@ import { RUN_EXIT } from '../run/exit-codes.js';
 import { SignalRelay } from '../run/signal-relay.js';
 import { supervise } from '../run/supervise.js';
 import { waitOption } from '../run/wait-option.js';
-import { storeUrl, withStore } from '../store.js';
+import { requireShared, storeUrl, withStore } from '../store.js';
 
 interface RunOptions {
   store?: string;
@@ -68,8 +68,12 @@ export function registerRun(program: Command): void {
     .addHelpText('after', HELP)
     .action(async (resource: string, words: string[], options: RunOptions, command: Command) => {
       const argv = commandAfterDashes(command, words);
-      const code = await withStore(storeUrl(options), (store) =>
-        runUnderLease(store, resource, argv, options),
+      const code = await withStore(
+        requireShared(
+          storeUrl(options),
+          '`leasehold run` excludes other processes only through a store they share',
+        ),
+        (store) => runUnderLease(store, resource, argv, options),
       );
       // The command's exit code is ours; nothing is left to flush (stdout and stderr are the command's or written synchronously).
       process.exit(code);
