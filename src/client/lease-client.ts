@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
-import type { LeaseRecord } from '../core/lease.js';
+import type { Lease, LeaseRecord } from '../core/lease.js';
 import { checkResource, checkResources } from '../core/options.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
@@ -91,24 +91,12 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    */
   async tryAcquire(resource: string): Promise<HeldLease | null> {
     this.assertOpen();
-    checkResource(resource);
-    if (this.leases.has(resource)) {
-      throw new LeaseError(
-        ErrorCode.INVALID_ARGUMENT,
-        `resource ${JSON.stringify(resource)} is already held by this client`,
-        { resource },
-      );
-    }
-    const { store, owner, ttlMs, clock, maxClockSkewMs } = this.options;
+    this.assertNotHeld(checkResource(resource));
+    const { store, owner, ttlMs, clock } = this.options;
     const tSent = clock.monotonic();
     const lease = await store.tryAcquire(resource, owner, ttlMs);
     if (!lease) return null;
-    const held = new HeldLease(
-      lease,
-      validUntil(tSent, lease.ttlMs, maxClockSkewMs),
-      tSent,
-      this.keeper,
-    );
+    const held = this.grant(lease, tSent);
     if (!held.isValid()) {
       // The answer came after the deadline measured from when the request left: never hand it out.
       await this.releaseQuietly(held);
@@ -130,28 +118,14 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    */
   async tryAcquireMany(resources: readonly string[]): Promise<HeldOutcome[]> {
     this.assertOpen();
-    checkResources(resources);
-    for (const resource of resources) {
-      if (this.leases.has(resource)) {
-        throw new LeaseError(
-          ErrorCode.INVALID_ARGUMENT,
-          `resource ${JSON.stringify(resource)} is already held by this client`,
-          { resource },
-        );
-      }
-    }
-    const { store, owner, ttlMs, clock, maxClockSkewMs } = this.options;
+    for (const resource of checkResources(resources)) this.assertNotHeld(resource);
+    const { store, owner, ttlMs, clock } = this.options;
     const tSent = clock.monotonic();
     const outcomes = await store.acquireMany(resources, owner, ttlMs);
     const late: HeldLease[] = [];
     const result = outcomes.map((outcome): HeldOutcome => {
       if (!outcome.lease) return outcome as HeldOutcome;
-      const held = new HeldLease(
-        outcome.lease,
-        validUntil(tSent, outcome.lease.ttlMs, maxClockSkewMs),
-        tSent,
-        this.keeper,
-      );
+      const held = this.grant(outcome.lease, tSent);
       if (!held.isValid() || this.closing || this.leases.has(held.resource)) {
         late.push(held);
         return { resource: outcome.resource, lease: null };
@@ -327,6 +301,21 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   private bounded<T>(call: Promise<T>, what: string): Promise<T> {
     const { ttlMs, clock } = this.options;
     return withDeadline(call, ttlMs, () => noAnswer(what, ttlMs), { clock });
+  }
+
+  /** A handle on a granted lease, valid until its deadline measured from `tSent` (design rule 2). */
+  private grant(lease: Lease, tSent: number): HeldLease {
+    const deadline = validUntil(tSent, lease.ttlMs, this.options.maxClockSkewMs);
+    return new HeldLease(lease, deadline, tSent, this.keeper);
+  }
+
+  private assertNotHeld(resource: string): void {
+    if (!this.leases.has(resource)) return;
+    throw new LeaseError(
+      ErrorCode.INVALID_ARGUMENT,
+      `resource ${JSON.stringify(resource)} is already held by this client`,
+      { resource },
+    );
   }
 
   private assertOpen(): void {
