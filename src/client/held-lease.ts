@@ -17,7 +17,7 @@ export interface HeldLeaseEvents {
   released: [];
 }
 
-/** What a `HeldLease` asks of the client that made it. */
+/** @internal What a `HeldLease` asks of the client that made it. */
 export interface LeaseKeeper {
   readonly clock: Clock;
   renewLease(held: HeldLease): Promise<void>;
@@ -44,14 +44,22 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   /** Made on first use of `signal`: most of the cost of ending 10,000 leases is aborting signals nobody read. */
   private controller: AbortController | undefined;
   private endReason: LeaseError | undefined;
-  /** Set while renewals are failing; cleared by the next success. */
+  /** @internal Set while renewals are failing; cleared by the next success. */
   failing = false;
-  /** Monotonic time the last renewal was sent. */
+  /** @internal Monotonic time the last renewal was sent. */
   lastSentAt: number;
   /** A third of the validity window (ttl − drift − skew): at-risk when less than this is left. */
   private readonly riskMs: number;
 
-  constructor(
+  /**
+   * @internal Only a `LeaseClient` makes these: a lease granted from a request sent at `tSent`,
+   * held until `validUntil` (both on the keeper's monotonic clock).
+   */
+  static grant(lease: Lease, validUntil: number, tSent: number, keeper: LeaseKeeper): HeldLease {
+    return new HeldLease(lease, validUntil, tSent, keeper);
+  }
+
+  private constructor(
     lease: Lease,
     validUntil: number,
     tSent: number,
@@ -108,6 +116,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     return this.deadline - this.riskMs;
   }
 
+  /** @internal Lost or released: nothing more will happen to this lease. */
   get isTerminal(): boolean {
     return this.status === 'lost' || this.status === 'released';
   }

@@ -306,7 +306,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   /** A handle on a granted lease, valid until its deadline measured from `tSent` (design rule 2). */
   private grant(lease: Lease, tSent: number): HeldLease {
     const deadline = validUntil(tSent, lease.ttlMs, this.options.maxClockSkewMs);
-    return new HeldLease(lease, deadline, tSent, this.keeper);
+    return HeldLease.grant(lease, deadline, tSent, this.keeper);
   }
 
   private assertNotHeld(resource: string): void {

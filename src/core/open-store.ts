@@ -22,7 +22,7 @@ export interface OpenStoreOptions {
   create?: boolean;
 }
 
-type Opener = (url: StoreUrl, options: OpenStoreOptions) => Promise<LeaseStore>;
+type Opener = (url: StoreUrl, options: OpenStoreOptions) => Promise<LeaseStore & AsyncDisposable>;
 
 const openers = new Map<string, Opener>([
   ['memory', async (url) => (await import('../stores/memory/open.js')).openMemory(url)],
@@ -47,9 +47,13 @@ export function knownSchemes(): string[] {
 
 /**
  * Opens the store a URL names. With no URL: `LEASEHOLD_STORE` from the environment,
- * else the embedded SQLite file `./leasehold.db`.
+ * else the embedded SQLite file `./leasehold.db`. Every store it opens can be closed with
+ * `await using`.
  */
-export async function openStore(url?: string, options: OpenStoreOptions = {}): Promise<LeaseStore> {
+export async function openStore(
+  url?: string,
+  options: OpenStoreOptions = {},
+): Promise<LeaseStore & AsyncDisposable> {
   const text = url ?? process.env.LEASEHOLD_STORE ?? DEFAULT_STORE_URL;
   const parsed = parseStoreUrl(text);
   const opener = openers.get(parsed.scheme);

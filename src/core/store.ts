@@ -230,6 +230,11 @@ export abstract class StoreBase implements LeaseStore {
     return this.closed;
   }
 
+  /** `await using store = …` closes the store at the end of the block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   /** The checks every `watch` starts with: the store is open, the prefix valid, the listener a function. */
   protected checkWatch(prefix: unknown, listener: unknown): string {
     if (this.closed) {

@@ -29,6 +29,8 @@ export interface Election {
   readonly lease: HeldLease | undefined;
   /** Steps down (releasing the lease so another candidate takes over at once) and stops campaigning. */
   stop(): Promise<void>;
+  /** `await using election = elect(…)` stops it at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void>;
   /**
    * Until `stop()`, a running election keeps the process alive like a listening server; `unref()`
    * lets the process exit anyway (as `server.unref()` does), `ref()` undoes it.
@@ -121,6 +123,9 @@ export function elect(options: ElectOptions): Election {
       current?.revoke('the election was stopped');
       await client.close();
       await running;
+    },
+    [Symbol.asyncDispose]() {
+      return election.stop();
     },
     unref() {
       keepAlive.unref();

@@ -191,6 +191,11 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     return this.stopping;
   }
 
+  /** `await using manager = …` stops it (with the default `timeoutMs`) at the end of the block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
   /** Stops gracefully on SIGTERM and SIGINT, then lets the signal take its usual course. Returns the uninstaller. */
   installShutdownHandlers(signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT']): () => void {
     const handlers = signals.map((signal) => {
