@@ -1,6 +1,8 @@
 // One fleet member for bench/fleet-scale.mjs, in its own OS process: a LeaseManager over
 // r/000000 … whose work only waits for its lease to end. It keeps counters and answers the
 // coordinator's IPC requests; nothing is logged, so 50 of these stay cheap.
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadLibrary } from './lib/library.mjs';
 import { countingStore } from './lib/counting-store.mjs';
@@ -57,6 +59,19 @@ function createManager(store) {
     reconcileMs: config.reconcileMs,
     onAcquired: untilAborted,
   });
+  // LEASEHOLD_BENCH_TRACE=DIR: one line per acquire and handoff, to see who moved what and when.
+  const traceDir = process.env.LEASEHOLD_BENCH_TRACE;
+  const trace = traceDir
+    ? (event, lease, detail = '') =>
+        appendFileSync(
+          join(traceDir, `${config.owner}.log`),
+          `${Date.now()} ${event} ${lease?.resource ?? '-'} ${m.held().length} ${detail}\n`,
+        )
+    : () => undefined;
+  m.on('acquired', (lease) => trace('acquired', lease));
+  m.on('handoff', (lease) => trace('handoff', lease));
+  m.on('lost', (lease, error) => trace('lost', lease, `${error.code} ${error.message}`));
+  m.on('reconcile-failed', (error) => trace('reconcile-failed', null, String(error?.message)));
   m.on('acquired', () => events.acquired++);
   m.on('lost', () => events.lost++);
   m.on('released', () => events.released++);

@@ -14,7 +14,7 @@ import {
   MANAGER_DEFAULTS,
   type LeaseManagerOptions,
 } from './manager-options.js';
-import { liveMembers, memberResource, membersPrefix } from './members.js';
+import { liveMembers, membersPrefix, slotsToTry } from './members.js';
 import { plan } from './plan.js';
 import { Taker } from './taker.js';
 import { commonPrefix, listAll, settleWithin, shuffle } from './util.js';
@@ -110,7 +110,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       maxInFlight: options.maxInFlight ?? MANAGER_DEFAULTS.maxInFlight,
       onAcquired: (lease) => this.begin(lease),
       slowMs: Math.max(250, this.client.heartbeatMs / 4),
-      busy: () => this.client.held().some((lease) => lease.state === 'at-risk'),
+      busy: () => this.renewalsBehind(),
+      recheckMs: Math.max(10, Math.round(this.client.heartbeatMs / 4)),
       onRefused: (resource, holder) => {
         this.refusedAt.set(resource, this.clock.monotonic());
         if (holder) this.armTakeover(holder);
@@ -227,6 +228,23 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     }
   }
 
+  /**
+   * Whether renewals are falling behind: some held lease went two beats without a successful
+   * renewal (or is at risk). Taking more then would only add store work that competes with the
+   * renewals of what is already held, so bulk takes wait until they catch up.
+   */
+  private renewalsBehind(): boolean {
+    const now = this.clock.monotonic();
+    const twoBeats = 2 * this.client.heartbeatMs;
+    for (const lease of this.client.held()) {
+      if (lease.state === 'at-risk') return true;
+      // The validity window is three times what is left at `atRiskAt`.
+      const renewedFrom = lease.validUntil - 3 * (lease.validUntil - lease.atRiskAt);
+      if (now - renewedFrom > twoBeats) return true;
+    }
+    return false;
+  }
+
   private heldCount(): number {
     return this.client.size - (this.member && !this.member.isTerminal ? 1 : 0);
   }
@@ -275,29 +293,45 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.reconcileTimer = this.clock.setTimeout(() => void this.reconcile(), next);
   }
 
-  /** Takes this worker's membership lease (again, if it lapsed). */
+  /**
+   * Takes a membership slot (again, if our membership lapsed): a free one of the group, else a new
+   * one (see `slotsToTry`). Refuses an owner id that a live member already uses.
+   */
   private async join(): Promise<void> {
     if (this.member && !this.member.isTerminal) return;
-    const resource = memberResource(this.membersPrefix, this.owner, this.maxLeases);
-    const first = this.member === undefined;
-    this.member = (await this.client.tryAcquire(resource)) ?? undefined;
-    if (!this.member && first) {
-      throw new LeaseError(
-        ErrorCode.INVALID_ARGUMENT,
-        `another live worker uses the owner id ${JSON.stringify(this.owner)}`,
-      );
-    }
-    if (!this.member) {
+    const records = await listAll(this.store, this.membersPrefix, PAGE);
+    const storeNow = this.storeNow();
+    const skewMs = this.client.maxClockSkewMs;
+    const live = liveMembers(records, this.membersPrefix, storeNow, skewMs);
+    if (live.some((m) => m.id === this.owner)) {
+      if (this.member === undefined) {
+        throw new LeaseError(
+          ErrorCode.INVALID_ARGUMENT,
+          `another live worker uses the owner id ${JSON.stringify(this.owner)}`,
+        );
+      }
       // Our own membership lapsed here before it lapses at the store (the holder gives up
-      // drift + skew early): wait for the record to expire, then join again.
+      // drift + skew early): wait for that record to expire, then join again.
       throw new LeaseError(
         ErrorCode.LEASE_UNAVAILABLE,
         `the membership lease of ${JSON.stringify(this.owner)} was lost and is not free again yet; retrying`,
         { retryable: true },
       );
     }
-    this.observe(this.member);
-    this.member.on('renewed', (lease) => this.observe(lease));
+    const grace = skewMs + (this.store.expiryLagMs ?? 0);
+    for (const slot of slotsToTry(records, this.membersPrefix, this.maxLeases, storeNow, grace)) {
+      const member = await this.client.tryAcquire(slot);
+      if (!member) continue; // another worker joining took it first
+      this.member = member;
+      this.observe(member);
+      member.on('renewed', (lease) => this.observe(lease));
+      return;
+    }
+    throw new LeaseError(
+      ErrorCode.LEASE_UNAVAILABLE,
+      'every membership slot tried was taken by another joining worker; retrying',
+      { retryable: true },
+    );
   }
 
   /** Waits until the membership has been stable for `settleMs` (at most about a TTL). */

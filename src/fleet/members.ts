@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { LeaseRecord } from '../core/lease.js';
 import type { Member } from './assign.js';
 
@@ -7,13 +8,46 @@ export function membersPrefix(group: string): string {
 }
 
 const LIMIT_MARK = '#max=';
+/** A membership slot's name: `@` and 8 hex digits, then the limit mark when there is one. */
+const SLOT = /^@[0-9a-f]{8}$/;
 
 /**
- * The membership resource of a worker: `<prefix><owner>`, with `#max=<n>` appended when the worker
- * takes at most n leases, so that peers compute shares that fit it without reading anything else.
+ * Membership lives in slots: records named `<prefix>@<8 hex>[#max=<n>]` whose `owner` is the
+ * worker. A joining worker reuses a free slot (released, or left expired by a worker that died)
+ * before it makes a new one, so the records a fleet lists at every scan stay about as many as its
+ * largest membership, however often workers restart with fresh owner ids. A slot's token only
+ * counts its own grants; nothing is fenced with it.
  */
-export function memberResource(prefix: string, owner: string, maxLeases: number): string {
-  return Number.isFinite(maxLeases) ? `${prefix}${owner}${LIMIT_MARK}${maxLeases}` : prefix + owner;
+export function newSlot(prefix: string, maxLeases: number): string {
+  return prefix + '@' + randomBytes(4).toString('hex') + limitSuffix(maxLeases);
+}
+
+function limitSuffix(maxLeases: number): string {
+  return Number.isFinite(maxLeases) ? `${LIMIT_MARK}${maxLeases}` : '';
+}
+
+/** A membership record's name part and limit, or `undefined` for a record no manager wrote. */
+function parse(
+  record: LeaseRecord,
+  prefix: string,
+): { name: string; limit: number } | undefined {
+  const rest = record.resource.slice(prefix.length);
+  const mark = rest.lastIndexOf(LIMIT_MARK);
+  const name = mark < 0 ? rest : rest.slice(0, mark);
+  let limit = Infinity;
+  if (mark >= 0) {
+    const n = Number(rest.slice(mark + LIMIT_MARK.length));
+    if (!Number.isSafeInteger(n) || n < 0) return undefined;
+    limit = n;
+  }
+  // A slot, or a record named after its owner (as managers before slots wrote them).
+  if (!SLOT.test(name) && name !== record.owner) return undefined;
+  return { name, limit };
+}
+
+/** Whether a membership record is free to take: released, or expired by `storeNow` (plus `graceMs`). */
+function isFree(record: LeaseRecord, storeNow: number, graceMs: number): boolean {
+  return record.owner === '' || storeNow > record.expiresAt + graceMs;
 }
 
 /** The live members among membership records, with their limits. */
@@ -25,17 +59,39 @@ export function liveMembers(
 ): Member[] {
   const members = new Map<string, Member>();
   for (const record of records) {
-    if (record.owner === '' || storeNow > record.expiresAt + skewMs) continue;
-    const rest = record.resource.slice(prefix.length);
-    if (!rest.startsWith(record.owner)) continue; // not a membership record written by a manager
-    const suffix = rest.slice(record.owner.length);
-    let limit = Infinity;
-    if (suffix.startsWith(LIMIT_MARK)) {
-      const n = Number(suffix.slice(LIMIT_MARK.length));
-      if (Number.isSafeInteger(n) && n >= 0) limit = n;
-    } else if (suffix !== '') continue;
+    if (isFree(record, storeNow, skewMs)) continue;
+    const parsed = parse(record, prefix);
+    if (!parsed) continue;
     const known = members.get(record.owner);
-    members.set(record.owner, { id: record.owner, limit: Math.min(limit, known?.limit ?? limit) });
+    members.set(record.owner, {
+      id: record.owner,
+      limit: Math.min(parsed.limit, known?.limit ?? parsed.limit),
+    });
   }
   return [...members.values()];
+}
+
+/**
+ * Slots a worker with this limit may take, in the order to try them: free slots with the same
+ * limit (shuffled, so workers joining at once spread out), then a new one.
+ */
+export function slotsToTry(
+  records: readonly LeaseRecord[],
+  prefix: string,
+  maxLeases: number,
+  storeNow: number,
+  graceMs: number,
+  random: () => number = Math.random,
+): string[] {
+  const suffix = limitSuffix(maxLeases);
+  const free = records
+    .filter((r) => isFree(r, storeNow, graceMs))
+    .filter((r) => {
+      const rest = r.resource.slice(prefix.length);
+      return rest.endsWith(suffix) && SLOT.test(rest.slice(0, rest.length - suffix.length));
+    })
+    .map((r) => ({ resource: r.resource, tie: random() }))
+    .sort((a, b) => a.tie - b.tie)
+    .map((x) => x.resource);
+  return [...free.slice(0, 3), newSlot(prefix, maxLeases)];
 }

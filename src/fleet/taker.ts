@@ -18,6 +18,8 @@ export interface TakerOptions {
   readonly onRefused: (resource: string, holder: LeaseRecord | undefined) => void;
   /** Whether bulk work should wait (the leases already held come first). */
   readonly busy: () => boolean;
+  /** How often a busy caller is asked again while nothing is in flight. */
+  readonly recheckMs: number;
   /** A batch taken in the background (`soon`) failed. */
   readonly onError: (error: unknown) => void;
 }
@@ -129,10 +131,22 @@ export class Taker {
     }
   }
 
-  /** Waits for a free slot: at most `window` calls at once, and none while the caller is busy. */
+  /**
+   * Waits for a free slot: at most `window` calls at once, and none while the caller is busy
+   * (what it holds comes first). A busy caller with nothing in flight is asked again every
+   * `recheckMs`; a stopped taker stops waiting (its batch is then dropped).
+   */
   private async slot(): Promise<void> {
-    while (this.inFlight >= this.window || (this.inFlight > 0 && this.options.busy()))
-      await new Promise<void>((resolve) => this.queue.push(resolve));
+    for (;;) {
+      if (this.stopped) break;
+      const full = this.inFlight >= this.window;
+      if (!full && !this.options.busy()) break;
+      if (full || this.inFlight > 0) await new Promise<void>((resolve) => this.queue.push(resolve));
+      else
+        await new Promise<void>((resolve) =>
+          this.options.clock.setTimeout(resolve, this.options.recheckMs),
+        );
+    }
     this.inFlight++;
   }
 

@@ -147,6 +147,41 @@ describe('LeaseManager', () => {
     expect(w.manager.held()).toHaveLength(3);
   });
 
+  it('workers restarting with fresh owner ids reuse membership slots: the records stay as many as the largest membership', async () => {
+    const f = newFleet(names(20));
+    for (let i = 0; i < 3; i++) await f.join();
+    const memberRecords = async () =>
+      (await f.store.list({ prefix: 'leasehold/members/' })).length;
+    expect(await memberRecords()).toBe(3);
+    for (let round = 0; round < 10; round++) {
+      // One worker stops (its slot is released) and a new one, with a new owner id, starts.
+      await f.workers.shift()!.manager.stop();
+      await f.join();
+      await f.clock.advance(RECONCILE);
+      expectExclusive(f);
+    }
+    expect(await memberRecords()).toBe(3);
+    // A crashed worker's slot is reused once its membership expired.
+    const crashed = f.workers.shift()!;
+    crashed.link.mode = 'hang';
+    await f.clock.advance(TTL + 500);
+    await f.join();
+    expect(await memberRecords()).toBe(3);
+    await f.clock.advance(3 * RECONCILE);
+    expect(f.counts().reduce((a, b) => a + b)).toBe(20);
+    f.workers.push(crashed); // stopped with the others
+  });
+
+  it('refuses a second live worker with the same owner id', async () => {
+    const f = newFleet(names(4));
+    await f.join({ owner: 'same' });
+    await expect(f.join({ owner: 'same' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: /owner id "same"/,
+    });
+    f.workers.pop();
+  });
+
   it('rejects bad options naming the field', async () => {
     const f = newFleet();
     await expect(f.join({ reconcileMs: 1 })).rejects.toMatchObject({

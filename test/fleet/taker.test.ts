@@ -17,6 +17,7 @@ function taker(maxInFlight: number, batchSize = 2, busy = () => false) {
     onAcquired: (lease) => acquired.push(lease),
     slowMs: 60_000,
     busy,
+    recheckMs: 5,
     onRefused: () => undefined,
     onError: (error) => errors.push(error),
   });
@@ -55,7 +56,7 @@ it('never takes more than asked, in batches of batchSize with at most maxInFligh
   await client.close();
 });
 
-it('while the held leases are at risk, bulk work goes one batch at a time', async () => {
+it('while renewals are behind, no bulk batch starts; takes go on once they catch up', async () => {
   let busy = true;
   const { t, client, store } = taker(4, 1, () => busy);
   let inFlight = 0;
@@ -70,11 +71,22 @@ it('while the held leases are at risk, bulk work goes one batch at a time', asyn
       inFlight--;
     }
   };
-  expect(await t.take(['a', 'b', 'c', 'd', 'e', 'f'], () => 6 - client.size)).toBe(6);
-  expect(most).toBe(1);
+  const taking = t.take(['a', 'b', 'c', 'd', 'e', 'f'], () => 6 - client.size);
+  await new Promise((r) => setTimeout(r, 100));
+  expect(store.calls.acquireMany).toBe(0);
   busy = false;
-  expect(await t.take(['g', 'h', 'i', 'j', 'k', 'l', 'm', 'n'], () => 14 - client.size)).toBe(8);
+  expect(await taking).toBe(6);
   expect(most).toBeGreaterThan(1);
+  await client.close();
+});
+
+it('a stopped taker stops waiting for renewals to catch up', async () => {
+  const { t, client, store } = taker(2, 1, () => true);
+  const taking = t.take(['a', 'b'], () => 2 - client.size);
+  await new Promise((r) => setTimeout(r, 30));
+  t.stop();
+  expect(await taking).toBe(0);
+  expect(store.calls.acquireMany).toBe(0);
   await client.close();
 });
 

@@ -27,6 +27,30 @@ describe('SqliteRunner', () => {
     expect(order).toEqual([...Array(10).keys()]);
   });
 
+  it('lets renewals and releases go before bulk acquisitions queued earlier', async () => {
+    const runner = new SqliteRunner({ busyTimeoutMs: 5000, identity: undefined });
+    const order: string[] = [];
+    let busyLeft = 3;
+    const step = (operation: string, name: string, lockedFirst = false) =>
+      runner.run(operation, () => {
+        if (lockedFirst && busyLeft-- > 0) throw busy();
+        order.push(name);
+      });
+    // The first acquisition waits for another connection's lock; everything else queues behind it.
+    const steps = [
+      step('acquireMany', 'a0', true),
+      step('acquireMany', 'a1'),
+      step('tryAcquire', 'a2'),
+      step('renewMany', 'r1'),
+      step('list', 'l1'),
+      step('release', 'x1'),
+      step('renew', 'r2'),
+    ];
+    await Promise.all(steps);
+    // The step holding its turn keeps it; then urgent steps in the order asked, then the rest.
+    expect(order).toEqual(['a0', 'r1', 'x1', 'r2', 'a1', 'a2', 'l1']);
+  });
+
   it('does not count time spent behind working steps as time waiting for the lock', async () => {
     const runner = new SqliteRunner({ busyTimeoutMs: 100, identity: undefined });
     let busyLeft = 2;

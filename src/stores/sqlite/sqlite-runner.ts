@@ -10,6 +10,9 @@ import { Turns, yieldToLoop } from './sqlite-turns.js';
  */
 export const BATCH_ROWS = 500;
 
+/** Operations that keep or give up what is held: they go before bulk work (see `Turns`). */
+const URGENT = new Set(['renew', 'renewMany', 'release', 'releaseMany']);
+
 export interface RunnerOptions {
   /** How long a step may wait for another connection's lock before its call fails. */
   readonly busyTimeoutMs: number;
@@ -72,11 +75,12 @@ export class SqliteRunner {
    */
   private async step<T>(operation: string, attempt: () => T): Promise<T> {
     const { busyTimeoutMs } = this.options;
+    const urgent = URGENT.has(operation);
     const since = performance.now();
     // Asked after a busy attempt only, so the file is locked now.
     const waitingSince = (): number => Math.max(since, (this.lockedSince ??= performance.now()));
     let gaveUp = false;
-    const queued = this.turns.take();
+    const queued = this.turns.take(urgent);
     if (queued) await queued;
     try {
       const result = await retryWhileBusy(
@@ -86,6 +90,7 @@ export class SqliteRunner {
           gaveUp = true;
           return lockedError(operation, performance.now() - waitingSince(), busyTimeoutMs, error);
         },
+        urgent,
       );
       this.lockedSince = undefined;
       return result;
