@@ -27,10 +27,7 @@ function limitSuffix(maxLeases: number): string {
 }
 
 /** A membership record's name part and limit, or `undefined` for a record no manager wrote. */
-function parse(
-  record: LeaseRecord,
-  prefix: string,
-): { name: string; limit: number } | undefined {
+function parse(record: LeaseRecord, prefix: string): { name: string; limit: number } | undefined {
   const rest = record.resource.slice(prefix.length);
   const mark = rest.lastIndexOf(LIMIT_MARK);
   const name = mark < 0 ? rest : rest.slice(0, mark);

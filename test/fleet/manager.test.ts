@@ -150,8 +150,7 @@ describe('LeaseManager', () => {
   it('workers restarting with fresh owner ids reuse membership slots: the records stay as many as the largest membership', async () => {
     const f = newFleet(names(20));
     for (let i = 0; i < 3; i++) await f.join();
-    const memberRecords = async () =>
-      (await f.store.list({ prefix: 'leasehold/members/' })).length;
+    const memberRecords = async () => (await f.store.list({ prefix: 'leasehold/members/' })).length;
     expect(await memberRecords()).toBe(3);
     for (let round = 0; round < 10; round++) {
       // One worker stops (its slot is released) and a new one, with a new owner id, starts.

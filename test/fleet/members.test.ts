@@ -66,6 +66,8 @@ describe('membership slots', () => {
     expect(limited[0]).toBe(prefix + '@00000004#max=2');
     expect(limited[1]).toMatch(/\/@[0-9a-f]{8}#max=2$/);
     // Within the grace period an expired record is not yet free.
-    expect(slotsToTry([rec('@00000007', 'x', NOW - 50)], prefix, Infinity, NOW, 100)).toHaveLength(1);
+    expect(slotsToTry([rec('@00000007', 'x', NOW - 50)], prefix, Infinity, NOW, 100)).toHaveLength(
+      1,
+    );
   });
 });
