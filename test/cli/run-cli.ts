@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
 /** The compiled CLI (tests run after `npm run build`). */
@@ -28,4 +28,25 @@ export function runCli(
       },
     );
   });
+}
+
+export interface StartedCli {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** The exit code, or -1 when a signal ended it. */
+  exit: Promise<number>;
+}
+
+/** Starts `leasehold ...args` without `LEASEHOLD_STORE` and returns at once, collecting what it prints. */
+export function startCli(args: string[], options: { cwd?: string } = {}): StartedCli {
+  const env = { ...process.env };
+  delete env.LEASEHOLD_STORE;
+  const child = spawn(process.execPath, [MAIN, ...args], { cwd: options.cwd, env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? -1)));
+  return { child, stdout: () => stdout, stderr: () => stderr, exit };
 }

@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { LeaseClient, LIMITS, type LeaseStore } from '../../index.js';
+import { LeaseClient, LIMITS, systemClock, type LeaseStore } from '../../index.js';
 import { durationOption } from '../duration.js';
 import { acquireForRun } from '../run/acquire-for-run.js';
 import { RUN_EXIT } from '../run/exit-codes.js';
@@ -14,18 +14,40 @@ interface RunOptions {
   ttl: number;
   wait: number;
   grace: number;
+  foreground?: boolean;
 }
 
 const HELP = `
-The command runs without a shell, in its own process group, while this process renews the lease.
-It gets LEASEHOLD_RESOURCE, LEASEHOLD_OWNER and LEASEHOLD_TOKEN, the fencing token: pass the token
-with every write so the target can refuse a holder that lost the lease. SIGTERM, SIGINT and SIGHUP
-sent to leasehold go to the command's group; when the command exits the lease is released.
+The command runs without a shell, in a session and process group of its own, while this process
+renews the lease. It gets LEASEHOLD_RESOURCE, LEASEHOLD_OWNER and LEASEHOLD_TOKEN, the fencing
+token: pass the token with every write so the target can refuse a holder that lost the lease.
+SIGTERM, SIGINT and SIGHUP sent to leasehold go to the command; when it exits the lease is released.
 
 If the lease is lost (renewals failed until its deadline, or the store shows another owner), the
-group gets SIGTERM at once and SIGKILL after --grace. The command may thus run up to the grace
-without the lease, while another holder may already be at work: only the token makes that safe.
-If leasehold itself is killed with SIGKILL, the command keeps running and the lease lapses at its TTL.
+command gets SIGTERM at once and SIGKILL after --grace, counted from the lease's deadline if that
+has already passed. The command may thus run up to the grace without the lease, while another
+holder may already be at work: only the token makes that safe.
+
+Ctrl-Z (SIGTSTP, or SIGTTIN) stops the command with SIGSTOP, then leasehold. Nothing renews the
+lease while stopped. When leasehold is continued (fg, bg, SIGCONT) it continues the command only if
+the lease is still valid; if the deadline passed meanwhile it kills the stopped command with
+SIGKILL, without letting it run again, and exits ${RUN_EXIT.lost}.
+
+What no process can do: SIGKILL and SIGSTOP cannot be caught. If leasehold is killed with SIGKILL,
+the command, in its own session, gets no signal and keeps running, unsupervised, even once the
+lease has lapsed at its TTL and another owner holds it. If leasehold is stopped with SIGSTOP (or
+by the terminal with SIGTTOU, for writing from the background under "stty tostop"), the command
+keeps running while nothing renews the lease; continued past the deadline, leasehold stops the
+command at once (SIGKILL straight away if the grace is spent). Where that matters, run leasehold so that its end ends the command too: a
+systemd service kills what is left of its control group when its main process dies.
+
+The command's own session has no controlling terminal, so /dev/tty prompts (ssh, sudo, git
+passwords) fail. --foreground runs it in leasehold's process group and session instead: it keeps
+the terminal, and Ctrl-C and Ctrl-Z reach it directly from the terminal (leasehold does not send it
+a second SIGINT). The price: leasehold then signals the command and the descendants it finds
+through their parent links, not a whole group, so a process that detaches at once (double fork,
+setsid) escapes a stop; and "fg" after Ctrl-Z continues the command together with leasehold, so if
+the lease lapsed meanwhile the command may run for an instant before it is killed.
 
 Exit codes: the command's own (128+N if signal N ended it); ${RUN_EXIT.unavailable} the lease was held by another
 owner until --wait ran out; ${RUN_EXIT.lost} the lease was lost while the command ran; ${RUN_EXIT.notFound} command not found;
@@ -33,7 +55,8 @@ ${RUN_EXIT.cannotRun} command could not be started; 1 store error; 2 usage error
 
 Examples:
   leasehold run nightly-report --wait 0 -- ./report.sh    # cron: skip (exit ${RUN_EXIT.unavailable}) if another host runs it
-  leasehold run db-migrate --wait 5m --ttl 30s -- npm run migrate`;
+  leasehold run db-migrate --wait 5m --ttl 30s -- npm run migrate
+  leasehold run deploy --foreground -- ./deploy.sh        # asks for an ssh passphrase`;
 
 export function registerRun(program: Command): void {
   program
@@ -65,6 +88,10 @@ export function registerRun(program: Command): void {
         .argParser(durationOption(0, LIMITS.ttlMaxMs))
         .default(10_000, '10s'),
     )
+    .option(
+      '--foreground',
+      "run the command in leasehold's process group and session, keeping the terminal (see below)",
+    )
     .addHelpText('after', HELP)
     .action(async (resource: string, words: string[], options: RunOptions, command: Command) => {
       const argv = commandAfterDashes(command, words);
@@ -88,13 +115,25 @@ async function runUnderLease(
 ): Promise<number> {
   const say = (line: string): void => void process.stderr.write(`${line}\n`);
   const signals = new SignalRelay();
-  const client = new LeaseClient({ store, owner: options.owner, ttlMs: options.ttl });
+  const client = new LeaseClient({
+    store,
+    owner: options.owner,
+    ttlMs: options.ttl,
+    clock: systemClock,
+  });
   try {
     const held = await acquireForRun(client, store, resource, options.wait, signals);
     held.on('at-risk', (reason) =>
       say(`leasehold: warning: lease on ${JSON.stringify(resource)} at risk: ${reason}`),
     );
-    const outcome = await supervise(held, { argv, graceMs: options.grace, signals, say });
+    const outcome = await supervise(held, {
+      argv,
+      graceMs: options.grace,
+      foreground: options.foreground === true,
+      signals,
+      clock: systemClock,
+      say,
+    });
     return outcome.code;
   } finally {
     // Releases what is still held, in one bounded attempt. If that fails the lease lapses at its
