@@ -75,6 +75,50 @@ describeServer('redis store', redisUnavailable(), () => {
     expect(await store.tryAcquire('job', 'b', 5000)).toMatchObject({ owner: 'b', token: 2 });
   });
 
+  it('many callers at once share script calls: every transition applied as on its own, in the order asked', async () => {
+    const store = await open('prefix=coalesce:');
+    const before = await scriptCalls(server);
+    // 64 owners race for 32 resources, two owners per resource, all in flight at once.
+    const names = Array.from({ length: 32 }, (_, i) => `r${i}`);
+    const grants = await Promise.all(
+      names.flatMap((r) => [
+        store.tryAcquire(r, `a-${r}`, 5000),
+        store.tryAcquire(r, `b-${r}`, 5000),
+      ]),
+    );
+    for (let i = 0; i < names.length; i++) {
+      // The first asked wins, the second is refused: the order within a shared call is kept.
+      expect(grants[2 * i]).toMatchObject({ resource: names[i], owner: `a-${names[i]}`, token: 1 });
+      expect(grants[2 * i + 1]).toBeNull();
+    }
+    // Releases (one by a stale token) asked together, then re-acquisitions asked together.
+    const leases = grants.filter((g) => g !== null);
+    const released = await Promise.all([
+      ...leases.map((l) => store.release(l)),
+      store.release({ ...leases[0]!, token: 99 }),
+    ]);
+    expect(released).toEqual([...new Array(32).fill(true), false]);
+    const again = await Promise.all(names.map((r) => store.tryAcquire(r, `c-${r}`, 5000)));
+    for (const [i, r] of names.entries())
+      expect(again[i]).toMatchObject({ resource: r, owner: `c-${r}`, token: 2 });
+    // 161 transitions; the first of each burst goes alone, the rest share calls.
+    const calls = (await scriptCalls(server)) - before;
+    expect(calls).toBeLessThan(20);
+    expect(await store.list({ prefix: 'r' })).toHaveLength(32);
+    const watched: WatchEvent[] = [];
+    const unwatch = store.watch!('', (e) => watched.push(e));
+    await (unwatch as unknown as { ready: Promise<void> }).ready;
+    const held = (await Promise.all(names.map((r) => store.get(r)))).map((rec) => ({
+      resource: rec!.resource,
+      owner: rec!.owner,
+      token: rec!.token,
+    }));
+    expect(await Promise.all(held.map((l) => store.release(l)))).toEqual(new Array(32).fill(true));
+    await waitFor('32 release events', () => watched.length === 32);
+    expect(watched.map((e) => e.resource).sort()).toEqual([...names].sort());
+    unwatch();
+  });
+
   it('loads its scripts again when the server forgot them (SCRIPT FLUSH, a restart, a new node)', async () => {
     const store = await open('prefix=app7:');
     const lease = (await store.tryAcquire('job', 'a', 5000))!;

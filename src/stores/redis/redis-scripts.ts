@@ -80,6 +80,57 @@ return out
 );
 
 /**
+ * KEYS: index, then one record per transition. ARGV: channel, byte length of the record key prefix,
+ * then kind ('a' acquire, 'r' release), owner, and ttlMs (acquire) or token (release) for each
+ * transition, in KEYS order. Single-lease acquisitions and releases of many callers at once, in
+ * one call: each is ACQUIRE or RELEASE exactly, applied in the order given, on one clock reading.
+ * Returns two values per transition: token and expiresAt when an acquisition was granted (0, 0
+ * when a live lease stood in the way); 1 or 0 and 0 for a release.
+ */
+export const TRANSITIONS = script(
+  'transitions',
+  `
+local now
+local skip = tonumber(ARGV[2]) + 1
+local out = {}
+for i = 2, #KEYS do
+  local a = 3 + (i - 2) * 3
+  local owner = ARGV[a + 1]
+  local n = #out
+  if ARGV[a] == 'a' then
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    local r = redis.call('HMGET', KEYS[i], 'owner', 'token', 'expiresAt')
+    if r[1] and r[1] ~= '' and (tonumber(r[3]) or 0) >= now then
+      out[n + 1], out[n + 2] = 0, 0
+    else
+      local token = (tonumber(r[2]) or 0) + 1
+      local text = string.format('%d', token)
+      local expiresAt = now + tonumber(ARGV[a + 2])
+      if not r[2] then redis.call('ZADD', KEYS[1], 0, string.sub(KEYS[i], skip)) end
+      redis.call('HSET', KEYS[i], 'owner', owner, 'token', text,
+        'expiresAt', string.format('%d', expiresAt))
+      out[n + 1], out[n + 2] = token < ${EXACT} and token or text, expiresAt
+    end
+  else
+    local r = redis.call('HMGET', KEYS[i], 'owner', 'token')
+    if r[1] == owner and r[2] == ARGV[a + 2] then
+      redis.call('PUBLISH', ARGV[1], string.sub(KEYS[i], skip))
+      redis.call('HSET', KEYS[i], 'owner', '', 'expiresAt', '0')
+      out[n + 1] = 1
+    else
+      out[n + 1] = 0
+    end
+    out[n + 2] = 0
+  end
+end
+return out
+`,
+);
+
+/**
  * KEYS: record. ARGV: owner, token, ttlMs. Extends the record if that owner and token still hold
  * it (expired or not: nobody else took it). Returns the new expiresAt, or 0 when not ours.
  */

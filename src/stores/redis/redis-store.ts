@@ -19,6 +19,7 @@ import {
   type RedisClient,
 } from './redis-client.js';
 import { connectRedis } from './redis-connect.js';
+import { Coalescer } from './redis-coalesce.js';
 import { CallDeadlines } from './redis-deadlines.js';
 import { mapRedisError } from './redis-errors.js';
 import { RedisKeys } from './redis-keys.js';
@@ -67,6 +68,9 @@ export class RedisStore extends StoreBase {
   /** The layout matched: calls go out at once. */
   private layoutReady = false;
   private readonly deadlines: CallDeadlines;
+  private readonly coalescer: Coalescer;
+  /** Script calls of this store on the wire now (single-lease ones and coalesced ones). */
+  private onWire = 0;
   private ownsClient = false;
 
   /**
@@ -115,6 +119,7 @@ export class RedisStore extends StoreBase {
     this.watcher = new RedisWatch(client, this.keys.channel, this.options.onWatchError);
     const ms = this.options.commandTimeoutMs;
     this.deadlines = new CallDeadlines(ms, (operation) => noAnswer(operation, ms));
+    this.coalescer = new Coalescer(client, this.keys, (delta) => (this.onWire += delta));
   }
 
   /** The key prefix of this store's namespace. */
@@ -134,17 +139,20 @@ export class RedisStore extends StoreBase {
   }
 
   protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
+    const reply = (value: unknown): Lease | null => {
+      if (value === 0) return null;
+      const [token, expiresAt] = value as [number, number];
+      return { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
+    };
+    if (this.coalescing())
+      return this.together('tryAcquire', 'acquire', resource, owner, ttlMs, reply);
     const shard = this.keys.shardOf(resource);
     return this.send(
       'tryAcquire',
       ACQUIRE,
       [this.keys.recordPrefix(shard) + resource, this.keys.index(shard)],
       [owner, ttlMs, resource],
-      (reply) => {
-        if (reply === 0) return null;
-        const [token, expiresAt] = reply as [number, number];
-        return { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
-      },
+      reply,
     );
   }
 
@@ -165,6 +173,8 @@ export class RedisStore extends StoreBase {
 
   protected override doRelease(lease: LeaseRef): Promise<boolean> {
     const { resource, owner, token } = lease;
+    if (this.coalescing())
+      return this.together('release', 'release', resource, owner, String(token), isReleased);
     return this.send(
       'release',
       RELEASE,
@@ -326,6 +336,46 @@ export class RedisStore extends StoreBase {
       return this.call(operation, () => runScript(client, script, keys, args, reply));
     }
     return this.deadlines.bound<T>(operation, (resolve, reject) => {
+      this.onWire++;
+      const onReply = (value: unknown): void => {
+        this.onWire--;
+        try {
+          resolve(reply(value));
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const onError = (error: unknown): void => {
+        this.onWire--;
+        reject(error);
+      };
+      sendScript(client, script, keys, args, onReply, onError);
+    });
+  }
+
+  /**
+   * Whether a single-lease transition should wait for the next turn and go with the others asked
+   * meanwhile (see `Coalescer`): only while another script call of this store is on the wire, and
+   * only where the store keeps the deadlines itself.
+   */
+  private coalescing(): boolean {
+    return (
+      this.onWire > 0 &&
+      this.layoutReady &&
+      !driverBounds(this.client, this.options.commandTimeoutMs)
+    );
+  }
+
+  /** A transition sent with the others asked in this turn, within the command deadline. */
+  private together<T>(
+    operation: string,
+    kind: 'acquire' | 'release',
+    resource: string,
+    owner: string,
+    detail: RedisArg,
+    reply: (value: unknown) => T,
+  ): Promise<T> {
+    return this.deadlines.bound<T>(operation, (resolve, reject) => {
       const onReply = (value: unknown): void => {
         try {
           resolve(reply(value));
@@ -333,7 +383,7 @@ export class RedisStore extends StoreBase {
           reject(error);
         }
       };
-      sendScript(client, script, keys, args, onReply, reject);
+      this.coalescer.push({ kind, resource, owner, detail, onReply, onError: reject });
     });
   }
 

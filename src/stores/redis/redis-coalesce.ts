@@ -1,0 +1,87 @@
+import { MAX_ACQUIRE_KEYS, sendScript, type RedisArg, type RedisClient } from './redis-client.js';
+import type { RedisKeys } from './redis-keys.js';
+import { TRANSITIONS } from './redis-scripts.js';
+
+/** One single-lease transition waiting for its turn; `onReply` gets what ACQUIRE or RELEASE would. */
+export interface Transition {
+  readonly kind: 'acquire' | 'release';
+  readonly resource: string;
+  readonly owner: string;
+  /** ttlMs for an acquisition, the token (as text) for a release. */
+  readonly detail: RedisArg;
+  readonly onReply: (value: unknown) => void;
+  readonly onError: (error: unknown) => void;
+}
+
+/**
+ * Group commit for single-lease transitions. While the store has a script call on the wire, the
+ * acquisitions and releases asked for meanwhile wait for the next turn of the event loop (callers
+ * answered by one read of the socket ask again in the same turn) and then go as one TRANSITIONS
+ * call per shard, each applied exactly as its own script would be, in the order asked. A store
+ * with nothing on the wire sends at once, so a lone caller pays nothing for this. Many callers on
+ * one connection then cost the server one script call per turn instead of one per transition.
+ */
+export class Coalescer {
+  private queue: Transition[] = [];
+  private scheduled = false;
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly keys: RedisKeys,
+    /** Told when a call goes on the wire and when it comes back. */
+    private readonly onWire: (delta: 1 | -1) => void,
+  ) {}
+
+  push(transition: Transition): void {
+    this.queue.push(transition);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const queue = this.queue;
+    this.queue = [];
+    const groups = new Map<number, Transition[]>();
+    for (const t of queue) {
+      const shard = this.keys.shardOf(t.resource);
+      const group = groups.get(shard);
+      if (group) group.push(t);
+      else groups.set(shard, [t]);
+    }
+    for (const [shard, group] of groups)
+      for (let start = 0; start < group.length; start += MAX_ACQUIRE_KEYS)
+        this.send(shard, group.slice(start, start + MAX_ACQUIRE_KEYS));
+  }
+
+  private send(shard: number, group: Transition[]): void {
+    const recordPrefix = this.keys.recordPrefix(shard);
+    const keys = [this.keys.index(shard)];
+    const args: RedisArg[] = [this.keys.channel, Buffer.byteLength(recordPrefix)];
+    for (const t of group) {
+      keys.push(recordPrefix + t.resource);
+      args.push(t.kind === 'acquire' ? 'a' : 'r', t.owner, t.detail);
+    }
+    this.onWire(1);
+    sendScript(
+      this.client,
+      TRANSITIONS,
+      keys,
+      args,
+      (value) => {
+        this.onWire(-1);
+        const reply = value as (string | number)[];
+        group.forEach((t, k) => {
+          const first = reply[2 * k];
+          if (t.kind === 'release') t.onReply(first);
+          else t.onReply(Number(first) === 0 ? 0 : [first, reply[2 * k + 1]]);
+        });
+      },
+      (error) => {
+        this.onWire(-1);
+        for (const t of group) t.onError(error);
+      },
+    );
+  }
+}
