@@ -106,7 +106,8 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.endReason) this.controller.abort(this.endReason);
+      const reason = this.endReason ?? (this.isTerminal ? this.releasedReason() : undefined);
+      if (reason) this.controller.abort(reason);
     }
     return this.controller.signal;
   }
@@ -216,20 +217,21 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     this.controller?.abort(reason);
   }
 
+  private releasedReason(): LeaseError {
+    return (this.endReason ??= quietError(
+      ErrorCode.LEASE_RELEASED,
+      `lease on ${JSON.stringify(this.resource)} (token ${this.token}) released`,
+      { resource: this.resource, retryable: false },
+    ));
+  }
+
   /** @internal */
   markReleased(): boolean {
     if (this.isTerminal) return false;
     this.status = 'released';
-    // A revoked lease already aborted its signal with the reason it is being released.
-    if (!this.endReason) {
-      this.end(
-        quietError(
-          ErrorCode.LEASE_RELEASED,
-          `lease on ${JSON.stringify(this.resource)} (token ${this.token}) released`,
-          { resource: this.resource, retryable: false },
-        ),
-      );
-    }
+    // A revoked lease already aborted its signal with the reason it is being released. Nobody
+    // reads the signal of most leases: its reason is then made only if it is read later.
+    if (!this.endReason && this.controller) this.end(this.releasedReason());
     this.keeper.stateChanged(this, 'released');
     this.emit('released');
     return true;
