@@ -26,14 +26,32 @@ export class Heartbeat {
   private inFlight: Promise<void> | undefined;
   private failures = 0;
   private stopped = false;
+  /** Holds the process open while auto-renewed leases are held (the timers above never do). */
+  private keepAlive: NodeJS.Timeout | undefined;
+  private refed = true;
 
   constructor(private readonly options: HeartbeatOptions) {}
 
   add(held: HeldLease): void {
     this.leases.add(held);
     this.armWatchdog(held);
-    if (this.options.autoRenew && !this.beatTimer && !this.stopped)
-      this.scheduleBeat(this.options.heartbeatMs);
+    if (this.options.autoRenew && !this.stopped) {
+      if (!this.beatTimer) this.scheduleBeat(this.options.heartbeatMs);
+      if (!this.keepAlive) {
+        this.keepAlive = setInterval(() => undefined, 1 << 30);
+        if (!this.refed) this.keepAlive.unref();
+      }
+    }
+  }
+
+  /**
+   * Whether held auto-renewed leases keep the process alive (they do by default, like a
+   * listening server; `false` is `server.unref()`).
+   */
+  setRef(refed: boolean): void {
+    this.refed = refed;
+    if (refed) this.keepAlive?.ref();
+    else this.keepAlive?.unref();
   }
 
   /** Leases being kept, in acquisition order. */
@@ -66,6 +84,8 @@ export class Heartbeat {
 
   stop(): void {
     this.stopped = true;
+    clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
     this.beatTimer?.clear();
     this.watchTimer?.clear();
     this.beatTimer = this.watchTimer = undefined;
@@ -76,6 +96,8 @@ export class Heartbeat {
   end(held: HeldLease): void {
     this.leases.delete(held);
     if (this.leases.size === 0) {
+      clearInterval(this.keepAlive);
+      this.keepAlive = undefined;
       this.watchTimer?.clear();
       this.watchTimer = undefined;
       this.watchAt = Infinity;

@@ -236,6 +236,22 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     return this.leases.size;
   }
 
+  /**
+   * Lets the process exit while this client holds auto-renewed leases (as `server.unref()` does):
+   * by default, like a listening server, they keep it alive until released or the client closed,
+   * so a program never ends while it believes it holds a lease. Returns the client.
+   */
+  unref(): this {
+    this.heartbeat.setRef(false);
+    return this;
+  }
+
+  /** Undoes `unref()`: held auto-renewed leases keep the process alive again. */
+  ref(): this {
+    this.heartbeat.setRef(true);
+    return this;
+  }
+
   /** Releases everything held with one `releaseMany` and stops the heartbeat. The store stays open. */
   close(): Promise<void> {
     this.closing ??= this.shutdown();

@@ -129,10 +129,12 @@ export function elect(options: ElectOptions): Election {
     },
     unref() {
       keepAlive.unref();
+      client.unref();
       return election;
     },
     ref() {
       keepAlive.ref();
+      client.ref();
       return election;
     },
   };

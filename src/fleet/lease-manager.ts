@@ -167,6 +167,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   unref(): this {
     this.refed = false;
     this.keepAlive?.unref();
+    this.client.unref();
     return this;
   }
 
@@ -174,6 +175,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   ref(): this {
     this.refed = true;
     this.keepAlive?.ref();
+    this.client.ref();
     return this;
   }
 

@@ -1,6 +1,7 @@
-// A program whose only work is a started LeaseManager (or election) on SQLite: it must stay up
-// until stopped, unless `unref` is asked for. Usage: node keep-alive-worker.mjs FILE manager|elect [unref]
-import { LeaseManager, SqliteStore, elect } from '../../dist/index.js';
+// A program whose only work is a started LeaseManager, an election or a client holding an
+// auto-renewed lease, on SQLite: it must stay up until stopped or released, unless `unref` is
+// asked for. Usage: node keep-alive-worker.mjs FILE manager|elect|client|client-release [unref]
+import { LeaseClient, LeaseManager, SqliteStore, elect } from '../../dist/index.js';
 
 const [file, kind, unref] = process.argv.slice(2);
 const store = await SqliteStore.open(file);
@@ -15,6 +16,14 @@ if (kind === 'manager') {
   if (unref) manager.unref();
   await manager.start();
   console.log(`started ${manager.held().length}`);
+} else if (kind.startsWith('client')) {
+  const client = new LeaseClient({ store, ttlMs: 2000 });
+  if (unref) client.unref();
+  const lease = await client.tryAcquire('job/a');
+  process.once('SIGTERM', () => void lease.release().then(() => console.log('released')));
+  console.log(`holding ${lease.token}`);
+  // Released after a while: nothing else is left to keep the process up.
+  if (kind === 'client-release') setTimeout(() => void lease.release(), 300).unref();
 } else {
   const election = elect({
     store,

@@ -80,3 +80,28 @@ it('an election keeps the process alive until stopped; unref() lets it exit', as
   const unrefed = run('elect', true).proc;
   expect(await unrefed.exited).toBe(0);
 });
+
+it('a client holding an auto-renewed lease keeps the process alive until the lease is released', async () => {
+  const { file, proc } = run('client');
+  await waitFor(() => proc.output().includes('holding 1'));
+  await new Promise((r) => setTimeout(r, 1500)); // past a heartbeat: still renewing, still up
+  expect(proc.alive()).toBe(true);
+  proc.kill('SIGTERM');
+  expect(await proc.exited).toBe(0);
+  expect(proc.output()).toContain('released');
+  const store = await SqliteStore.open(file);
+  try {
+    expect(await store.get('job/a')).toMatchObject({ owner: '', token: 1 });
+  } finally {
+    await store.close();
+  }
+});
+
+it('once its last lease is released, or after client.unref(), the process exits on its own', async () => {
+  const released = run('client-release').proc;
+  expect(await released.exited).toBe(0);
+  expect(released.output()).toContain('holding 1');
+  const unrefed = run('client', true).proc;
+  expect(await unrefed.exited).toBe(0);
+  expect(unrefed.output()).toContain('holding 1');
+});
