@@ -20,9 +20,10 @@ function serverUser() {
 
 /**
  * Starts the server with room for `maxConnections` clients (a fleet of pools plus one LISTEN
- * connection per worker). fsync off: we measure the lease logic, not this machine's disk.
+ * connection per worker). fsync off by default: we measure the lease logic, not this machine's
+ * disk; `durable: true` keeps the shipped settings (fsync, full_page_writes, synchronous_commit).
  */
-export async function startPostgres({ maxConnections = 200 } = {}) {
+export async function startPostgres({ maxConnections = 200, durable = false } = {}) {
   const user = serverUser();
   const dir = tempDir('leasehold-bench-pg-');
   if (user.uid !== undefined) chownSync(dir.path, user.uid, user.gid);
@@ -35,7 +36,7 @@ export async function startPostgres({ maxConnections = 200 } = {}) {
   let lastError;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await launch({ data, dir, user, port: await freePort(), maxConnections });
+      return await launch({ data, dir, user, port: await freePort(), maxConnections, durable });
     } catch (error) {
       lastError = error;
     }
@@ -44,9 +45,9 @@ export async function startPostgres({ maxConnections = 200 } = {}) {
   throw lastError;
 }
 
-async function launch({ data, dir, user, port, maxConnections }) {
-  const args = ['-D', data, '-p', String(port), '-k', dir.path];
-  args.push('-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'full_page_writes=off');
+async function launch({ data, dir, user, port, maxConnections, durable }) {
+  const args = ['-D', data, '-p', String(port), '-k', dir.path, '-c', 'listen_addresses=127.0.0.1'];
+  if (!durable) args.push('-c', 'fsync=off', '-c', 'full_page_writes=off');
   args.push('-c', `max_connections=${maxConnections}`, '-c', 'shared_buffers=64MB');
   const child = spawn(join(BIN, 'postgres'), args, { stdio: ['ignore', 'pipe', 'pipe'], ...user });
   let output = '';

@@ -92,9 +92,9 @@ export function runCleanups() {
   }
 }
 
-/** A fresh temp folder, removed at cleanup. */
-export function tempDir(prefix) {
-  const path = mkdtempSync(join(tmpdir(), prefix));
+/** A fresh temp folder (under `base`, default the OS's temp folder), removed at cleanup. */
+export function tempDir(prefix, base = tmpdir()) {
+  const path = mkdtempSync(join(base, prefix));
   const remove = onCleanup(() => rmSync(path, { recursive: true, force: true }));
   return { path, remove };
 }

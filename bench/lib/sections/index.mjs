@@ -1,0 +1,15 @@
+// The sections of `npm run bench`, in the order they run for each store, and the stores each
+// one applies to.
+import { failover, failoverStores } from './failover.mjs';
+import { renewMany } from './renew-many.mjs';
+import { stalls } from './stalls.mjs';
+import { stop } from './stop.mjs';
+import { transition } from './transition.mjs';
+
+export const SECTION_RUNNERS = {
+  transition: { run: transition, appliesTo: () => true },
+  'renew-many': { run: renewMany, appliesTo: () => true },
+  stop: { run: stop, appliesTo: () => true },
+  failover: { run: failover, appliesTo: (store, quick) => failoverStores(quick).includes(store) },
+  stalls: { run: stalls, appliesTo: (store) => store === 'sqlite' },
+};
