@@ -10,12 +10,8 @@ export type {
 } from './core/store.js';
 export { StoreBase } from './core/store.js';
 export { systemClock, driftMs, type Clock, type TimerHandle } from './core/time.js';
-export {
-  openStore,
-  DEFAULT_STORE_URL,
-  knownSchemes,
-  type OpenStoreOptions,
-} from './core/open-store.js';
+export { DEFAULT_STORE_URL } from './core/store-url.js';
+export { openStore, knownSchemes, type OpenStoreOptions } from './stores/open-store.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory/index.js';
 export {
   SqliteStore,

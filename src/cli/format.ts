@@ -1,3 +1,4 @@
+import { isLive } from '../core/lease.js';
 import type { LeaseRecord, LeaseStore } from '../index.js';
 import { formatRelative } from './duration.js';
 
@@ -22,7 +23,7 @@ export function viewRecord(record: LeaseRecord, now: number, skewMs: number): Re
   const { resource, owner, token, expiresAt } = record;
   if (owner === '')
     return { resource, owner, token, expiresAt, state: 'released', expiresInMs: null };
-  const state = now > expiresAt + skewMs ? 'expired' : 'held';
+  const state = isLive(record, now, skewMs) ? 'held' : 'expired';
   return { resource, owner, token, expiresAt, state, expiresInMs: expiresAt - now };
 }
 

@@ -11,7 +11,8 @@ import { registerRelease } from './commands/release.js';
 import { registerRun } from './commands/run.js';
 import { registerTour } from './commands/tour.js';
 import { CliFailure, errorLine, scrubPassword } from './output.js';
-import { storeUrl } from './store.js';
+import { checkOpenedStore, storeUrl } from './store.js';
+import { checkTtlFits } from './ttl-fit.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -34,6 +35,14 @@ Store URLs (--store, else $LEASEHOLD_STORE, else sqlite:./leasehold.db):
 Durations take a unit: 500ms, 20s, 1.5s, 2m, 1h.
 Exit codes: 0 ok, 1 the operation failed (LEASE_UNAVAILABLE, not found, ...), 2 usage error.`,
     );
+  // A --ttl must leave room for the clock-skew allowance of the store, known once it is open:
+  // withStore checks it (`demo`, which opens its store elsewhere, checks its own).
+  program.hook('preAction', (_program, command) => {
+    const ttl: unknown = command.getOptionValue('ttl');
+    if (typeof ttl !== 'number') return;
+    const isDefault = command.getOptionValueSource('ttl') === 'default';
+    checkOpenedStore((store) => checkTtlFits({ ms: ttl, isDefault }, store));
+  });
   registerInit(program);
   registerList(program);
   registerGet(program);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { parseStoreUrl } from '../core/open-store.js';
-import { DEFAULT_STORE_URL, openStore, type LeaseStore } from '../index.js';
+import { parseStoreUrl } from '../core/store-url.js';
+import { DEFAULT_STORE_URL, type LeaseStore } from '../index.js';
+import { openQuietly } from './open-quietly.js';
 import { CliFailure } from './output.js';
 
 export interface StoreOptions {
@@ -23,11 +24,23 @@ export function storeUrl(options: StoreOptions): string {
   return options.store ?? process.env.LEASEHOLD_STORE ?? DEFAULT_STORE_URL;
 }
 
-/** Opens the store, runs `fn`, and closes the store whatever happens; `fn`'s error wins over a close error. */
+/** What a command's options need of the store it opens, checked before the command uses it. */
+const storeChecks: ((store: LeaseStore) => void)[] = [];
+
+/** Has `withStore` run `check` on the store it opens, before `fn`; `check` throws to refuse it. */
+export function checkOpenedStore(check: (store: LeaseStore) => void): void {
+  storeChecks.push(check);
+}
+
+/**
+ * Opens the store, runs the checks `checkOpenedStore` registered, runs `fn`, and closes the store
+ * whatever happens; `fn`'s error wins over a close error.
+ */
 export async function withStore<T>(url: string, fn: (store: LeaseStore) => Promise<T>): Promise<T> {
-  const store = await openStore(url);
+  const store = await openQuietly(url);
   let result: T;
   try {
+    for (const check of storeChecks) check(store);
     result = await fn(store);
   } catch (error) {
     await store.close().catch(() => undefined);

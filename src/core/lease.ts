@@ -15,9 +15,20 @@ export interface Lease extends LeaseRecord {
   readonly ttlMs: number;
 }
 
-/** Whether a record is owned and unexpired at `now` (store time), allowing `skewMs` of clock disagreement. */
-export function isLive(record: LeaseRecord, now: number, skewMs = 0): boolean {
-  return record.owner !== '' && record.expiresAt + skewMs >= now;
+/**
+ * The one rule for "someone holds this record": it has an owner and, at `now` (on the store's
+ * time, or the caller's estimate of it), `expiresAt` plus `allowanceMs` has not passed. The
+ * allowance is what a contender waits past `expiresAt` before treating the record as free: the
+ * store's `maxClockSkewMs`, plus its `expiryLagMs` where the store frees records late. A record
+ * that is not live may be acquired.
+ */
+export function isLive(record: LeaseRecord, now: number, allowanceMs = 0): boolean {
+  return record.owner !== '' && now <= liveUntil(record, allowanceMs);
+}
+
+/** The last instant at which `isLive(record, now, allowanceMs)` holds for an owned record. */
+export function liveUntil(record: LeaseRecord, allowanceMs = 0): number {
+  return record.expiresAt + allowanceMs;
 }
 
 /** What identifies one grant of a lease: enough to release it. */

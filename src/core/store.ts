@@ -237,32 +237,31 @@ export abstract class StoreBase implements LeaseStore {
 
   /** The checks every `watch` starts with: the store is open, the prefix valid, the listener a function. */
   protected checkWatch(prefix: unknown, listener: unknown): string {
-    if (this.closed) {
-      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'watch failed: the store is closed', {
-        retryable: false,
-      });
-    }
+    if (this.closed) throw closedError('watch');
     const checked = checkListOptions({ prefix }).prefix;
     if (typeof listener !== 'function') throw invalidArgument('listener', 'must be a function');
     return checked;
   }
 
-  private async guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    if (this.closed) {
-      throw new LeaseError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `${operation} failed: the store is closed`,
-        {
-          retryable: false,
-        },
-      );
-    }
+  /**
+   * Runs one operation of the store: refused once the store is closed, and whatever `fn` throws
+   * goes through `mapError`. Every method of the contract runs through it; an adapter's own
+   * methods (`init`, `createTable`) use it too.
+   */
+  protected async guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    if (this.closed) throw closedError(operation);
     try {
       return await fn();
     } catch (error) {
       throw this.mapError(error, operation);
     }
   }
+}
+
+function closedError(operation: string): LeaseError {
+  return new LeaseError(ErrorCode.STORE_UNAVAILABLE, `${operation} failed: the store is closed`, {
+    retryable: false,
+  });
 }
 
 /**

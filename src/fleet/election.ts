@@ -1,5 +1,5 @@
-import { ErrorCode, LeaseError } from '../core/errors.js';
-import { checkResource } from '../core/options.js';
+import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
+import { checkResource, LIMITS } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import { sleep, systemClock, type Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
@@ -7,7 +7,10 @@ import { LeaseClient } from '../client/lease-client.js';
 
 export interface ElectOptions {
   store: LeaseStore;
-  /** The election's name; the lease is taken on the resource `election/<name>`. */
+  /**
+   * The election's name; the lease is taken on the resource `election/<name>`, so the name may have
+   * at most 503 UTF-8 bytes (`LIMITS.resourceMaxBytes` less the prefix).
+   */
   name: string;
   owner?: string;
   /** @default 20000 */
@@ -39,13 +42,28 @@ export interface Election {
   ref(): Election;
 }
 
+const RESOURCE_PREFIX = 'election/';
+
+/** The longest election name, in UTF-8 bytes: `election/<name>` must be a valid resource name. */
+const ELECTION_NAME_MAX_BYTES = LIMITS.resourceMaxBytes - RESOURCE_PREFIX.length;
+
+/** Checks a name as a resource name, against the room left after the `election/` prefix. */
+function checkElectionName(name: unknown): string {
+  const bytes = typeof name === 'string' ? Buffer.byteLength(name, 'utf8') : 0;
+  if (bytes > ELECTION_NAME_MAX_BYTES)
+    throw invalidArgument(
+      'name',
+      `must be at most ${ELECTION_NAME_MAX_BYTES} UTF-8 bytes (the lease is taken on "${RESOURCE_PREFIX}<name>"), got ${bytes}`,
+    );
+  return checkResource(name, 'name');
+}
+
 /**
  * Campaigns for leadership of `name` until stopped: waits for the lease, calls `onElected`, and
  * campaigns again after losing it. Built on one `LeaseClient` and one resource.
  */
 export function elect(options: ElectOptions): Election {
-  const resource = `election/${options.name}`;
-  checkResource(resource, 'name');
+  const resource = `${RESOURCE_PREFIX}${checkElectionName(options.name)}`;
   if (typeof options.onElected !== 'function')
     throw new LeaseError(ErrorCode.INVALID_ARGUMENT, 'onElected must be a function');
   const client = new LeaseClient({

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { safeEmit } from '../core/safe-emit.js';
 import { ErrorCode, LeaseError } from '../core/errors.js';
-import type { LeaseRecord } from '../core/lease.js';
+import { isLive, liveUntil, type LeaseRecord } from '../core/lease.js';
 import { checkInteger, checkResource, LIMITS } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import { systemClock, type Clock, type TimerHandle } from '../core/time.js';
@@ -442,7 +442,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       wanted: this.wanted,
       skip: new Set(this.held().map((l) => l.resource)),
       enough: 2 * room(),
-      isFree: (r) => r.owner === '' || storeNow > r.expiresAt + skewMs,
+      isFree: (r) => !isLive(r, storeNow, skewMs),
       pageSize: PAGE,
     });
     for (const record of found.live) this.armTakeover(record);
@@ -477,7 +477,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private armTimer(record: LeaseRecord, member: boolean): void {
     if (this.stopping || this.timers.has(record.resource)) return;
     const jitter = Math.random() * Math.min(50, this.client.heartbeatMs / 10);
-    const at = record.expiresAt + this.client.maxClockSkewMs + (this.store.expiryLagMs ?? 0);
+    const at = liveUntil(record, this.client.maxClockSkewMs + (this.store.expiryLagMs ?? 0));
     let delay = at - this.storeNow() + 1;
     if (delay <= 0) {
       // Expired by our reckoning already: a member is out of the view by now; a resource the

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { LeaseRecord } from '../core/lease.js';
+import { isLive, type LeaseRecord } from '../core/lease.js';
 import type { Member } from './assign.js';
 
 /** Where each worker's membership lease lives, so a worker with no leases yet still counts. */
@@ -44,7 +44,7 @@ function parse(record: LeaseRecord, prefix: string): { name: string; limit: numb
 
 /** Whether a membership record is free to take: released, or expired by `storeNow` (plus `graceMs`). */
 function isFree(record: LeaseRecord, storeNow: number, graceMs: number): boolean {
-  return record.owner === '' || storeNow > record.expiresAt + graceMs;
+  return !isLive(record, storeNow, graceMs);
 }
 
 /** The live members among membership records, with their limits. */

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { DemoReport } from '../../src/cli/demo/report.js';
-import { waitFor } from '../harness/processes.js';
+import { tempDir, waitFor } from '../harness/processes.js';
 import { MAIN, runCli, type CliResult } from './run-cli.js';
 
 const cli = (args: string[], timeout = 10_000): Promise<CliResult> => runCli(args, { timeout });
@@ -24,8 +24,17 @@ beforeAll(() => {
 
 describe('leasehold demo', () => {
   it('takes a fleet of worker processes through four faults: safe, every fault recovered, stale writes fenced', async () => {
-    const result = await cli(['demo', '--quick', '--json'], 40_000);
+    // Every process of the demo names its store, so it runs where the default store is ruled
+    // out, prints no warning about it, and leaves no ./leasehold.db behind.
+    const cwd = tempDir();
+    const result = await runCli(['demo', '--quick', '--json'], {
+      timeout: 40_000,
+      cwd: cwd.path,
+      env: { LEASEHOLD_REQUIRE_STORE: '1' },
+    });
     expect(result.stderr).toBe('');
+    expect(readdirSync(cwd.path)).toEqual([]);
+    cwd.cleanup();
     const report = JSON.parse(result.stdout) as DemoReport;
     try {
       expect(result.code).toBe(0);

@@ -10,13 +10,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `leasehold ...args` to completion without `LEASEHOLD_STORE`, collecting what it printed. */
+/**
+ * Runs `leasehold ...args` to completion without `LEASEHOLD_STORE`, collecting what it printed.
+ * `env` adds variables, or removes those set to `undefined`.
+ */
 export function runCli(
   args: string[],
-  options: { cwd?: string; timeout?: number } = {},
+  options: { cwd?: string; timeout?: number; env?: Record<string, string | undefined> } = {},
 ): Promise<CliResult> {
-  const env = { ...process.env };
+  const env = { ...process.env, ...options.env };
   delete env.LEASEHOLD_STORE;
+  for (const [name, value] of Object.entries(options.env ?? {}))
+    if (value === undefined) delete env[name];
   return new Promise((resolve) => {
     execFile(
       process.execPath,

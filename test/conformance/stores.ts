@@ -9,6 +9,7 @@ import { mysqlFactory } from './factories/mysql.js';
 import { postgresFactory } from './factories/postgres.js';
 import { redisFactory } from './factories/redis.js';
 import { redisClusterFactory } from './factories/redis-cluster.js';
+import { redisNodeFactory } from './factories/redis-node.js';
 
 function memoryFactory(): StoreFactory {
   return {
@@ -43,6 +44,7 @@ export const allStores: StoreFactory[] = [
   mysqlFactory(),
   redisFactory(),
   redisClusterFactory(),
+  redisNodeFactory(),
   dynamodbFactory(),
   etcdFactory(),
 ];

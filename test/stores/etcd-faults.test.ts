@@ -187,6 +187,60 @@ describeServer('etcd store under faults', etcdUnavailable(), () => {
     expect(error.message).toContain('***');
   });
 
+  it('restarts shorter than the validity window keep 1.5 s leases: the client reconnects at once', async () => {
+    const etcd = await cluster();
+    const member = etcd.members[0]!;
+    const st = await store(etcd, 'timeoutMs=400');
+    // Four holders, as workers in one process: their calls overlap, so they share one failed
+    // connection to the endpoint, and its reconnect back-off holds up every renewal.
+    const ttl = 1500;
+    const owners = ['a', 'b', 'c', 'd'];
+    const held = await Promise.all(
+      owners.map(async (owner) => (await client(st, owner, ttl).tryAcquire(`job/${owner}`))!),
+    );
+    const lost: string[] = [];
+    const renewedAt = held.map((h, i) => {
+      const times: number[] = [];
+      h.on('renewed', () => times.push(performance.now()));
+      h.on('lost', (error) => lost.push(`${owners[i]}: ${error.message}`));
+      return times;
+    });
+    const everyoneRenewedSince = (t: number): boolean =>
+      renewedAt.every((times) => times.some((at) => at > t));
+
+    const outages: string[] = [];
+    for (let restart = 0; restart < 3; restart++) {
+      await waitFor('a renewal of every lease', () =>
+        everyoneRenewedSince(performance.now() - 300),
+      );
+      const down = performance.now();
+      await member.kill(); // SIGKILL, down for 300 ms, then started again
+      await sleep(Math.max(0, 300 - (performance.now() - down)));
+      await member.launch(); // same port and data folder; returns once etcd reports itself healthy
+      const up = performance.now();
+      // Up to 3 s for every lease to renew; the expectations below say what happened.
+      const renewedAll = (): boolean => everyoneRenewedSince(up);
+      await waitFor('every lease renewed after the restart', renewedAll, 3000).catch(() => {});
+      const renewed = renewedAt.map((times) => times.find((at) => at > up));
+      outages.push(
+        `down ${Math.round(up - down)} ms, renewed ${renewed.map((at) => (at === undefined ? 'never' : `${Math.round(at - down)}`)).join('/')} ms after the kill`,
+      );
+      expect(lost, outages.join('; ')).toEqual([]);
+      expect(
+        renewed.every((at) => at !== undefined),
+        outages.join('; '),
+      ).toBe(true);
+    }
+    for (const h of held) {
+      expect(h.state).not.toBe('lost');
+      expect(h.signal.aborted).toBe(false);
+    }
+    expect((await st.list({ prefix: 'job/' })).map((r) => [r.owner, r.token])).toEqual(
+      owners.map((owner) => [owner, 1]),
+    );
+    console.info(`etcd restarts: ${outages.join('; ')}`);
+  }, 30_000);
+
   it('a SIGKILL and restart keeps the held lease and the tokens', async () => {
     const etcd = await cluster();
     const st = await store(etcd);

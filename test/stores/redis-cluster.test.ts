@@ -1,4 +1,5 @@
 import { Cluster } from 'ioredis';
+import { createCluster } from 'redis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore, type LeaseStore } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
@@ -107,6 +108,36 @@ describeServer('redis store on a 3-master cluster', redisUnavailable(), () => {
     await waitFor('six releases', () => seen.length === 6);
     expect([...seen].sort()).toEqual(leases.map((l) => l.resource).sort());
     stop();
+  });
+
+  it('works on a node-redis cluster it was given: 16 shards like a URL-opened store, releases watched', async () => {
+    const client = createCluster({
+      rootNodes: cluster.seeds.map((seed) => ({ url: `redis://${seed}` })),
+    });
+    client.on('error', () => {}); // failures reach the store's calls
+    await client.connect();
+    try {
+      const store = await RedisStore.open(client, { prefix: 'node:' });
+      const url = await open('node:'); // refuses to open unless the layout (16 shards) matches
+      const seen: string[] = [];
+      const unwatch = store.watch('job/', (e) => seen.push(e.resource));
+      await unwatch.ready;
+
+      const leases = [];
+      for (let i = 0; i < 24; i++) leases.push((await store.tryAcquire(`job/${i}`, 'a', 5000))!);
+      expect(await url.get('job/7')).toMatchObject({ owner: 'a', token: 1 });
+      const renewed = await store.renewMany([...leases].reverse());
+      expect(renewed.map((l) => l?.resource)).toEqual([...leases].reverse().map((l) => l.resource));
+      const outcomes = await store.acquireMany(['job/0', 'more/0'], 'b', 5000);
+      expect(outcomes.map((o) => o.lease?.owner ?? o.holder?.owner)).toEqual(['a', 'b']);
+      expect(await url.releaseMany(leases)).toEqual(leases.map(() => true));
+      await waitFor('24 releases', () => seen.length === 24);
+      expect((await store.list({ prefix: 'job/' })).every((r) => r.owner === '')).toBe(true);
+      unwatch();
+      await store.close();
+    } finally {
+      await client.close();
+    }
   });
 
   it('works on an ioredis Cluster it was given, laid out like a URL-opened store', async () => {

@@ -23,3 +23,21 @@ export async function serverMs(server: RedisServer): Promise<number> {
   const [seconds, micros] = (await server.cli('time')).split('\n').map(Number);
   return seconds! * 1000 + Math.floor(micros! / 1000);
 }
+
+/**
+ * Runs `fn` and counts what the server ran meanwhile, by command (`INFO` itself left out): a
+ * script call counts once under `evalsha` or `eval`, and each command it ran under its own name.
+ */
+export async function commandsDuring<T>(
+  server: RedisServer,
+  fn: () => Promise<T>,
+): Promise<{ result: T; ran: Record<string, number> }> {
+  const before = await commandCalls(server);
+  const result = await fn();
+  const ran: Record<string, number> = {};
+  for (const [name, count] of await commandCalls(server)) {
+    const delta = count - (before.get(name) ?? 0);
+    if (delta > 0 && name !== 'info') ran[name] = delta;
+  }
+  return { result, ran };
+}

@@ -306,10 +306,10 @@ describe('SqliteStore options', () => {
     const store = await openStore(`sqlite:${path}?watchPollMs=500`);
     opened.push(store);
     expect(store.capabilities.watch).toBe(true);
-    // The parameter reaches the option checks, and a non-number is refused as a URL problem.
+    // The parameter reaches the option checks; what they refuse, like a non-number, is a URL problem.
     const zero = await rejection(openStore(`sqlite:${path}?watchPollMs=0`));
-    expect(zero.code).toBe('INVALID_ARGUMENT');
-    expect(zero.message).toMatch(/^watchPollMs must be from 1 to 60000, got 0/);
+    expect(zero.code).toBe('STORE_URL_INVALID');
+    expect(zero.message).toMatch(/^watchPollMs must be from 1 to 60000, got 0 in sqlite:/);
     const word = await rejection(openStore(`sqlite:${path}?watchPollMs=soon`));
     expect(word.code).toBe('STORE_URL_INVALID');
     expect(word.message).toMatch(/watchPollMs="soon"/);

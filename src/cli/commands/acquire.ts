@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import {
   ErrorCode,
   LeaseClient,
@@ -33,17 +33,15 @@ export function registerAcquire(program: Command): void {
       )
       .argument('<resource>', 'the resource name')
       .requiredOption('--owner <id>', 'who holds the lease (a worker or node id)')
-      .option(
-        '--ttl <duration>',
-        'how long the lease lasts, e.g. 20s',
-        durationOption(LIMITS.ttlMinMs, LIMITS.ttlMaxMs),
-        20_000,
+      .addOption(
+        new Option('--ttl <duration>', 'how long the lease lasts')
+          .argParser(durationOption(LIMITS.ttlMinMs, LIMITS.ttlMaxMs))
+          .default(20_000, formatDuration(20_000)),
       )
-      .option(
-        '--wait <duration>',
-        'keep trying this long while another owner holds it (default: try once)',
-        durationOption(0, LIMITS.ttlMaxMs),
-        0,
+      .addOption(
+        new Option('--wait <duration>', 'keep trying this long while another owner holds it')
+          .argParser(durationOption(0, LIMITS.ttlMaxMs))
+          .default(0, 'try once'),
       ),
   ).action((resource: string, options: AcquireOptions) =>
     withStore(

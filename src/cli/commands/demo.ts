@@ -37,7 +37,7 @@ export function registerDemo(program: Command): void {
     )
     .option(
       '--ttl <duration>',
-      'lease TTL (default 2s, 1s with --quick); heartbeat TTL/4, reconcile about TTL/2',
+      'lease TTL; heartbeat TTL/4, reconcile about TTL/2 (default: 2s, 1s with --quick)',
       durationOption(DEMO_LIMITS.minTtlMs, DEMO_LIMITS.maxTtlMs),
     )
     .option('--quick', 'a shorter run (TTL 1s, shorter settle waits): under 20 s')
@@ -66,7 +66,12 @@ Exit codes: 0 safe and every fault recovered, 1 unsafe or a fault not recovered,
         quick: options.quick === true,
       });
       const mode = options.json ? 'json' : process.stdout.isTTY ? 'tty' : 'plain';
-      const report = await runFleetDemo({ settings, store: options.store, mode });
+      const report = await runFleetDemo({
+        settings,
+        store: options.store,
+        ttlIsDefault: options.ttl === undefined,
+        mode,
+      });
       if (options.json) printJson(report);
       else process.stdout.write(`${reportText(report)}\n`);
       if (!report.ok) {

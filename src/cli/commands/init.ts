@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openStore } from '../../index.js';
+import { openQuietly } from '../open-quietly.js';
 import { print, printJson } from '../output.js';
 import { storeUrl, withCommonOptions, type StoreOptions } from '../store.js';
 
@@ -17,7 +17,7 @@ export function registerInit(program: Command): void {
       ),
   ).action(async (options: StoreOptions) => {
     const url = storeUrl(options);
-    const store = await openStore(url, { create: true });
+    const store = await openQuietly(url, { create: true });
     try {
       await (store as Initialisable).init?.();
     } finally {

@@ -1,54 +1,71 @@
-import type { Command } from 'commander';
-import { LIMITS } from '../../index.js';
-import { clockNote, expiresText, table, viewRecord } from '../format.js';
+import { Option, type Command } from 'commander';
+import type { LeaseStore } from '../../index.js';
+import { clockNote, viewRecord } from '../format.js';
+import { JsonListing, TableListing, type Listing } from '../listing.js';
 import { integerOption } from '../numbers.js';
-import { print, printJson } from '../output.js';
 import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
+
+/** Records read from the store per `list` call. */
+const PAGE_SIZE = 1000;
 
 interface ListOptions extends StoreOptions {
   prefix?: string;
-  limit?: number;
+  /** `Infinity`: every record. */
+  limit: number;
 }
 
 export function registerList(program: Command): void {
   withCommonOptions(
     program
       .command('list')
-      .description('list lease records in resource order')
+      .description('list lease records in resource order, reading the store a page at a time')
       .option('--prefix <prefix>', 'only resources starting with this text (matched literally)')
-      .option(
-        '--limit <n>',
-        'at most this many records',
-        integerOption(1, LIMITS.listMaxLimit),
-        1000,
+      .addOption(
+        new Option('--limit <n>', 'stop after this many records; stderr says if more exist')
+          .argParser(integerOption(1, Number.MAX_SAFE_INTEGER))
+          .default(Infinity, 'all'),
       ),
   ).action((options: ListOptions) =>
     withStore(storeUrl(options), async (store) => {
-      const records = await store.list({ prefix: options.prefix ?? '', limit: options.limit });
-      const now = Date.now();
-      const views = records.map((r) => viewRecord(r, now, store.maxClockSkewMs));
-      if (options.json) {
-        printJson({ clock: store.capabilities.clock, checkedAt: now, leases: views });
-        return;
-      }
-      if (views.length === 0) {
-        print(
-          options.prefix
-            ? `no lease records under ${JSON.stringify(options.prefix)}`
-            : 'no lease records',
+      const prefix = options.prefix ?? '';
+      const listing: Listing = options.json
+        ? new JsonListing(store.capabilities.clock, Date.now())
+        : new TableListing(
+            prefix ? `no lease records under ${JSON.stringify(prefix)}` : 'no lease records',
+            clockNote(store),
+          );
+      const { shown, more } = await listPages(store, prefix, options.limit, listing);
+      await listing.end(more);
+      if (more) {
+        process.stderr.write(
+          `leasehold: showing the first ${shown} records; more exist: raise --limit, or narrow with --prefix\n`,
         );
-        return;
       }
-      const rows = views.map((v) => [
-        v.resource,
-        v.owner || '-',
-        String(v.token),
-        v.state,
-        expiresText(v),
-      ]);
-      print(table(['RESOURCE', 'OWNER', 'TOKEN', 'STATE', 'EXPIRES'], rows, [2]));
-      const note = clockNote(store);
-      if (note) print(note);
     }),
   );
+}
+
+/**
+ * Reads up to `limit` records page by page, each judged against the clock when its page was read,
+ * and hands each page to `listing`. Asks for one record past the limit to tell whether more exist.
+ */
+async function listPages(
+  store: LeaseStore,
+  prefix: string,
+  limit: number,
+  listing: Listing,
+): Promise<{ shown: number; more: boolean }> {
+  let shown = 0;
+  let after = '';
+  for (;;) {
+    const want = Math.min(PAGE_SIZE, limit - shown + 1);
+    const page = await store.list({ prefix, limit: want, after });
+    const now = Date.now();
+    const kept = page.slice(0, limit - shown);
+    await listing.page(kept.map((r) => viewRecord(r, now, store.maxClockSkewMs)));
+    shown += kept.length;
+    if (kept.length < page.length) return { shown, more: true };
+    if (page.length < want) return { shown, more: false };
+    after = page.at(-1)!.resource;
+  }
 }

@@ -3,9 +3,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openStore } from '../../index.js';
-import { redact } from '../../core/open-store.js';
+import { redact } from '../../core/store-url.js';
 import { formatDuration } from '../duration.js';
+import { openQuietly } from '../open-quietly.js';
+import { checkTtlFits } from '../ttl-fit.js';
 import { checkHistory } from './check-history.js';
 import { resourceNames, type DemoSettings } from './demo-settings.js';
 import { checkDownstream, createDownstream } from './downstream.js';
@@ -23,6 +24,8 @@ export interface FleetDemoOptions {
   settings: DemoSettings;
   /** `--store`; a fresh SQLite file in a temp folder when absent. */
   store?: string;
+  /** `--ttl` was not given: `settings.ttlMs` is the default. */
+  ttlIsDefault?: boolean;
   mode: ViewMode;
 }
 
@@ -33,6 +36,7 @@ export interface FleetDemoOptions {
 export async function runFleetDemo({
   settings,
   store,
+  ttlIsDefault,
   mode,
 }: FleetDemoOptions): Promise<DemoReport> {
   const startedAt = wallNow();
@@ -45,8 +49,9 @@ export async function runFleetDemo({
 
   // Opening the store once here checks the URL, the driver and the connection, and creates a
   // SQLite schema before several processes race to. Names unique to this run keep runs on a shared store apart.
-  const probe = await openStore(url);
+  const probe = await openQuietly(url);
   try {
+    checkTtlFits({ ms: settings.ttlMs, isDefault: ttlIsDefault }, probe);
     await probe.get(resources[0]!);
   } finally {
     await probe.close();

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { parseStoreUrl } from '../../core/open-store.js';
+import { parseStoreUrl } from '../../core/store-url.js';
 
 /** The file of a `sqlite:` store URL, or undefined for any other store. */
 export function sqlitePath(url: string): string | undefined {

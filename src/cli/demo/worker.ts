@@ -3,7 +3,8 @@
 // what it does as JSON lines on stdout (writes to a pipe are synchronous, so nothing is lost when it
 // exits right after) and leaves when the demo that started it goes away.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openStore, LeaseManager, SqliteFence, type HeldLease } from '../../index.js';
+import { LeaseManager, SqliteFence, type HeldLease } from '../../index.js';
+import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from './downstream.js';
 import { toWall, wallNow, type WorkerEvent } from './events.js';
 import { resourceNames } from './demo-settings.js';
@@ -52,7 +53,7 @@ function writeLoop(downstream: string): (lease: HeldLease) => Promise<void> {
 
 /** Joins the fleet; the work starts as leases come. */
 async function join(): Promise<void> {
-  const store = await openStore(config.store);
+  const store = await openQuietly(config.store);
   const manager = new LeaseManager({
     store,
     owner: ownerOf(w),

@@ -1,7 +1,7 @@
 import { withDeadline } from '../../core/deadline.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import { parseStoreUrl } from '../../core/open-store.js';
+import { parseStoreUrl } from '../../core/store-url.js';
 import {
   compareResources,
   StoreBase,
@@ -165,17 +165,10 @@ export class DynamodbStore extends StoreBase {
    * Creates the table when it is missing (partition key `resource`, String; on-demand capacity)
    * and waits until it is active; does nothing to one that exists with that key schema.
    */
-  async createTable(options: { timeoutMs?: number } = {}): Promise<void> {
-    if (this.isClosed) {
-      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'createTable failed: the store is closed', {
-        retryable: false,
-      });
-    }
-    try {
-      await ensureTable(this.tableTarget(), true, options.timeoutMs);
-    } catch (error) {
-      throw this.mapError(error, 'createTable');
-    }
+  createTable(options: { timeoutMs?: number } = {}): Promise<void> {
+    return this.guarded('createTable', () =>
+      ensureTable(this.tableTarget(), true, options.timeoutMs),
+    );
   }
 
   protected async doTryAcquire(

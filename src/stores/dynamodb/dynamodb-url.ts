@@ -1,6 +1,17 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
-import { intParam, takeParams, type StoreUrl } from '../../core/open-store.js';
-import type { DynamodbConnectOptions, DynamodbStoreOptions } from './dynamodb-options.js';
+import {
+  boolParam,
+  checkUrlOptions,
+  intParam,
+  takeParams,
+  urlError,
+  type StoreUrl,
+} from '../../core/store-url.js';
+import {
+  resolveConnectOptions,
+  resolveDynamodbOptions,
+  type DynamodbConnectOptions,
+  type DynamodbStoreOptions,
+} from './dynamodb-options.js';
 
 /** What a `dynamodb://` URL asks for. */
 export interface DynamodbTarget {
@@ -21,31 +32,27 @@ const PARAMS = [
 
 /**
  * `dynamodb://TABLE?region=&endpoint=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&createTable=&concurrency=`.
- * Values are checked when the store is opened; here only their form.
+ * Every value is checked here, before a client is made.
  */
 export function parseDynamodbUrl(url: StoreUrl): DynamodbTarget {
   const safe = { ...url, redacted: redactEndpoint(url.redacted) };
-  const invalid = (problem: string): LeaseError =>
-    new LeaseError(ErrorCode.STORE_URL_INVALID, `${problem} in ${safe.redacted}; expected ${FORM}`);
-  if (!url.rest.startsWith('//')) throw invalid('no table');
+  const hint = `expected ${FORM}`;
+  if (!url.rest.startsWith('//')) throw urlError(safe, 'no table', { hint });
   let table: string;
   try {
     table = decodeURIComponent(url.rest.slice(2).replace(/\/$/, ''));
-  } catch {
-    throw invalid('a malformed %-escape in the table name');
+  } catch (error) {
+    throw urlError(safe, 'a malformed %-escape in the table name', { hint, cause: error });
   }
-  if (table === '') throw invalid('no table');
+  if (table === '') throw urlError(safe, 'no table', { hint });
   const params = takeParams(safe, PARAMS);
-  const createTable = params.createTable;
-  if (createTable !== undefined && createTable !== 'true' && createTable !== 'false')
-    throw invalid(`parameter createTable=${JSON.stringify(createTable)} must be true or false`);
-  return {
+  const target: DynamodbTarget = {
     store: {
       table,
       maxClockSkewMs: intParam(safe, params, 'maxClockSkewMs'),
       requestTimeoutMs: intParam(safe, params, 'requestTimeoutMs'),
       concurrency: intParam(safe, params, 'concurrency'),
-      createTable: createTable === undefined ? undefined : createTable === 'true',
+      createTable: boolParam(safe, params, 'createTable'),
     },
     connect: {
       region: params.region,
@@ -53,6 +60,11 @@ export function parseDynamodbUrl(url: StoreUrl): DynamodbTarget {
       connectTimeoutMs: intParam(safe, params, 'connectTimeoutMs'),
     },
   };
+  checkUrlOptions(safe, () => {
+    resolveDynamodbOptions(target.store);
+    return resolveConnectOptions(target.connect);
+  });
+  return target;
 }
 
 /** Hides credentials someone put into an `endpoint=` parameter, encoded or not. */

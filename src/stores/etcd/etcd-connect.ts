@@ -1,124 +1,122 @@
+import type * as Cockatiel from 'cockatiel';
 import { loadDriver } from '../../core/load-driver.js';
 import type { EtcdClient } from './etcd-client.js';
 import { isUnreachable } from './etcd-errors.js';
 import type { EtcdTarget } from './etcd-url.js';
 
-/** What etcd3 runs each call through (a cockatiel policy, typed by the one method etcd3 calls). */
-interface Policy {
-  execute<T>(fn: (context: { signal: AbortSignal; attempt: number }) => Promise<T> | T): Promise<T>;
-}
-
-/** A watch reconnection delay (a cockatiel backoff, by the members etcd3 reads). */
-interface Backoff {
-  readonly duration: number;
-  next(): Backoff;
-}
+/** A cockatiel policy as etcd3 runs each call through it. */
+type Policy = Cockatiel.IPolicy<Cockatiel.IDefaultPolicyContext, never>;
 
 /** The part of the `etcd3` module this store uses. */
 interface Etcd3Module {
   Etcd3: new (options: {
     hosts: string[];
     auth?: { username: string; password: string };
+    grpcOptions?: Readonly<Record<string, number>>;
     faultHandling?: {
       host?: (host: string) => Policy;
       global?: Policy;
-      watchBackoff?: { next(): Backoff };
+      /** etcd3 takes each watch's first delay from `next()`, so this is a backoff factory. */
+      watchBackoff?: Cockatiel.IBackoffFactory<unknown>;
     };
   }) => EtcdClient;
   isRecoverableError(error: Error): boolean;
 }
 
-/** How long an endpoint that failed is passed over while others are healthy: doubling per failure. */
+/**
+ * How soon gRPC dials an endpoint again after a connection attempt failed: 100 ms, growing to
+ * 250 ms at most, ±20 % (gRPC's own defaults are 1 s, growing 1.6-fold up to 2 min). The wait
+ * belongs to the endpoint's one connection, which every call of the process shares (etcd3 makes
+ * a new channel after a failure, but gRPC hands it the same connection while another call still
+ * holds it), so with the defaults a server that restarted in half a second stayed unused for a
+ * second or more: longer than a short lease's validity window. A holder must renew before its
+ * deadline (design rule 2); a server that is back is used within about a quarter second.
+ */
+const GRPC_OPTIONS = Object.freeze({
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 250,
+});
+
+/** How long an endpoint that failed is passed over while others answer: doubling per failed trial. */
 const COOLDOWN_MS = { first: 500, max: 16_000 };
+
+/** How soon a broken watch stream is opened again: doubling per failure. */
+const WATCH_RETRY_MS = { first: 100, max: 2000 };
 
 /**
  * Makes an etcd3 client for a URL's endpoints. etcd3's default fault handling suits a client
  * that waits: it retries three times and shuns a server for five seconds after three failures
  * (even the only one). A lease store wants the opposite: its caller (the heartbeat) already
- * retries, and a server that is back must be used soon. So here: a call that finds an
- * endpoint unreachable is tried once more on each other endpoint, an endpoint that failed is
- * passed over while another is healthy (0.5 s, doubling with each failure in a row, up to 16 s;
- * never when it is the only one), and a broken watch stream reconnects within 100 ms to 2 s. Retrying is safe for this store's calls: a retried acquire recognises itself
- * by its nonce, a renew is idempotent, and a retried release answers `false` ("already gone").
+ * retries, and a server that is back must be used soon. So here, with cockatiel's policies
+ * (the library etcd3 runs them with): a call that finds an endpoint unreachable is tried once
+ * more on each other endpoint; an endpoint that failed is passed over (its circuit opens) only
+ * while another endpoint's circuit is closed, for 0.5 s doubling with each failed trial up to
+ * 16 s, and a lone endpoint never is; a broken watch stream reconnects within 100 ms to 2 s; and
+ * gRPC dials a failed endpoint again within 250 ms (`GRPC_OPTIONS`). Retrying is safe for this
+ * store's calls: a retried acquire recognises itself by its nonce, a renew is idempotent, and a
+ * retried release answers `false` ("already gone").
  */
 export async function connectEtcd(target: EtcdTarget): Promise<EtcdClient> {
-  const etcd3 = await loadDriver<Etcd3Module>('etcd3', 'etcd');
-  const health = new EndpointHealth(target.hosts.length, etcd3.isRecoverableError);
+  const [etcd3, cockatiel] = await Promise.all([
+    loadDriver<Etcd3Module>('etcd3', 'etcd'),
+    loadDriver<typeof Cockatiel>('cockatiel', 'etcd'),
+  ]);
+  const hosts = [...target.hosts];
   return new etcd3.Etcd3({
-    hosts: [...target.hosts],
+    hosts,
     auth: target.auth ? { ...target.auth } : undefined,
+    grpcOptions: GRPC_OPTIONS,
     faultHandling: {
-      host: (host) => health.policy(host),
-      global: retryUnreachable(target.hosts.length),
-      watchBackoff: { next: () => backoff(100) },
+      host: hostPolicies(cockatiel, hosts, etcd3.isRecoverableError),
+      global:
+        hosts.length < 2
+          ? cockatiel.noop
+          : cockatiel.retry(cockatiel.handleWhen(isUnreachable), { maxAttempts: hosts.length - 1 }),
+      watchBackoff: doubling(cockatiel, WATCH_RETRY_MS),
     },
   });
 }
 
-function backoff(ms: number): Backoff {
-  return { duration: ms, next: () => backoff(Math.min(ms * 2, 2000)) };
-}
-
-function retryUnreachable(endpoints: number): Policy {
-  const signal = new AbortController().signal;
-  return {
-    async execute(fn) {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await fn({ signal, attempt });
-        } catch (error) {
-          if (attempt >= endpoints || !isUnreachable(error)) throw error;
-        }
-      }
-    },
-  };
-}
-
-/** Which endpoints failed recently; shared by the per-endpoint policies. */
-class EndpointHealth {
-  private readonly failedUntil = new Map<string, number>();
-  private readonly failures = new Map<string, number>();
-
-  constructor(
-    private readonly endpoints: number,
-    private readonly isFailure: (error: Error) => boolean,
-  ) {}
-
-  policy(host: string): Policy {
-    const signal = new AbortController().signal;
-    return {
-      execute: async (fn) => {
-        if (this.shunned(host)) throw new PassedOver(host);
-        try {
-          const result = await fn({ signal, attempt: 1 });
-          this.failedUntil.delete(host);
-          this.failures.delete(host);
-          return result;
-        } catch (error) {
-          if (error instanceof Error && this.isFailure(error)) {
-            const failures = (this.failures.get(host) ?? 0) + 1;
-            this.failures.set(host, failures);
-            const cooldown = Math.min(COOLDOWN_MS.first * 2 ** (failures - 1), COOLDOWN_MS.max);
-            this.failedUntil.set(host, Date.now() + cooldown);
-          }
-          throw error;
-        }
-      },
+/**
+ * One circuit breaker per endpoint, for a cluster: a failure opens an endpoint's circuit only
+ * while some other endpoint's is closed, so at least one is always tried. etcd3 moves on to the
+ * next endpoint when a circuit is open, and sends a single trial call once its cooldown passed.
+ */
+function hostPolicies(
+  cockatiel: typeof Cockatiel,
+  hosts: readonly string[],
+  isFailure: (error: Error) => boolean,
+): (host: string) => Policy {
+  if (hosts.length < 2) return () => cockatiel.noop;
+  const circuits = new Map<string, Cockatiel.CircuitBreakerPolicy>();
+  const othersClosed = (host: string): boolean =>
+    [...circuits].some(
+      ([other, circuit]) => other !== host && circuit.state === cockatiel.CircuitState.Closed,
+    );
+  for (const host of hosts) {
+    const breaker: Cockatiel.IBreaker = {
+      state: null,
+      success: () => {},
+      failure: () => othersClosed(host),
     };
+    const halfOpenAfter = doubling(cockatiel, COOLDOWN_MS);
+    circuits.set(
+      host,
+      cockatiel.circuitBreaker(cockatiel.handleWhen(isFailure), { breaker, halfOpenAfter }),
+    );
   }
-
-  /** Passed over only while it failed recently and some other endpoint did not. */
-  private shunned(host: string): boolean {
-    if (this.endpoints < 2 || (this.failedUntil.get(host) ?? 0) <= Date.now()) return false;
-    const now = Date.now();
-    return [...this.failedUntil.values()].filter((until) => until > now).length < this.endpoints;
-  }
+  return (host) => circuits.get(host) ?? cockatiel.noop;
 }
 
-/** etcd3 moves on to the next endpoint when a policy refuses with a broken-circuit error. */
-class PassedOver extends Error {
-  readonly isBrokenCircuitError = true;
-  constructor(host: string) {
-    super(`etcd endpoint ${host} failed moments ago; trying another`);
-  }
+/** Delays from `first` doubling up to `max`, without jitter. */
+function doubling(
+  cockatiel: typeof Cockatiel,
+  ms: { first: number; max: number },
+): Cockatiel.ExponentialBackoff<number> {
+  return new cockatiel.ExponentialBackoff({
+    initialDelay: ms.first,
+    maxDelay: ms.max,
+    exponent: 2,
+    generator: cockatiel.noJitterGenerator,
+  });
 }

@@ -1,6 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import { parseStoreUrl } from '../../core/open-store.js';
+import { parseStoreUrl } from '../../core/store-url.js';
 import {
   StoreBase,
   type AcquireOutcome,

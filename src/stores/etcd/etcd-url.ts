@@ -1,6 +1,12 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
-import { intParam, takeParams, type StoreUrl } from '../../core/open-store.js';
-import type { EtcdStoreOptions } from './etcd-options.js';
+import type { LeaseError } from '../../core/errors.js';
+import {
+  checkUrlOptions,
+  intParam,
+  takeParams,
+  urlError,
+  type StoreUrl,
+} from '../../core/store-url.js';
+import { resolveEtcdOptions, type EtcdStoreOptions } from './etcd-options.js';
 
 /** What an `etcd://` URL names: the cluster's client endpoints, credentials and store options. */
 export interface EtcdTarget {
@@ -18,21 +24,20 @@ const DEFAULT_PORT = 2379;
 /** `etcd://[user:password@]host[:port][,host[:port]…][/]?prefix=&timeoutMs=&maxTxnOps=`. */
 export function parseEtcdUrl(url: StoreUrl): EtcdTarget {
   const invalid = (why: string): LeaseError =>
-    new LeaseError(
-      ErrorCode.STORE_URL_INVALID,
-      `${url.redacted} is not an etcd URL like etcd://127.0.0.1:2379,127.0.0.1:22379?prefix=/leasehold/ (${why})`,
-    );
+    urlError(url, why, {
+      hint: 'expected an etcd URL like etcd://127.0.0.1:2379,127.0.0.1:22379?prefix=/leasehold/',
+    });
   if (url.scheme !== 'etcd' || !url.rest.startsWith('//')) {
-    throw invalid('it must start with etcd://');
+    throw invalid('no etcd:// at the start');
   }
   let authority = url.rest.slice(2);
   if (authority.endsWith('/')) authority = authority.slice(0, -1);
-  if (authority.includes('/')) throw invalid('it has a path; the key prefix goes in ?prefix=');
+  if (authority.includes('/')) throw invalid('a path (the key prefix goes in ?prefix=)');
   const at = authority.lastIndexOf('@');
   const userinfo = at === -1 ? undefined : authority.slice(0, at);
   const hostList = at === -1 ? authority : authority.slice(at + 1);
   const hosts = hostList.split(',').map((host) => {
-    if (host === '') throw invalid('an endpoint is empty');
+    if (host === '') throw invalid('an empty endpoint');
     const withPort = /^(\[[^\]]+\]|[^:[\]]+):\d+$/.test(host) ? host : `${host}:${DEFAULT_PORT}`;
     if (!URL.canParse(`http://${withPort}`)) throw invalid(`bad endpoint ${JSON.stringify(host)}`);
     return `http://${withPort}`;
@@ -46,18 +51,15 @@ export function parseEtcdUrl(url: StoreUrl): EtcdTarget {
         password: decodeURIComponent(colon === -1 ? '' : userinfo.slice(colon + 1)),
       };
     } catch {
-      throw invalid('the user name or password is not valid percent-encoding');
+      throw invalid('a user name or password that is not valid percent-encoding');
     }
   }
   const params = takeParams(url, PARAMS);
-  return {
-    hosts,
-    auth,
-    store: {
-      prefix: params.prefix,
-      timeoutMs: intParam(url, params, 'timeoutMs'),
-      maxTxnOps: intParam(url, params, 'maxTxnOps'),
-    },
-    redacted: url.redacted,
+  const store: EtcdStoreOptions = {
+    prefix: params.prefix,
+    timeoutMs: intParam(url, params, 'timeoutMs'),
+    maxTxnOps: intParam(url, params, 'maxTxnOps'),
   };
+  checkUrlOptions(url, () => resolveEtcdOptions(store));
+  return { hosts, auth, store, redacted: url.redacted };
 }

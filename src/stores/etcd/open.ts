@@ -1,5 +1,4 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { StoreUrl } from '../../core/open-store.js';
+import type { StoreUrl } from '../../core/store-url.js';
 import { EtcdStore } from './etcd-store.js';
 import { parseEtcdUrl } from './etcd-url.js';
 
@@ -8,15 +7,5 @@ import { parseEtcdUrl } from './etcd-url.js';
  * `?prefix=/leasehold/&timeoutMs=5000&maxTxnOps=128`. One read checks that etcd answers.
  */
 export async function openEtcd(url: StoreUrl): Promise<EtcdStore> {
-  const target = parseEtcdUrl(url);
-  try {
-    return await EtcdStore.connect(target);
-  } catch (error) {
-    if (error instanceof LeaseError && error.code === ErrorCode.INVALID_ARGUMENT) {
-      throw new LeaseError(ErrorCode.STORE_URL_INVALID, `${error.message} in ${url.redacted}`, {
-        cause: error,
-      });
-    }
-    throw error;
-  }
+  return EtcdStore.connect(parseEtcdUrl(url));
 }

@@ -1,4 +1,4 @@
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { isLive, type Lease, type LeaseRecord, type LeaseRef } from '../../core/lease.js';
 import {
   compareResources,
   StoreBase,
@@ -33,8 +33,7 @@ export class MemoryStore extends StoreBase {
   ): Promise<Lease | null> {
     const now = this.clock.now();
     const current = this.records.get(resource);
-    if (current && current.owner !== '' && current.expiresAt + this.maxClockSkewMs >= now)
-      return null;
+    if (current && isLive(current, now, this.maxClockSkewMs)) return null;
     const lease: Lease = {
       resource,
       owner,

@@ -1,15 +1,19 @@
-import { takeParams, intParam, type StoreUrl } from '../../core/open-store.js';
-import { ErrorCode, LeaseError } from '../../core/errors.js';
+import {
+  checkUrlOptions,
+  intParam,
+  takeParams,
+  urlError,
+  type StoreUrl,
+} from '../../core/store-url.js';
+import { resolveMemoryOptions } from './memory-options.js';
 import { MemoryStore } from './memory-store.js';
 
-/** `memory:` — a fresh store private to this process. */
+/** `memory:` — a fresh store private to this process, with `?maxClockSkewMs=`. */
 export async function openMemory(url: StoreUrl): Promise<MemoryStore> {
-  if (url.rest !== '') {
-    throw new LeaseError(
-      ErrorCode.STORE_URL_INVALID,
-      `memory store URL takes no path, got ${url.redacted}; use memory:`,
-    );
-  }
+  if (url.rest !== '')
+    throw urlError(url, 'a memory store URL takes no path', { hint: 'use memory:' });
   const params = takeParams(url, ['maxClockSkewMs']);
-  return new MemoryStore({ maxClockSkewMs: intParam(url, params, 'maxClockSkewMs') });
+  const options = { maxClockSkewMs: intParam(url, params, 'maxClockSkewMs') };
+  checkUrlOptions(url, () => resolveMemoryOptions(options));
+  return new MemoryStore(options);
 }

@@ -97,17 +97,8 @@ export class MysqlStore extends StoreBase {
    * version is one this release understands. Safe to run from many processes at once (they
    * serialise on a named lock). Every other call runs it once first.
    */
-  async init(): Promise<void> {
-    if (this.isClosed) {
-      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'init failed: the store is closed', {
-        retryable: false,
-      });
-    }
-    try {
-      await this.ensureSchema();
-    } catch (error) {
-      throw this.mapError(error, 'init');
-    }
+  init(): Promise<void> {
+    return this.guarded('init', () => this.ensureSchema());
   }
 
   /**

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { loadDriver } from '../../core/load-driver.js';
-import { redact } from '../../core/open-store.js';
+import { redact } from '../../core/store-url.js';
 import {
   prefixEnd,
   StoreBase,
@@ -123,17 +123,8 @@ export class PostgresStore extends StoreBase {
    * advisory lock so concurrent first users migrate once. Every operation does this on first use;
    * call it to set a database up ahead of time (with a role allowed to create tables).
    */
-  async init(): Promise<void> {
-    if (this.isClosed) {
-      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'init failed: the store is closed', {
-        retryable: false,
-      });
-    }
-    try {
-      await this.ready();
-    } catch (error) {
-      throw this.mapError(error, 'init');
-    }
+  init(): Promise<void> {
+    return this.guarded('init', () => this.ready());
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { StoreUrl } from '../../core/open-store.js';
+import type { StoreUrl } from '../../core/store-url.js';
 import { parseRedisUrl } from './redis-url.js';
 import { RedisStore } from './redis-store.js';
 

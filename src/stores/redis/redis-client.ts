@@ -4,7 +4,10 @@ import type { Script } from './redis-scripts.js';
 
 export type RedisArg = string | number;
 
-/** The part of an ioredis `Redis` or `Cluster` this store uses. */
+/**
+ * The part of an ioredis `Redis` or `Cluster` this store uses; a node-redis client is adapted
+ * onto it (see redis-node.ts).
+ */
 export interface RedisClient {
   evalsha(sha: string, numKeys: number, ...args: RedisArg[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...args: RedisArg[]): Promise<unknown>;

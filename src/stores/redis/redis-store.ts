@@ -1,6 +1,6 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
-import { parseStoreUrl } from '../../core/open-store.js';
+import { parseStoreUrl } from '../../core/store-url.js';
 import {
   StoreBase,
   type AcquireOutcome,
@@ -24,6 +24,7 @@ import { CallDeadlines } from './redis-deadlines.js';
 import { mapRedisError } from './redis-errors.js';
 import { RedisKeys } from './redis-keys.js';
 import { listRange, mergePages } from './redis-list.js';
+import { fromNodeRedis, isNodeRedis, type NodeRedisClient } from './redis-node.js';
 import {
   resolveRedisOptions,
   type RedisStoreOptions,
@@ -45,13 +46,14 @@ import { parseRedisUrl, type RedisTarget } from './redis-url.js';
 import { RedisWatch, type Unwatch } from './redis-watch.js';
 
 /**
- * Leases in Redis (a single server or a Redis Cluster) through ioredis. Every transition is one
- * Lua script that reads the server's `TIME`, so expiry is decided on the store's clock. A single
- * lease is one script call on its own key, straight to the driver: no grouping, no timer of its
- * own (one timer keeps every call's deadline). Batches and `list` cost one script call per shard
- * (one in all on a single server, up to 1,000 resources for `acquireMany`, 10,000 leases for
- * `renewMany` / `releaseMany`), all sent at once; releases are published so `watch` listeners
- * wake at once.
+ * Leases in Redis (a single server or a Redis Cluster) through ioredis or node-redis. Every
+ * transition is one Lua script that reads the server's `TIME`, so expiry is decided on the
+ * store's clock. A single lease is one script call on its own key, straight to the driver, no
+ * timer of its own (one timer keeps every call's deadline); transitions asked while a call is on
+ * the wire go together in one call per shard (see `Coalescer`). Batches and `list`
+ * cost one script call per shard (one in all on a single server, up to 1,000 resources for
+ * `acquireMany`, 10,000 leases for `renewMany` / `releaseMany`), all sent at once; releases are
+ * published so `watch` listeners wake at once.
  */
 export class RedisStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -71,18 +73,26 @@ export class RedisStore extends StoreBase {
   private readonly coalescer: Coalescer;
   /** Script calls of this store on the wire now (single-lease ones and coalesced ones). */
   private onWire = 0;
+  private readonly client: RedisClient;
   private ownsClient = false;
 
   /**
-   * Connects to a `redis://` / `rediss://` URL (the store closes that connection on `close()`),
-   * or uses an ioredis `Redis` or `Cluster` you made (which stays yours to close). Checks that
+   * Connects to a `redis://` / `rediss://` URL with ioredis (the store closes that connection on
+   * `close()`), or uses a client you made (which stays yours to close): an ioredis `Redis` or
+   * `Cluster`, or a connected node-redis v5 `createClient()` or `createCluster()`. Checks that
    * the key layout of the namespace matches before returning.
    */
   static async open(
-    target: string | RedisClient,
+    target: string | RedisClient | NodeRedisClient,
     options: RedisStoreOptions = {},
   ): Promise<RedisStore> {
     if (typeof target !== 'string') {
+      if (isNodeRedis(target) && !target.isOpen) {
+        throw invalidArgument(
+          'client',
+          'is a node-redis client that is not connected: await client.connect() first',
+        );
+      }
       const store = new RedisStore(target, options);
       await store.checkLayout().catch((error: unknown) => {
         throw mapRedisError(error, 'open');
@@ -108,12 +118,14 @@ export class RedisStore extends StoreBase {
     return store;
   }
 
-  /** Uses an ioredis `Redis` or `Cluster`; the store never closes it. The layout is checked on first use. */
-  constructor(
-    private readonly client: RedisClient,
-    options?: RedisStoreOptions,
-  ) {
+  /**
+   * Uses an ioredis `Redis` or `Cluster`, or a connected node-redis client or cluster (told apart
+   * by shape, see `isNodeRedis`); the store never closes it. The layout is checked on first use.
+   */
+  constructor(driver: RedisClient | NodeRedisClient, options?: RedisStoreOptions) {
     super();
+    const client = isNodeRedis(driver) ? fromNodeRedis(driver) : driver;
+    this.client = client;
     this.options = resolveRedisOptions(options, client.isCluster === true);
     this.keys = new RedisKeys(this.options.prefix, this.options.shards);
     this.watcher = new RedisWatch(client, this.keys.channel, this.options.onWatchError);

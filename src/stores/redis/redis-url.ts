@@ -1,6 +1,12 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
-import { intParam, takeParams, type StoreUrl } from '../../core/open-store.js';
-import { checkPrefix, REDIS_DEFAULTS, type RedisStoreOptions } from './redis-options.js';
+import type { LeaseError } from '../../core/errors.js';
+import {
+  checkUrlOptions,
+  intParam,
+  takeParams,
+  urlError,
+  type StoreUrl,
+} from '../../core/store-url.js';
+import { REDIS_DEFAULTS, resolveRedisOptions, type RedisStoreOptions } from './redis-options.js';
 
 export interface RedisNode {
   readonly host: string;
@@ -30,10 +36,7 @@ const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[^\s:,/[\]]+):(\d{1,5})$/;
  * `cluster=yes` treats the host as a Redis Cluster seed; `cluster=h2:p2,h3:p3` adds more seeds.
  */
 export function parseRedisUrl(url: StoreUrl): RedisTarget {
-  const bad = (problem: string): LeaseError =>
-    new LeaseError(ErrorCode.STORE_URL_INVALID, `${problem} in ${url.redacted}`, {
-      retryable: false,
-    });
+  const bad = (problem: string): LeaseError => urlError(url, problem);
   if (!url.rest.startsWith('//')) throw bad('expected redis://host:port');
   let parsed: URL;
   try {
@@ -48,29 +51,23 @@ export function parseRedisUrl(url: StoreUrl): RedisTarget {
   const db = path === '' ? 0 : Number(path);
 
   const params = takeParams(url, PARAMS);
-  let prefix: string | undefined;
-  if (params.prefix !== undefined) {
-    try {
-      prefix = checkPrefix(params.prefix);
-    } catch (error) {
-      throw bad(`parameter ${(error as Error).message}`);
-    }
-  }
   const seeds = clusterSeeds(params.cluster, bad);
   if (seeds && db !== 0) throw bad('a Redis Cluster has only database 0');
+  const store: RedisStoreOptions = {
+    prefix: params.prefix,
+    shards: intParam(url, params, 'shards'),
+    commandTimeoutMs: intParam(url, params, 'commandTimeoutMs'),
+  };
+  checkUrlOptions(url, () => resolveRedisOptions(store, seeds !== undefined));
   return {
     nodes: [{ host, port }, ...(seeds ?? [])],
     cluster: seeds !== undefined,
     tls: url.scheme === 'rediss',
-    username: parsed.username === '' ? undefined : decodeURIComponent(parsed.username),
-    password: parsed.password === '' ? undefined : decodeURIComponent(parsed.password),
+    username: decode(parsed.username, bad),
+    password: decode(parsed.password, bad),
     db,
     connectTimeoutMs: intParam(url, params, 'connectTimeoutMs') ?? REDIS_DEFAULTS.connectTimeoutMs,
-    store: {
-      prefix,
-      shards: intParam(url, params, 'shards'),
-      commandTimeoutMs: intParam(url, params, 'commandTimeoutMs'),
-    },
+    store,
     redacted: url.redacted,
   };
 }
@@ -86,6 +83,16 @@ function clusterSeeds(
     if (!match) throw bad(`cluster seed "${item}" must be host:port`);
     return { host: unbracket(match[1]!), port: Number(match[2]) };
   });
+}
+
+/** A percent-encoded user name or password; `undefined` when empty. */
+function decode(part: string, bad: (problem: string) => LeaseError): string | undefined {
+  if (part === '') return undefined;
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw bad('the user name or password is not valid percent-encoding');
+  }
 }
 
 function unbracket(host: string): string {
