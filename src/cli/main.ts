@@ -11,7 +11,7 @@ import { registerRelease } from './commands/release.js';
 import { registerRun } from './commands/run.js';
 import { registerTour } from './commands/tour.js';
 import { CliFailure, errorLine, scrubPassword } from './output.js';
-import { checkOpenedStore, storeUrl } from './store.js';
+import { checkOpenedStore } from './store.js';
 import { checkTtlFits } from './ttl-fit.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -72,7 +72,9 @@ async function run(argv: string[]): Promise<number> {
 /** The store URL the command that ran was given, for scrubbing a password from messages. */
 function storeUrlOf(program: Command): string | undefined {
   const command = program.commands.find((c) => c.name() === program.args[0]);
-  return command ? storeUrl(command.opts()) : undefined;
+  // The default URL holds no password (and resolving it again could throw), so it is not needed.
+  const options = command?.opts<{ store?: string }>();
+  return options ? (options.store ?? process.env.LEASEHOLD_STORE) : undefined;
 }
 
 // A reader that goes away (`leasehold list | head`) is not an error worth a stack trace.

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { parseStoreUrl } from '../core/store-url.js';
 import { DEFAULT_STORE_URL, type LeaseStore } from '../index.js';
+import { defaultStoreUrl } from '../stores/open-store.js';
 import { openQuietly } from './open-quietly.js';
 import { CliFailure } from './output.js';
 
@@ -19,9 +20,12 @@ export function withCommonOptions(command: Command): Command {
     .option('--json', 'machine-readable JSON output');
 }
 
-/** The URL a command will open: `--store`, else `LEASEHOLD_STORE`, else the default. */
+/**
+ * The URL a command will open: `--store`, else `LEASEHOLD_STORE`, else the default, as
+ * `openStore()` would: with a warning on stderr, or refused under `LEASEHOLD_REQUIRE_STORE`.
+ */
 export function storeUrl(options: StoreOptions): string {
-  return options.store ?? process.env.LEASEHOLD_STORE ?? DEFAULT_STORE_URL;
+  return options.store ?? process.env.LEASEHOLD_STORE ?? defaultStoreUrl();
 }
 
 /** What a command's options need of the store it opens, checked before the command uses it. */

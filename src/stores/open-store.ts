@@ -69,8 +69,12 @@ export async function openStore(
 
 let warnedDefault = false;
 
-/** The fallback store URL, once the caller and the environment allow it (warning once per process). */
-function defaultStoreUrl(options: OpenStoreOptions): string {
+/**
+ * The fallback store URL, once the caller and the environment allow it (warning once per process):
+ * what `openStore()` uses with no URL and no `LEASEHOLD_STORE`, for callers that resolve the URL
+ * themselves (the CLI).
+ */
+export function defaultStoreUrl(options: OpenStoreOptions = {}): string {
   if (options.requireExplicit === true || requiredByEnvironment()) {
     const by =
       options.requireExplicit === true ? 'the requireExplicit option' : 'LEASEHOLD_REQUIRE_STORE';

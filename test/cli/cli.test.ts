@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../harness/processes.js';
@@ -138,6 +139,34 @@ describe('stores that live inside one process', () => {
       const acquired = await cli('acquire', 'job', '--owner', 'a', '--store', url);
       expect(acquired.code, acquired.stderr).toBe(2);
       expect(acquired.stderr).toMatch(/lives inside one process; a lease taken here would vanish/);
+    }
+  });
+});
+
+describe('the implicit store', () => {
+  it('LEASEHOLD_REQUIRE_STORE makes a command without --store or LEASEHOLD_STORE fail, creating nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leasehold-require-'));
+    try {
+      const r = await runCli(['list'], { cwd: dir, env: { LEASEHOLD_REQUIRE_STORE: '1' } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(
+        /LEASEHOLD_REQUIRE_STORE rules out the default sqlite:\.\/leasehold\.db/,
+      );
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('without it, a command on the implicit store warns once on stderr naming the file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leasehold-implicit-'));
+    try {
+      const r = await runCli(['list'], { cwd: dir, env: { LEASEHOLD_REQUIRE_STORE: undefined } });
+      expect(r.code).toBe(0);
+      expect(r.stderr.match(/LEASEHOLD_DEFAULT_STORE/g)).toHaveLength(1);
+      expect(r.stderr).toContain(join(realpathSync(dir), 'leasehold.db'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
