@@ -72,6 +72,9 @@ function createManager(store) {
   m.on('handoff', (lease) => trace('handoff', lease));
   m.on('lost', (lease, error) => trace('lost', lease, `${error.code} ${error.message}`));
   m.on('reconcile-failed', (error) => trace('reconcile-failed', null, String(error?.message)));
+  m.on('members', (members, share) =>
+    trace('members', null, `${members.length} ${share} ${members.join(',')}`),
+  );
   m.on('acquired', () => events.acquired++);
   m.on('lost', () => events.lost++);
   m.on('released', () => events.released++);

@@ -29,6 +29,8 @@ export interface LeaseManagerEvents {
   'work-failed': [lease: HeldLease, error: unknown];
   /** A reconcile pass failed (the store was unreachable, say); the next one is scheduled sooner. */
   'reconcile-failed': [error: unknown];
+  /** This worker's view of the live members changed: who they are, and its own share now. */
+  members: [members: readonly string[], share: number];
 }
 
 export interface StopOptions {
@@ -247,6 +249,18 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     return false;
   }
 
+  /**
+   * Leases being handed over that the client still counts as held. A lease leaves the client's
+   * count when its `releaseMany` is sent, before the store answers and the handoff ends: counting
+   * it here until then would make room for as many new leases, taken while the old ones are still
+   * on their way out.
+   */
+  private leaving(): number {
+    let n = 0;
+    for (const lease of this.leavingSet) if (!lease.isTerminal) n++;
+    return n;
+  }
+
   private heldCount(): number {
     return this.client.size - (this.member && !this.member.isTerminal ? 1 : 0);
   }
@@ -376,7 +390,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.wanted = new Set(wanted);
     }
     let newcomers = new Set<string>();
-    if (wantedChanged || key !== this.membersKey || !this.assignment) {
+    const newView = key !== this.membersKey;
+    if (wantedChanged || newView || !this.assignment) {
       newcomers = new Set(this.view.size === 0 ? [] : members.map((m) => m.id));
       for (const id of this.view) newcomers.delete(id);
       this.assignment = await assign(wanted, members);
@@ -385,9 +400,11 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.view = new Set(members.map((m) => m.id));
     }
     const assignment = this.assignment;
-    this.share = this.balance
+    const share = this.balance
       ? Math.min(this.maxLeases, assignment.shares.get(this.owner) ?? 0)
       : this.maxLeases;
+    if (newView) this.emit('members', assignment.members, share);
+    this.share = share;
     // Leases already being handed over are decided: a scan while they go must not shed again.
     const held = new Map(
       this.held()
@@ -411,7 +428,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       decided.shed.map((r) => held.get(r)!),
       'balance',
     );
-    const room = (): number => this.share - this.heldCount() + this.leavingSet.size;
+    const room = (): number => this.share - this.heldCount() + this.leaving();
     const now = this.clock.monotonic();
     const recent = now - 0.8 * this.reconcileMs;
     for (const [resource, at] of this.refusedAt) if (at < recent) this.refusedAt.delete(resource);
@@ -504,9 +521,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    */
   private released(resource: string): void {
     if (this.stopping || !this.wanted.has(resource) || this.client.lease(resource)) return;
-    const short = this.heldCount() - this.leavingSet.size < this.share;
+    const short = this.heldCount() - this.leaving() < this.share;
     if (this.assignment?.targetOf.get(resource) === this.owner || short)
-      this.taker.soon(resource, () => this.share - this.heldCount() + this.leavingSet.size);
+      this.taker.soon(resource, () => this.share - this.heldCount() + this.leaving());
   }
 
   private async resolveWanted(): Promise<string[]> {

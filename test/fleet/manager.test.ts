@@ -147,6 +147,42 @@ describe('LeaseManager', () => {
     expect(w.manager.held()).toHaveLength(3);
   });
 
+  it('a worker handing leases over takes none back while its releaseMany is still on the wire', async () => {
+    const f = newFleet(names(40));
+    const old = [await f.join(), await f.join()];
+    await f.clock.advance(3 * RECONCILE);
+    expect(f.counts()).toEqual([20, 20]);
+    // The store releases at once, but the answers come back only at the end; the newcomer's
+    // takes stay on the wire too, so what the old workers shed stays free meanwhile.
+    const late: (() => void)[] = [];
+    let delaying = true;
+    const delay = async <T>(result: T): Promise<T> => {
+      if (delaying) await new Promise<void>((resolve) => late.push(resolve));
+      return result;
+    };
+    for (const w of old) {
+      const inner = w.link.releaseMany.bind(w.link);
+      w.link.releaseMany = async (leases) => delay(await inner(leases));
+    }
+    let oldTook = 0;
+    for (const w of old) w.manager.on('acquired', () => oldTook++);
+    try {
+      const newcomer = await f.join();
+      const take = newcomer.link.acquireMany.bind(newcomer.link);
+      newcomer.link.acquireMany = async (...args) => delay(await take(...args));
+      for (let i = 0; i < 6; i++) {
+        await f.clock.advance(RECONCILE / 4);
+        expectExclusive(f);
+      }
+      // Each old worker shed what is over its share and took nothing back meanwhile.
+      expect(f.counts(old).reduce((a, b) => a + b)).toBeLessThanOrEqual(27);
+      expect(oldTook).toBe(0);
+    } finally {
+      delaying = false;
+      late.splice(0).forEach((answer) => answer());
+    }
+  });
+
   it('workers restarting with fresh owner ids reuse membership slots: the records stay as many as the largest membership', async () => {
     const f = newFleet(names(20));
     for (let i = 0; i < 3; i++) await f.join();
