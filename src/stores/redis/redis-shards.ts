@@ -1,9 +1,9 @@
 import type { RedisKeys } from './redis-keys.js';
 
 /**
- * Runs `script` once per shard the items fall in (per `maxPerCall` items of a shard), all calls
- * sent at once (pipelined on each node's connection), and puts the per-item answers back in
- * input order. An item listed twice is answered in input order: its shard's calls go out in
+ * Runs `script` once per shard the items fall in (per `maxPerCall` items of a shard), each call
+ * built and sent in its own turn of the event loop without waiting for the answers of the others
+ * (pipelined on each node's connection), and puts the per-item answers back in input order. An item listed twice is answered in input order: its shard's calls go out in
  * order on one connection. On a single shard, a batch that fits one call is sent as it is.
  */
 export async function perShard<T, R>(
@@ -28,14 +28,17 @@ export async function perShard<T, R>(
     })),
   );
   const out = new Array<R>(items.length);
-  await Promise.all(
-    calls.map(async ({ shard, indexes }) => {
-      const replies = await script(
-        indexes.map((i) => items[i]!),
-        shard,
-      );
-      indexes.forEach((itemIndex, k) => (out[itemIndex] = replies[k]!));
-    }),
-  );
+  const sent: Promise<void>[] = [];
+  for (const [n, { shard, indexes }] of calls.entries()) {
+    // One call built per turn of the event loop: timers run between them (design rule 6).
+    if (n > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const call = script(
+      indexes.map((i) => items[i]!),
+      shard,
+    ).then((replies) => indexes.forEach((itemIndex, k) => (out[itemIndex] = replies[k]!)));
+    call.catch(() => undefined); // reported by Promise.all below, not as unhandled meanwhile
+    sent.push(call);
+  }
+  await Promise.all(sent);
   return out;
 }

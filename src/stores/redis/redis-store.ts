@@ -52,7 +52,7 @@ import { RedisWatch, type Unwatch } from './redis-watch.js';
  * timer of its own (one timer keeps every call's deadline); transitions asked while a call is on
  * the wire go together in one call per shard (see `Coalescer`). Batches and `list`
  * cost one script call per shard (one in all on a single server, up to 1,000 resources for
- * `acquireMany`, 10,000 leases for `renewMany` / `releaseMany`), all sent at once; releases are
+ * `acquireMany` or `renewMany` / `releaseMany`), sent without waiting for each other; releases are
  * published so `watch` listeners wake at once.
  */
 export class RedisStore extends StoreBase {
