@@ -9,17 +9,16 @@ import { isBusy } from './sqlite-errors.js';
  */
 export const ATTEMPT_BUSY_MS = 0;
 /**
- * The longest asynchronous pause between two attempts (before ±50 % jitter). SQLite grants the
- * lock to whoever asks first once it is free, so the pause is a step's priority between processes:
- * urgent steps (renewals, releases) ask again five times as often as bulk work, and so keep what is
- * held while many processes queue acquisitions on one file.
+ * The longest asynchronous pause between two attempts (before ±50 % jitter). The same for every
+ * step: shorter pauses for renewals were tried as a priority between processes, and 20 processes
+ * retrying every few milliseconds only crowded the lock further (a 20-worker fleet on one file
+ * lost its leases at cold start). Within a process, renewals and releases go first (`Turns`).
  */
 const BACKOFF_MAX_MS = 25;
-const URGENT_BACKOFF_MAX_MS = 5;
 
 /**
  * Runs `attempt` until it no longer fails with `SQLITE_BUSY` / `SQLITE_LOCKED`, pausing
- * asynchronously (1, 2, 4 … 25 ms, or … 5 ms when `urgent`, ±50 % jitter) between attempts, so a lock someone else holds
+ * asynchronously (1, 2, 4 … 25 ms, ±50 % jitter) between attempts, so a lock someone else holds
  * never holds this process's event loop. After each busy failure `deadline()` (on
  * `performance.now()`) is asked; once it has passed, that failure is thrown as `giveUp(error)`.
  *
@@ -43,9 +42,7 @@ export async function retryWhileBusy<T>(
   attempt: () => T,
   deadline: () => number,
   giveUp: (lastError: unknown) => Error,
-  urgent = false,
 ): Promise<T> {
-  const most = urgent ? URGENT_BACKOFF_MAX_MS : BACKOFF_MAX_MS;
   for (let tries = 0; ; tries++) {
     try {
       return attempt();
@@ -53,7 +50,7 @@ export async function retryWhileBusy<T>(
       if (!isBusy(error)) throw error;
       const left = deadline() - performance.now();
       if (left <= 0) throw giveUp(error);
-      const pause = Math.min(most, 2 ** tries) * (0.5 + Math.random());
+      const pause = Math.min(BACKOFF_MAX_MS, 2 ** tries) * (0.5 + Math.random());
       // Not unref'd: a caller is awaiting this call, and the wait ends by `deadline`.
       await new Promise((resolve) => setTimeout(resolve, Math.min(left, pause)));
     }

@@ -90,7 +90,6 @@ export class SqliteRunner {
           gaveUp = true;
           return lockedError(operation, performance.now() - waitingSince(), busyTimeoutMs, error);
         },
-        urgent,
       );
       this.lockedSince = undefined;
       return result;
