@@ -30,6 +30,7 @@ export {
   type DynamodbStoreOptions,
   type DynamodbConnectOptions,
   type DynamodbClient,
+  type DynamodbSdkOption,
 } from './stores/dynamodb/index.js';
 export {
   EtcdStore,

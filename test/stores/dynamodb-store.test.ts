@@ -197,6 +197,32 @@ describeServer('DynamoDB store', dynaliteUnavailable(), () => {
   });
 
   describe('with a client of your own', () => {
+    it('uses the SDK module it is given instead of loading one by name (for bundlers)', async () => {
+      const sdk = await import('@aws-sdk/client-dynamodb');
+      let made = 0;
+      class CountedUpdate extends sdk.UpdateItemCommand {
+        constructor(input: ConstructorParameters<typeof sdk.UpdateItemCommand>[0]) {
+          super(input);
+          made++;
+        }
+      }
+      const store = await DynamodbStore.open(raw, {
+        table: freshTable(),
+        createTable: true,
+        sdk: { ...sdk, UpdateItemCommand: CountedUpdate },
+      });
+      const lease = (await store.tryAcquire('job', 'a', 5000))!;
+      expect(await store.release(lease)).toBe(true);
+      expect(made).toBe(2);
+      await store.close();
+      await expect(
+        DynamodbStore.open(raw, {
+          table: freshTable(),
+          sdk: { DynamoDBClient: sdk.DynamoDBClient },
+        }),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: /sdk .*UpdateItemCommand/ });
+    });
+
     it('uses it, one request per operation, and leaves it open on close', async () => {
       const table = freshTable();
       const { client, state } = countingClient(raw);

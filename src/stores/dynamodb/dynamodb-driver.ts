@@ -14,6 +14,7 @@ export type DynamodbCommand = object;
 
 /** The part of a `DynamoDBClient` (from `@aws-sdk/client-dynamodb` v3) this store uses. */
 export interface DynamodbClient {
+  /** Sends one command; the store passes an `abortSignal` carrying its deadline. */
   send(command: DynamodbCommand, options?: { abortSignal?: AbortSignal }): Promise<unknown>;
 }
 

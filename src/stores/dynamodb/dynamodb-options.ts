@@ -2,6 +2,7 @@ import { invalidArgument } from '../../core/errors.js';
 import { checkInteger, describe } from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
+/** Which table a `DynamodbStore` uses, and its clock, timeouts and concurrency. */
 export interface DynamodbStoreOptions {
   /**
    * The table holding the lease records: partition key `resource` (String), no sort key.
@@ -9,13 +10,13 @@ export interface DynamodbStoreOptions {
    */
   table?: string;
   /**
-   * Clock disagreement a contender allows before treating a record as expired. DynamoDB has no
+   * Clock disagreement, in ms, a contender allows before treating a record as expired. DynamoDB has no
    * clock of its own in a condition, so expiry is judged on the callers' clocks: set this to twice
    * the worst offset of any one host from true time (see the README). @default 1000
    */
   maxClockSkewMs?: number;
   /**
-   * Deadline of every store call, the SDK's own retries included, after which it fails with a
+   * Deadline of every store call, in ms, the SDK's own retries included, after which it fails with a
    * retryable `STORE_UNAVAILABLE`: a paused or unreachable endpoint never makes a call hang. A
    * write that timed out may still land later. @default 5000
    */
@@ -37,7 +38,7 @@ export interface DynamodbConnectOptions {
   region?: string;
   /** Endpoint URL, for DynamoDB Local or dynalite (`http://127.0.0.1:8000`). @default AWS's endpoint for the region */
   endpoint?: string;
-  /** TCP connect deadline of each attempt. @default 5000 */
+  /** TCP connect deadline of each attempt, in ms. @default 5000 */
   connectTimeoutMs?: number;
 }
 

@@ -42,6 +42,38 @@ import {
 import { ensureTable } from './dynamodb-table.js';
 import { parseDynamodbUrl, redactEndpoint, type DynamodbTarget } from './dynamodb-url.js';
 
+/** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
+export interface DynamodbSdkOption {
+  /**
+   * The `@aws-sdk/client-dynamodb` module, imported by you (`await import(…)` or a static
+   * import), used instead of loading it by name.
+   */
+  sdk?: object;
+}
+
+const SDK_CLASSES = [
+  'DynamoDBClient',
+  'UpdateItemCommand',
+  'GetItemCommand',
+  'ScanCommand',
+  'DescribeTableCommand',
+  'CreateTableCommand',
+] as const;
+
+/** The SDK module a caller passed, checked for what the store uses, or the one loaded by name. */
+async function sdkOf(given: object | undefined): Promise<DynamodbModule> {
+  if (given === undefined) return loadSdk();
+  const missing = SDK_CLASSES.filter(
+    (name) => typeof (given as Record<string, unknown>)[name] !== 'function',
+  );
+  if (missing.length > 0)
+    throw invalidArgument(
+      'sdk',
+      `must be the @aws-sdk/client-dynamodb module; it has no ${missing.join(', ')}`,
+    );
+  return given as DynamodbModule;
+}
+
 /**
  * Leases in a DynamoDB table (partition key `resource`, String; no sort key), one item per
  * resource. Every transition is one conditional `UpdateItem`, so one round trip; a failed
@@ -86,7 +118,7 @@ export class DynamodbStore extends StoreBase {
    */
   static async open(
     target: string | DynamodbClient,
-    options: DynamodbStoreOptions & DynamodbConnectOptions = {},
+    options: DynamodbStoreOptions & DynamodbConnectOptions & DynamodbSdkOption = {},
   ): Promise<DynamodbStore> {
     if (typeof target === 'string') {
       const url = parseStoreUrl(target);
@@ -99,25 +131,25 @@ export class DynamodbStore extends StoreBase {
     }
     if (typeof (target as Partial<DynamodbClient> | null)?.send !== 'function')
       throw invalidArgument('target', 'must be a dynamodb:// URL or a DynamoDBClient');
-    const { region, endpoint, connectTimeoutMs, ...storeOptions } = options;
+    const { region, endpoint, connectTimeoutMs, sdk, ...storeOptions } = options;
     if (region !== undefined || endpoint !== undefined || connectTimeoutMs !== undefined)
       throw invalidArgument(
         'options',
         'region, endpoint and connectTimeoutMs belong on your DynamoDBClient, not the store',
       );
     const resolved = resolveDynamodbOptions(storeOptions);
-    return DynamodbStore.start(target, await loadSdk(), resolved, '', false);
+    return DynamodbStore.start(target, await sdkOf(sdk), resolved, '', false);
   }
 
   /** @internal Opens what a parsed URL names; `options` override its parameters. */
   static async connect(
     target: DynamodbTarget,
-    options: DynamodbStoreOptions & DynamodbConnectOptions = {},
+    options: DynamodbStoreOptions & DynamodbConnectOptions & DynamodbSdkOption = {},
   ): Promise<DynamodbStore> {
     const defined = stripUndefined(options);
     const resolved = resolveDynamodbOptions({ ...target.store, ...defined });
     const connect = resolveConnectOptions({ ...target.connect, ...defined });
-    const sdk = await loadSdk();
+    const sdk = await sdkOf(options.sdk);
     const client = createClient(sdk, connect, resolved.requestTimeoutMs);
     const where = connect.endpoint
       ? ` at ${redactEndpoint(connect.endpoint)}`
