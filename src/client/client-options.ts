@@ -5,16 +5,17 @@ import { checkInteger, checkOwner, checkTtl, describe, LIMITS } from '../core/op
 import type { LeaseStore } from '../core/store.js';
 import { driftMs, systemClock, type Clock } from '../core/time.js';
 
+/** How a `LeaseClient` acquires and keeps its leases. */
 export interface LeaseClientOptions {
   /** Where the lease records live (see `openStore`). */
   store: LeaseStore;
   /** Who this client is in lease records; must be unique among live holders. @default `<hostname>:<pid>:<random>` */
   owner?: string;
-  /** How long an acquire or renew keeps the lease without another renew. @default 20000 */
+  /** How long an acquire or renew keeps the lease without another renew, in ms. @default 20000 */
   ttlMs?: number;
-  /** How often held leases are renewed, at most `ttlMs / 3`. @default ttlMs / 4 */
+  /** How often held leases are renewed, in ms; at most `ttlMs / 3`. @default ttlMs / 4 */
   heartbeatMs?: number;
-  /** Clock disagreement to allow: the holder stops believing this much earlier (design rule 2). @default store.maxClockSkewMs */
+  /** Clock disagreement to allow, in ms: the holder stops believing this much earlier (design rule 2). @default store.maxClockSkewMs */
   maxClockSkewMs?: number;
   /** Renew held leases on a timer; `false` when the caller drives `HeldLease.renew()` itself. @default true */
   autoRenew?: boolean;
@@ -103,6 +104,7 @@ export function defaultOwner(): string {
   return `${host}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
+/** How long `acquire` (and `withLease`) wait for a lease someone else holds. */
 export interface AcquireOptions {
   /** Give up after this many ms with `LEASE_UNAVAILABLE`; `0` tries once. @default Infinity */
   waitMs?: number;

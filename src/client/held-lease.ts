@@ -4,8 +4,13 @@ import type { Lease } from '../core/lease.js';
 import { safeEmit } from '../core/safe-emit.js';
 import type { Clock } from '../core/time.js';
 
+/**
+ * Where a `HeldLease` is: `held`, `at-risk` (renewals failing or little validity left; back to
+ * `held` after a renewal), or, for good, `lost` or `released`.
+ */
 export type LeaseState = 'held' | 'at-risk' | 'lost' | 'released';
 
+/** The events a `HeldLease` emits, with their listener arguments; listener errors are isolated. */
 export interface HeldLeaseEvents {
   /** A renewal landed; the lease is held until the new `validUntil`. */
   renewed: [lease: HeldLease];
@@ -35,8 +40,11 @@ export interface LeaseKeeper {
  * longer be sure of it. Its state only moves forward: held ⇄ at-risk → lost | released.
  */
 export class HeldLease extends EventEmitter<HeldLeaseEvents> {
+  /** The resource this lease is on. */
   readonly resource: string;
+  /** The owner the lease was granted to. */
   readonly owner: string;
+  /** The fencing token of this grant: pass it to downstream writes so stale holders are refused. */
   readonly token: number;
   private current: Lease;
   private deadline: number;
@@ -85,10 +93,12 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     return this.current;
   }
 
+  /** When the store's record lapses unless renewed, in ms since the epoch on the store's time. */
   get expiresAt(): number {
     return this.current.expiresAt;
   }
 
+  /** The TTL, in ms, of the last grant or renewal. */
   get ttlMs(): number {
     return this.current.ttlMs;
   }
@@ -98,6 +108,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     return this.deadline;
   }
 
+  /** Where the lease is now: `held`, `at-risk`, `lost` or `released`. */
   get state(): LeaseState {
     return this.status;
   }
@@ -146,10 +157,12 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     return this.keeper.releaseLease(this);
   }
 
+  /** `await using lease = …` releases the lease at the end of the block. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release();
   }
 
+  /** A plain snapshot for logs: resource, owner, token, expiresAt, ttlMs, validUntil and state. */
   toJSON(): object {
     const { resource, owner, token, expiresAt, ttlMs, validUntil, state } = this;
     return { resource, owner, token, expiresAt, ttlMs, validUntil, state };

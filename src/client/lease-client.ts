@@ -24,10 +24,15 @@ export interface HeldOutcome {
   readonly holder?: LeaseRecord;
 }
 
+/** The events a `LeaseClient` emits, with their listener arguments; listener errors are isolated. */
 export interface LeaseClientEvents {
+  /** A lease was granted to this client (`tryAcquire`, `acquire`, `tryAcquireMany`, `withLease`). */
   acquired: [lease: HeldLease];
+  /** A held lease turned at-risk (renewals failing, or under a third of its validity left), and why. */
   'at-risk': [lease: HeldLease, reason: string];
+  /** A held lease was lost; its `signal` has aborted with `error` (`LEASE_LOST`). */
   lost: [lease: HeldLease, error: LeaseError];
+  /** A lease was given up: `release`, `releaseMany`, `close`, or a grant that came too late to use. */
   released: [lease: HeldLease];
   /** A release or cleanup call failed; the lease will lapse at its TTL instead. */
   'release-failed': [lease: HeldLease, error: unknown];
@@ -38,9 +43,13 @@ export interface LeaseClientEvents {
  * with one `renewMany`, and each lease's `signal` aborts at its deadline unless a renewal landed.
  */
 export class LeaseClient extends EventEmitter<LeaseClientEvents> {
+  /** The owner written into every lease this client takes. */
   readonly owner: string;
+  /** The TTL, in ms, of every acquire and renew. */
   readonly ttlMs: number;
+  /** How often, in ms, held leases are renewed. */
   readonly heartbeatMs: number;
+  /** The clock disagreement, in ms, subtracted from each lease's local deadline. */
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedClientOptions;
   private readonly heartbeat: Heartbeat;
@@ -48,6 +57,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   private readonly keeper: LeaseKeeper;
   private closing: Promise<void> | undefined;
 
+  /** Checks `options` (throws `INVALID_ARGUMENT` naming the field) and applies the defaults. */
   constructor(options: LeaseClientOptions) {
     super();
     this.options = resolveClientOptions(options);
@@ -258,6 +268,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     return this.closing;
   }
 
+  /** `await using client = …` closes the client at the end of the block. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

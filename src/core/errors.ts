@@ -22,7 +22,9 @@ export const ErrorCode = {
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/** What a `LeaseError` carries besides its code and message. */
 export interface LeaseErrorOptions {
+  /** The underlying error (a driver's, or the signal reason), forwarded as `Error.cause`. */
   cause?: unknown;
   /** Whether repeating the same call may succeed. Defaults to true for `STORE_UNAVAILABLE` only. */
   retryable?: boolean;
@@ -30,12 +32,24 @@ export interface LeaseErrorOptions {
   resource?: string;
 }
 
+/** The one error class leasehold throws, and the reason it aborts a lease's signal with. */
 export class LeaseError extends Error {
+  /** Always `'LeaseError'`. */
   override readonly name = 'LeaseError';
+  /** What went wrong, one of {@link ErrorCode}. */
   readonly code: ErrorCode;
+  /** Whether repeating the same call may succeed. */
   readonly retryable: boolean;
+  /** The resource the error is about, or `undefined` when there is none. */
   readonly resource: string | undefined;
 
+  /**
+   * Makes an error with a code; `retryable` defaults to true for `STORE_UNAVAILABLE` only.
+   *
+   * @param code - What went wrong.
+   * @param message - A human-readable description.
+   * @param options - `cause`, `retryable` and `resource`.
+   */
   constructor(code: ErrorCode, message: string, options: LeaseErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
@@ -44,6 +58,7 @@ export class LeaseError extends Error {
   }
 }
 
+/** Whether `error` is a {@link LeaseError}, and, when `code` is given, one with that code. */
 export function isLeaseError(error: unknown, code?: ErrorCode): error is LeaseError {
   return error instanceof LeaseError && (code === undefined || error.code === code);
 }

@@ -12,6 +12,7 @@ export interface LeaseRecord {
 
 /** A claim a store granted: the record as written plus the TTL it was written with. */
 export interface Lease extends LeaseRecord {
+  /** The time to live, in ms, this grant (or its last renewal) was written with. */
   readonly ttlMs: number;
 }
 

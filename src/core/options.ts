@@ -3,10 +3,15 @@ import type { Lease, LeaseRef } from './lease.js';
 
 /** Limits every store and the client enforce, so any name that passes round-trips on every store. */
 export const LIMITS = Object.freeze({
+  /** The longest resource name, in UTF-8 bytes. */
   resourceMaxBytes: 512,
+  /** The longest owner name, in UTF-8 bytes. */
   ownerMaxBytes: 256,
+  /** The shortest TTL, in ms. */
   ttlMinMs: 100,
+  /** The longest TTL, in ms (one day). */
   ttlMaxMs: 24 * 60 * 60 * 1000,
+  /** The largest `limit` one `list` call accepts. */
   listMaxLimit: 100_000,
   /** The most resources one `acquireMany` call takes. */
   batchMaxSize: 10_000,
@@ -101,6 +106,7 @@ function checkArray<T>(
   return value as T[];
 }
 
+/** Which records `list` returns: a prefix filter and a page. */
 export interface ListOptions {
   /** Only records whose resource starts with this string (matched literally: `%` and `_` are not wildcards). */
   prefix?: string;

@@ -23,15 +23,24 @@ export interface StoreCapabilities {
   readonly watch: boolean;
 }
 
+/** What a `watch` listener is told about one resource. */
 export interface WatchEvent {
+  /**
+   * What happened: `'released'` on a graceful release, `'expired'` when a lapsed lease was
+   * removed, `'acquired'` on a new grant. Which kinds arrive depends on the store (most report
+   * only `'released'`).
+   */
   readonly type: 'acquired' | 'released' | 'expired';
+  /** The resource the event is about. */
   readonly resource: string;
 }
 
+/** Called by `watch` with each event for a resource under the watched prefix. */
 export type WatchListener = (event: WatchEvent) => void;
 
 /** One resource's answer to `acquireMany`. */
 export interface AcquireOutcome {
+  /** The resource this outcome is for. */
   readonly resource: string;
   /** The lease granted, or `null` when a live lease stood in the way. */
   readonly lease: Lease | null;
@@ -48,6 +57,7 @@ export interface AcquireOutcome {
  * exceptions are for bad input (`INVALID_ARGUMENT`) and infrastructure (`STORE_UNAVAILABLE`).
  */
 export interface LeaseStore {
+  /** What this store can do (batch calls, `watch`, whose clock decides expiry). */
   readonly capabilities: StoreCapabilities;
   /**
    * The clock disagreement a contender allows before it treats a record as expired
@@ -79,11 +89,13 @@ export interface LeaseStore {
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]>;
   /** `release` for many leases, results in input order. */
   releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]>;
+  /** The record the store holds for `resource`, live or not; `null` when it holds none. */
   get(resource: string): Promise<LeaseRecord | null>;
   /** Records in resource order; `prefix` is matched literally; `after` starts past a resource (paging). */
   list(options?: ListOptions): Promise<LeaseRecord[]>;
   /** Calls `listener` when a lease under `prefix` is released or expires; returns the unsubscribe function. */
   watch?(prefix: string, listener: WatchListener): () => void;
+  /** Closes the store's connections; later calls fail with `STORE_UNAVAILABLE`. Closing twice is harmless. */
   close(): Promise<void>;
 }
 
@@ -226,6 +238,7 @@ export abstract class StoreBase implements LeaseStore {
     }
   }
 
+  /** Whether `close()` has been called. */
   get isClosed(): boolean {
     return this.closed;
   }

@@ -1,5 +1,6 @@
 /** A scheduled callback that can be cancelled. */
 export interface TimerHandle {
+  /** Cancels the callback if it has not run yet; calling it again does nothing. */
   clear(): void;
 }
 
@@ -19,6 +20,7 @@ export interface Clock {
   setTimeout(fn: () => void, ms: number, options?: { keepAlive?: boolean }): TimerHandle;
 }
 
+/** The real clock: `Date.now()`, `performance.now()` and `setTimeout`, timers `unref`'d unless `keepAlive`. */
 export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),
   monotonic: () => performance.now(),

@@ -3,14 +3,28 @@ import { checkIdentifier, checkResource, checkToken, describe } from '../core/op
 
 /** What a fenced write came to: the caller's value when the token was current, nothing when stale. */
 export type FenceResult<T> =
-  { readonly accepted: true; readonly value: T } | { readonly accepted: false };
+  | {
+      /** The token was current: the write ran and committed. */
+      readonly accepted: true;
+      /** What the caller's write returned. */
+      readonly value: T;
+    }
+  | {
+      /** A higher token was already recorded: the write did not run. */
+      readonly accepted: false;
+    };
 
+/** Where a fence keeps the highest token seen per resource. */
 export interface FenceOptions {
   /** Table holding the highest token seen per resource. @default 'leasehold_fence' */
   table?: string;
 }
 
-export const FENCE_DEFAULTS = Object.freeze({ table: 'leasehold_fence' });
+/** The defaults of {@link FenceOptions}. */
+export const FENCE_DEFAULTS = Object.freeze({
+  /** The fence table's name. */
+  table: 'leasehold_fence',
+});
 
 export function resolveFenceOptions(options: FenceOptions | undefined): { table: string } {
   if (options !== undefined && (typeof options !== 'object' || options === null))

@@ -10,7 +10,9 @@ import {
 } from './fence.js';
 import { postgresFenceSql } from './postgres-fence-sql.js';
 
+/** The part of a node-postgres query result a fence reads. */
 export interface PgFenceQueryResult {
+  /** The rows returned, one object per row. */
   rows: Record<string, unknown>[];
   /** The command tag: `COMMIT` answers `ROLLBACK` when the transaction had already failed. */
   command?: string;
@@ -18,12 +20,15 @@ export interface PgFenceQueryResult {
 
 /** One connection as node-postgres shapes it: a `Client`, or a `PoolClient` you checked out. */
 export interface PgFenceClient {
+  /** Runs one statement with bound `values`. */
   query(text: string, values?: unknown[]): Promise<PgFenceQueryResult>;
 }
 
 /** The part of node-postgres's `Pool` a fence uses. */
 export interface PgFencePool extends PgFenceClient {
+  /** Checks a connection out for one fenced write; it is released afterwards. */
   connect(): Promise<PgFenceClient & { release(error?: Error | boolean): void }>;
+  /** The pool's connection count; its presence (with `connect`) is how a pool is told from a client. */
   readonly totalCount: number;
 }
 
@@ -38,10 +43,12 @@ export interface PgFencePool extends PgFenceClient {
  * `C` is what `fn` receives (say `pg.PoolClient`); by default only `query` is typed.
  */
 export class PostgresFence<C extends PgFenceClient = PgFenceClient> {
+  /** The fence table's name. */
   readonly table: string;
   private readonly sql: ReturnType<typeof postgresFenceSql>;
   private queue: Promise<unknown> = Promise.resolve();
 
+  /** A fence on a node-postgres `Pool` or connected `Client`; `init()` creates its table. */
   constructor(
     private readonly db: PgFencePool | PgFenceClient,
     options?: FenceOptions,

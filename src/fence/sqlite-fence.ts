@@ -12,14 +12,19 @@ import { sqliteFenceSql } from './sqlite-fence-sql.js';
 
 /** The part of better-sqlite3's `Statement` a fence uses. */
 export interface SqliteFenceStatement {
+  /** Runs the statement with bound parameters. */
   run(...params: unknown[]): unknown;
+  /** Runs the statement and returns its first row, or `undefined`. */
   get(...params: unknown[]): unknown;
 }
 
 /** The part of better-sqlite3's `Database` a fence uses; pass your own `Database`. */
 export interface SqliteFenceDatabase {
+  /** Compiles one SQL statement. */
   prepare(sql: string): SqliteFenceStatement;
+  /** Runs SQL text (the table's creation). */
   exec(sql: string): unknown;
+  /** Wraps `fn` in a transaction; `.immediate` runs it as `BEGIN IMMEDIATE`. */
   transaction(fn: AdvanceFn): { immediate: AdvanceFn };
 }
 
@@ -33,10 +38,12 @@ type Advance = <T>(resource: string, token: number, write: () => T) => FenceResu
  * database is already in one), so the check and the write commit together or not at all.
  */
 export class SqliteFence<D extends SqliteFenceDatabase = SqliteFenceDatabase> {
+  /** The fence table's name. */
   readonly table: string;
   private readonly sql: ReturnType<typeof sqliteFenceSql>;
   private prepared: { highest: SqliteFenceStatement; run: Advance } | undefined;
 
+  /** A fence on `db` (a better-sqlite3 `Database`); `init()` creates its table. */
   constructor(
     private readonly db: D,
     options?: FenceOptions,

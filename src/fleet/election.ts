@@ -5,16 +5,20 @@ import { sleep, systemClock, type Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
 
+/** What `elect` campaigns for, and how. */
 export interface ElectOptions {
+  /** Where the lease records live (see `openStore`). */
   store: LeaseStore;
   /**
    * The election's name; the lease is taken on the resource `election/<name>`, so the name may have
    * at most 503 UTF-8 bytes (`LIMITS.resourceMaxBytes` less the prefix).
    */
   name: string;
+  /** This candidate's id in the lease record. @default `<hostname>:<pid>:<random>` */
   owner?: string;
-  /** @default 20000 */
+  /** The leadership lease's TTL, in ms. @default 20000 */
   ttlMs?: number;
+  /** How often, in ms, the leader renews; at most `ttlMs / 3`. @default ttlMs / 4 */
   heartbeatMs?: number;
   /** Called when this process becomes leader; `lease.signal` aborts when it stops being leader. */
   onElected: (lease: HeldLease) => void | Promise<void>;
@@ -22,9 +26,11 @@ export interface ElectOptions {
   onDemoted?: (reason: 'lost' | 'stopped' | 'failed', error?: unknown) => void;
   /** Told of store errors while campaigning (the campaign goes on after a pause). @default process.emitWarning */
   onError?: (error: unknown) => void;
+  /** Where time comes from; inject a `ManualClock` in tests. @default the system clock */
   clock?: Clock;
 }
 
+/** A running campaign, as `elect` returns it. */
 export interface Election {
   /** Whether this process is the leader right now (reads the clock: false once the deadline passed). */
   isLeader(): boolean;
@@ -39,6 +45,7 @@ export interface Election {
    * lets the process exit anyway (as `server.unref()` does), `ref()` undoes it.
    */
   unref(): Election;
+  /** Undoes `unref()`: the running election keeps the process alive again. */
   ref(): Election;
 }
 

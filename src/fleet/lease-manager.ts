@@ -19,9 +19,13 @@ import { plan } from './plan.js';
 import { Taker } from './taker.js';
 import { commonPrefix, listAll, settleWithin, shuffle } from './util.js';
 
+/** The events a `LeaseManager` emits, with their listener arguments; listener errors are isolated. */
 export interface LeaseManagerEvents {
+  /** A wanted resource's lease was taken, just before `onAcquired` runs. */
   acquired: [lease: HeldLease];
+  /** A lease for a resource was lost (its signal aborted with `error`), just before `onLost` runs. */
   lost: [lease: HeldLease, error: LeaseError];
+  /** A lease for a resource was given up (handed off, no longer wanted, or on `stop()`). */
   released: [lease: HeldLease];
   /** A lease given up so another worker can take it: `reason` is `'balance'` or `'unwanted'`. */
   handoff: [lease: HeldLease, reason: 'balance' | 'unwanted'];
@@ -33,8 +37,9 @@ export interface LeaseManagerEvents {
   members: [members: readonly string[], share: number];
 }
 
+/** How `stop()` winds the worker down. */
 export interface StopOptions {
-  /** How long to wait for `onAcquired` work to settle before releasing anyway. @default 10000 */
+  /** How long, in ms, to wait for `onAcquired` work to settle before releasing anyway. @default 10000 */
   timeoutMs?: number;
 }
 
@@ -47,6 +52,7 @@ const PAGE = 5000;
  * and the records of what it tries to take, never every record at every scan.
  */
 export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
+  /** This worker's id in lease records and in the membership. */
   readonly owner: string;
   private readonly client: LeaseClient;
   private readonly store: LeaseStore;
@@ -84,6 +90,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private started = false;
   private stopping: Promise<void> | undefined;
 
+  /** Checks `options` (throws `INVALID_ARGUMENT` naming the field); nothing runs until `start()`. */
   constructor(options: LeaseManagerOptions) {
     super();
     checkManagerOptions(options);

@@ -5,9 +5,11 @@ import type { Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import type { LeaseError } from '../core/errors.js';
 
+/** The resources a fleet wants owned: a fixed list, or a function read again at every reconcile. */
 export type WantedResources =
   readonly string[] | (() => readonly string[] | Promise<readonly string[]>);
 
+/** How a `LeaseManager` joins its fleet and shares the wanted resources. */
 export interface LeaseManagerOptions {
   /** Where the lease records live (see `openStore`). */
   store: LeaseStore;
@@ -15,11 +17,11 @@ export interface LeaseManagerOptions {
   owner?: string;
   /** The resources the fleet wants owned: an array, or a function called at every reconcile. */
   resources: WantedResources;
-  /** Lease TTL. @default 20000 */
+  /** Lease TTL, in ms. @default 20000 */
   ttlMs?: number;
-  /** Renewal period, at most `ttlMs / 3`. @default ttlMs / 4 */
+  /** Renewal period, in ms; at most `ttlMs / 3`. @default ttlMs / 4 */
   heartbeatMs?: number;
-  /** How often the worker scans the records (jittered ±20 %, and never longer than `ttlMs − heartbeatMs`). @default 15000 */
+  /** How often, in ms, the worker scans the records (jittered ±20 %, and never longer than `ttlMs − heartbeatMs`). @default 15000 */
   reconcileMs?: number;
   /** Share the resources evenly among live workers. @default true */
   balance?: boolean;
@@ -27,15 +29,15 @@ export interface LeaseManagerOptions {
   maxLeases?: number;
   /** Workers that share this name balance among themselves; a fleet per name. @default 'default' */
   group?: string;
-  /** Clock disagreement to allow (see `LeaseClient`). @default store.maxClockSkewMs */
+  /** Clock disagreement to allow, in ms (see `LeaseClient`). @default store.maxClockSkewMs */
   maxClockSkewMs?: number;
   /** Starts the work for a resource; `lease.signal` aborts when it is lost, handed off or the manager stops. */
   onAcquired?: (lease: HeldLease) => void | Promise<void>;
   /** Told when a lease was lost (its work has already been aborted). */
   onLost?: (lease: HeldLease, error: LeaseError) => void;
   /**
-   * On start, wait until the membership has not changed for this long before taking leases, so
-   * workers started together share the resources out at once instead of the first taking all and
+   * On start, wait until the membership has not changed for this long (in ms) before taking leases,
+   * so workers started together share the resources out at once instead of the first taking all and
    * handing over. 0 skips the wait. @default min(heartbeatMs, 1000)
    */
   settleMs?: number;

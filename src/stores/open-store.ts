@@ -3,6 +3,7 @@ import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { LeaseStore } from '../core/store.js';
 import { DEFAULT_STORE_URL, parseStoreUrl, type StoreUrl } from '../core/store-url.js';
 
+/** How `openStore` opens the store a URL names. */
 export interface OpenStoreOptions {
   /**
    * Create the store's tables when they are missing, for stores that do not create them on first

@@ -16,6 +16,10 @@ export class ManualClock implements Clock {
   private seq = 0;
   private readonly timers = new Set<Pending>();
 
+  /**
+   * Starts with monotonic time at 0 and the wall clock at `startWallMs` (ms since the epoch;
+   * 2030-01-01 by default).
+   */
   constructor(startWallMs = Date.UTC(2030, 0, 1)) {
     this.wallOffset = startWallMs;
   }

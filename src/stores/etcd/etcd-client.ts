@@ -107,10 +107,12 @@ export interface EtcdWatchBuilder {
 
 /** The part of an `Etcd3` client this store uses. */
 export interface EtcdClient {
+  /** The KV service: range reads and transactions. */
   readonly kv: {
     range(request: EtcdRangeRequest, options?: EtcdCallOptions): Promise<EtcdRangeResponse>;
     txn(request: EtcdTxnRequest, options?: EtcdCallOptions): Promise<EtcdTxnResponse>;
   };
+  /** The lease service: grants etcd leases and keeps them alive. */
   readonly leaseClient: {
     leaseGrant(
       request: { TTL: number },
@@ -118,6 +120,8 @@ export interface EtcdClient {
     ): Promise<EtcdLeaseGrantResponse>;
     leaseKeepAlive(options?: EtcdCallOptions): Promise<EtcdKeepAliveStream>;
   };
+  /** Starts building a watch (the stream that serves `watch`). */
   watch(): EtcdWatchBuilder;
+  /** Closes the client; the store calls it on `close()` only for a client it created. */
   close(): void;
 }

@@ -1,6 +1,7 @@
 import { invalidArgument, type LeaseError } from '../../core/errors.js';
 import { checkInteger } from '../../core/options.js';
 
+/** The key namespace, timeouts and batch limits of an `EtcdStore`. */
 export interface EtcdStoreOptions {
   /**
    * Start of every key: one namespace of leases. Any UTF-8 without NUL, 1 to 128 bytes; end it
@@ -9,7 +10,7 @@ export interface EtcdStoreOptions {
    */
   prefix?: string;
   /**
-   * Deadline of every etcd call, after which it fails with `STORE_UNAVAILABLE` (a paused or
+   * Deadline of every etcd call, in ms, after which it fails with `STORE_UNAVAILABLE` (a paused or
    * unreachable server never makes a call hang). A write that timed out may still land later.
    * @default 5000
    */

@@ -10,7 +10,10 @@ interface Entry {
 }
 
 /** The unsubscribe function `watch` returns; `ready` settles once the etcd watch is in place. */
-export type EtcdUnwatch = (() => void) & { readonly ready: Promise<void> };
+export type EtcdUnwatch = (() => void) & {
+  /** Resolves once the etcd watch is in place; rejects if it could not be set up. */
+  readonly ready: Promise<void>;
+};
 
 /**
  * Lease events from one etcd watch over the store's whole key prefix, made on the first `watch`

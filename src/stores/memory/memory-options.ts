@@ -1,10 +1,11 @@
 import { checkInteger } from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
+/** How a `MemoryStore` reads time. */
 export interface MemoryStoreOptions {
   /** Where "now" comes from when deciding expiry. @default the system clock */
   clock?: Clock;
-  /** Clock disagreement a contender allows before treating a record as expired. @default 0 (one process, one clock) */
+  /** Clock disagreement, in ms, a contender allows before treating a record as expired. @default 0 (one process, one clock) */
   maxClockSkewMs?: number;
 }
 

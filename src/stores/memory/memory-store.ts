@@ -19,6 +19,7 @@ export class MemoryStore extends StoreBase {
   private readonly clock: Clock;
   private readonly records = new Map<string, LeaseRecord>();
 
+  /** An empty store; throws `INVALID_ARGUMENT` for a bad `maxClockSkewMs`. */
   constructor(options?: MemoryStoreOptions) {
     super();
     const resolved = resolveMemoryOptions(options);

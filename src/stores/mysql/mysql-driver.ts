@@ -30,7 +30,9 @@ export interface MysqlConnection {
  * this store uses. A pool handed to the store must be created with `multipleStatements: true`.
  */
 export interface MysqlPool {
+  /** Checks a connection out; the store releases it, or destroys it after a failure. */
   getConnection(): Promise<MysqlConnection>;
+  /** Closes the pool; the store calls it on `close()` only for a pool it created. */
   end(): Promise<void>;
 }
 

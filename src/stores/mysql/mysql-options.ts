@@ -1,16 +1,17 @@
 import { invalidArgument } from '../../core/errors.js';
 import { checkIdentifier as checkName, checkInteger } from '../../core/options.js';
 
+/** Where a `MysqlStore` keeps its records, and its timeouts. */
 export interface MysqlStoreOptions {
   /** Table holding the lease records; `<table>_meta` holds the schema version. @default 'leasehold_leases' */
   table?: string;
   /**
-   * How long getting a connection may take (waiting for a free pooled one, or TCP connect plus
-   * handshake for a new one) before the call fails with `STORE_UNAVAILABLE`. @default 5000
+   * How long, in ms, getting a connection may take (waiting for a free pooled one, or TCP connect
+   * plus handshake for a new one) before the call fails with `STORE_UNAVAILABLE`. @default 5000
    */
   connectTimeoutMs?: number;
   /**
-   * How long one call's statements may take once sent. Past it the connection is dropped (a
+   * How long, in ms, one call's statements may take once sent. Past it the connection is dropped (a
    * paused server cannot hold it) and the call fails with `STORE_UNAVAILABLE`; the server may
    * still apply what it had received. @default 5000
    */
@@ -19,12 +20,15 @@ export interface MysqlStoreOptions {
 
 /** Where a store that owns its pool connects; what a `mysql://` URL holds. */
 export interface MysqlConnectionOptions extends MysqlStoreOptions {
-  /** @default '127.0.0.1' */
+  /** The server's host name or address. @default '127.0.0.1' */
   host?: string;
-  /** @default 3306 */
+  /** The server's TCP port. @default 3306 */
   port?: number;
+  /** The user to connect as. */
   user?: string;
+  /** That user's password. */
   password?: string;
+  /** The database holding the lease tables: 1 to 64 letters, digits, `_`, `$` or `-`. */
   database: string;
   /** Most connections the store opens at once. @default 10 */
   poolSize?: number;

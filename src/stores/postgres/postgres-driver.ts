@@ -31,8 +31,11 @@ export interface PgPoolClient {
 
 /** The part of node-postgres's `Pool` this store uses; pass your own `pg.Pool` or anything shaped like it. */
 export interface PgPool {
+  /** Runs one statement on any pooled connection. */
   query(config: PgQueryConfig): Promise<PgQueryResult>;
+  /** Checks a connection out (for transactions and the `watch` LISTEN connection). */
   connect(): Promise<PgPoolClient>;
+  /** Closes the pool; the store calls it on `close()` only for a pool it created. */
   end(): Promise<void>;
 }
 

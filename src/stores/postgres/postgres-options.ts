@@ -1,18 +1,19 @@
 import { invalidArgument } from '../../core/errors.js';
 import { checkIdentifier as checkName, checkInteger, describe } from '../../core/options.js';
 
+/** Where a `PostgresStore` keeps its records, and its timeouts, pool and notifications. */
 export interface PostgresStoreOptions {
   /** Schema of the lease table; created when missing. @default 'public' */
   schema?: string;
   /** Table holding the lease records; `<table>_meta` holds the schema version. @default 'leasehold_leases' */
   table?: string;
   /**
-   * A statement unanswered after this long fails with `STORE_UNAVAILABLE` (the client gives up on
-   * it, and on pools the store creates the server cancels it too), so a paused or partitioned
+   * A statement unanswered after this long (in ms) fails with `STORE_UNAVAILABLE` (the client gives
+   * up on it, and on pools the store creates the server cancels it too), so a paused or partitioned
    * server never makes a call hang. @default 5000
    */
   statementTimeoutMs?: number;
-  /** Connecting (or waiting for a free pooled connection) fails after this long. Pools the store creates only. @default 5000 */
+  /** Connecting (or waiting for a free pooled connection) fails after this long, in ms. Pools the store creates only. @default 5000 */
   connectTimeoutMs?: number;
   /** Connections in the pool the store creates. @default 10 */
   poolSize?: number;

@@ -9,12 +9,17 @@ export type RedisArg = string | number;
  * onto it (see redis-node.ts).
  */
 export interface RedisClient {
+  /** Runs a cached Lua script by its SHA-1 (`EVALSHA`). */
   evalsha(sha: string, numKeys: number, ...args: RedisArg[]): Promise<unknown>;
+  /** Runs a Lua script by its text (`EVAL`), when the server does not know the SHA yet. */
   eval(script: string, numKeys: number, ...args: RedisArg[]): Promise<unknown>;
+  /** Reads fields of a hash (`HMGET`). */
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
   /** A new connection with the same options: it serves `watch` (a subscribed connection does nothing else). */
   duplicate(): RedisSubscriber;
+  /** Closes the connection gracefully; the store calls it on `close()` only for a client it created. */
   quit(): Promise<unknown>;
+  /** Drops the connection at once (when `quit` gets no answer). */
   disconnect(): void;
   /** `true` on an ioredis `Cluster`. */
   readonly isCluster?: boolean;
@@ -24,9 +29,13 @@ export interface RedisClient {
 
 /** The part of a duplicated ioredis connection that `watch` uses. */
 export interface RedisSubscriber {
+  /** Subscribes to the store's release channel. */
   subscribe(channel: string): Promise<unknown>;
+  /** Receives each published message: the channel and the released resource. */
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  /** Receives connection errors. */
   on(event: 'error', listener: (error: Error) => void): unknown;
+  /** Closes the subscriber connection. */
   disconnect(): void;
 }
 

@@ -2,6 +2,7 @@ import { invalidArgument } from '../../core/errors.js';
 import { checkInteger } from '../../core/options.js';
 import type { LeaseError } from '../../core/errors.js';
 
+/** The key namespace, sharding and timeouts of a `RedisStore`. */
 export interface RedisStoreOptions {
   /**
    * Start of every key and of the pub/sub channel: one namespace of leases. Letters, digits and
@@ -17,7 +18,7 @@ export interface RedisStoreOptions {
    */
   shards?: number;
   /**
-   * Deadline of every store call, after which it fails with `STORE_UNAVAILABLE` (a paused or
+   * Deadline of every store call, in ms, after which it fails with `STORE_UNAVAILABLE` (a paused or
    * unreachable server never makes a call hang). A timed-out write may still land later.
    * @default 5000
    */

@@ -332,7 +332,9 @@ export class RedisStore extends StoreBase {
     const ms = this.options.commandTimeoutMs;
     if (!this.layoutReady) return withDeadline(this.checkLayout().then(fn), ms, operation);
     if (driverBounds(this.client, ms)) return fn();
-    return this.deadlines.bound<T>(operation, (resolve, reject) => fn().then(resolve, reject));
+    return this.deadlines.bound<T>(operation, (resolve, reject) => {
+      fn().then(resolve, reject);
+    });
   }
 
   /** One script call, its reply turned into the result by `reply`, with as few promises as it takes. */

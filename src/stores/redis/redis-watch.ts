@@ -9,7 +9,10 @@ interface Entry {
 }
 
 /** The unsubscribe function `watch` returns; `ready` settles once the subscription is in place. */
-export type Unwatch = (() => void) & { readonly ready: Promise<void> };
+export type Unwatch = (() => void) & {
+  /** Resolves once the subscription is in place; rejects with `STORE_UNAVAILABLE` if it failed. */
+  readonly ready: Promise<void>;
+};
 
 /**
  * Release notifications: one subscriber connection (`duplicate()`), made on the first `watch` and

@@ -7,10 +7,15 @@ export interface SqliteStatement {
 
 /** The part of better-sqlite3's `Database` this store uses. */
 export interface SqliteDatabase {
+  /** Compiles one SQL statement. */
   prepare(sql: string): SqliteStatement;
+  /** Runs SQL text that may hold several statements (schema setup). */
   exec(sql: string): unknown;
+  /** Runs a `PRAGMA`; `simple` returns the first column of the first row. */
   pragma(sql: string, options?: { simple?: boolean }): unknown;
+  /** Wraps `fn` so that calling it runs it in one transaction. */
   transaction<F extends (...args: never[]) => unknown>(fn: F): Transaction<F>;
+  /** Closes the connection. */
   close(): unknown;
   /** The path it was opened with (better-sqlite3 sets it), to notice the file being replaced. */
   readonly name?: string;

@@ -2,6 +2,7 @@ import { invalidArgument } from '../../core/errors.js';
 import { checkIdentifier as checkName, checkInteger } from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
+/** Where a `SqliteStore` keeps its records, and how it waits, syncs and polls. */
 export interface SqliteStoreOptions {
   /**
    * Table holding the lease records; `<table>_meta` holds the schema version and `<table>_events`
@@ -9,22 +10,24 @@ export interface SqliteStoreOptions {
    */
   table?: string;
   /**
-   * How long a call waits for another connection's lock (a long transaction, a backup, a `sqlite3`
-   * shell) before failing with `STORE_UNAVAILABLE`. The wait is asynchronous: an attempt on a locked
-   * file fails at once, and the attempts repeat with jittered backoff, the event loop free between.
-   * `open` waits this long for a busy file too. @default 5000
+   * How long, in ms, a call waits for another connection's lock (a long transaction, a backup, a
+   * `sqlite3` shell) before failing with `STORE_UNAVAILABLE`. The wait is asynchronous: an attempt
+   * on a locked file fails at once, and the attempts repeat with jittered backoff, the event loop
+   * free between. `open` waits this long for a busy file too. @default 5000
    */
   busyTimeoutMs?: number;
   /**
-   * Clock disagreement a contender allows before treating a record as expired. Every process sharing
-   * a SQLite file reads one host clock, so the default only absorbs small wall-clock steps. @default 50
+   * Clock disagreement, in ms, a contender allows before treating a record as expired. Every
+   * process sharing a SQLite file reads one host clock, so the default only absorbs small
+   * wall-clock steps. @default 50
    */
   maxClockSkewMs?: number;
   /** `full` survives power loss without a token ever going backwards; `normal` is faster. @default 'full' */
   synchronous?: 'full' | 'normal';
   /**
-   * How often a store with `watch` listeners checks the file for releases by other connections:
-   * one `PRAGMA data_version`, and a read of the release log only when it changed. @default 25
+   * How often, in ms, a store with `watch` listeners checks the file for releases by other
+   * connections: one `PRAGMA data_version`, and a read of the release log only when it changed.
+   * @default 25
    */
   watchPollMs?: number;
   /** Where "now" comes from when deciding expiry, and what times the watch's polls. @default the system clock */
