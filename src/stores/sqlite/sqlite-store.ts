@@ -16,7 +16,7 @@ import { mapSqliteError } from './sqlite-errors.js';
 import { FileIdentity } from './sqlite-file-identity.js';
 import { readPaged } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
-import { SqliteRunner } from './sqlite-runner.js';
+import { RENEW_ROWS, SqliteRunner } from './sqlite-runner.js';
 import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
 import { eventStatements, statements } from './sqlite-sql.js';
 import { ReleaseWatch } from './sqlite-watch.js';
@@ -223,19 +223,26 @@ export class SqliteStore extends StoreBase {
     return released ?? false;
   }
 
-  /** One transaction per chunk of `BATCH_ROWS` leases: one lock, one commit each. */
+  /** One transaction per chunk of `RENEW_ROWS` leases: one lock, one commit each. */
   protected async doRenewMany(
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
-    return this.runner.runChunked('renewMany', leases, (chunk) =>
-      this.renewBatch.immediate(chunk, ttlMs),
+    return this.runner.runChunked(
+      'renewMany',
+      leases,
+      (chunk) => this.renewBatch.immediate(chunk, ttlMs),
+      RENEW_ROWS,
     );
   }
 
+  /** One transaction per chunk of `RENEW_ROWS` leases. */
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    const results = await this.runner.runChunked('releaseMany', leases, (chunk) =>
-      this.releaseBatch.immediate(chunk),
+    const results = await this.runner.runChunked(
+      'releaseMany',
+      leases,
+      (chunk) => this.releaseBatch.immediate(chunk),
+      RENEW_ROWS,
     );
     if (results.includes(true)) this.releases.poke();
     return results;
