@@ -9,7 +9,7 @@ import {
   type ListOptions,
 } from '../../src/index.js';
 import { PostgresStore, type PgPool } from '../../src/stores/postgres/index.js';
-import { statements } from '../../src/stores/postgres/postgres-sql.js';
+import { statements } from '../../src/stores/postgres/postgres-ops.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
 import { freePort } from '../harness/ports.js';

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LeaseError, type WatchEvent } from '../../src/index.js';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/stores/postgres/index.js';
-import { channelName } from '../../src/stores/postgres/postgres-sql.js';
+import { channelName } from '../../src/stores/postgres/postgres-ops.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
 import { waitFor } from '../harness/processes.js';

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore, type WatchEvent } from '../../src/index.js';
-import { SCHEMA_VERSION } from '../../src/stores/sqlite/sqlite-sql.js';
+import { SCHEMA_VERSION } from '../../src/stores/sqlite/sqlite-ops.js';
 import { rejection } from '../harness/expect-error.js';
 import { tempDir, waitFor } from '../harness/processes.js';
 

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStore, SqliteStore, type Clock, type LeaseStore } from '../../src/index.js';
-import { statements } from '../../src/stores/sqlite/sqlite-sql.js';
+import { statements } from '../../src/stores/sqlite/sqlite-ops.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { rejection } from '../harness/expect-error.js';
 import { tempDir } from '../harness/processes.js';

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore, type Lease, type WatchEvent } from '../../src/index.js';
-import { EVENTS_KEPT, EVENTS_PRUNE_EVERY } from '../../src/stores/sqlite/sqlite-sql.js';
+import { EVENTS_KEPT, EVENTS_PRUNE_EVERY } from '../../src/stores/sqlite/sqlite-ops.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { tempDir, waitFor } from '../harness/processes.js';
 

@@ -38,7 +38,7 @@ import {
   scanFloor,
   scanRequest,
   toRecord,
-} from './dynamodb-requests.js';
+} from './dynamodb-ops.js';
 import { ensureTable } from './dynamodb-table.js';
 import { parseDynamodbUrl, redactEndpoint, type DynamodbTarget } from './dynamodb-url.js';
 

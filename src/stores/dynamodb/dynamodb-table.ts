@@ -1,7 +1,7 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { DynamodbCommand, DynamodbModule } from './dynamodb-driver.js';
 import { createTableHint, isTableInUse, isTableMissing } from './dynamodb-errors.js';
-import { createTableRequest, describeTableRequest } from './dynamodb-requests.js';
+import { createTableRequest, describeTableRequest } from './dynamodb-ops.js';
 
 /** Sends one command with the store's deadline and error mapping. */
 export type Send = (operation: string, command: DynamodbCommand) => Promise<unknown>;

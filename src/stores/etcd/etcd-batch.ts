@@ -1,4 +1,4 @@
-import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-client.js';
+import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import type { EtcdRpc } from './etcd-rpc.js';
 
 /** How one batch becomes nested transactions and their answers become results. */

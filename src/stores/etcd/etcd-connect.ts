@@ -1,6 +1,6 @@
 import type * as Cockatiel from 'cockatiel';
 import { loadDriver } from '../../core/load-driver.js';
-import type { EtcdClient } from './etcd-client.js';
+import type { EtcdClient } from './etcd-driver.js';
 import { isUnreachable } from './etcd-errors.js';
 import type { EtcdTarget } from './etcd-url.js';
 

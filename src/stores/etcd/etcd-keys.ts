@@ -1,6 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
-import type { EtcdKeyValue } from './etcd-client.js';
+import type { EtcdKeyValue } from './etcd-driver.js';
 
 /**
  * The key layout. Each resource has up to three keys, `<prefix><resource>\0<kind>`:

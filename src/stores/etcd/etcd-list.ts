@@ -1,5 +1,5 @@
 import type { LeaseRecord } from '../../core/lease.js';
-import type { EtcdKeyValue } from './etcd-client.js';
+import type { EtcdKeyValue } from './etcd-driver.js';
 import { KIND, recordOf, type EtcdKeys } from './etcd-keys.js';
 import type { EtcdRpc } from './etcd-rpc.js';
 

@@ -1,5 +1,5 @@
 import type { LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { EtcdCompare, EtcdKeyValue, EtcdTxnRequest, EtcdTxnResponse } from './etcd-client.js';
+import type { EtcdCompare, EtcdKeyValue, EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import { encodeRecord, recordOf, safeCount, type ResourceKeys } from './etcd-keys.js';
 
 /*

@@ -9,7 +9,7 @@ import type {
   EtcdRangeResponse,
   EtcdTxnRequest,
   EtcdTxnResponse,
-} from './etcd-client.js';
+} from './etcd-driver.js';
 
 /**
  * Every call this store makes, each with a deadline: a gRPC deadline that the server and the

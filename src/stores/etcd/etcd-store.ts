@@ -7,7 +7,7 @@ import {
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
-import type { EtcdClient, EtcdTxnRequest, EtcdTxnResponse } from './etcd-client.js';
+import type { EtcdClient, EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import { connectEtcd } from './etcd-connect.js';
 import { mapEtcdError } from './etcd-errors.js';
 import { EtcdKeys, recordOf, type ResourceKeys } from './etcd-keys.js';

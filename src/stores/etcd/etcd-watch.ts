@@ -1,6 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { WatchEvent, WatchListener } from '../../core/store.js';
-import type { EtcdClient, EtcdKeyValue, EtcdWatchResponse, EtcdWatcher } from './etcd-client.js';
+import type { EtcdClient, EtcdKeyValue, EtcdWatchResponse, EtcdWatcher } from './etcd-driver.js';
 import { mapEtcdError } from './etcd-errors.js';
 import { decodeRecord, KIND, type EtcdKeys } from './etcd-keys.js';
 

@@ -4,6 +4,6 @@ export type {
   EtcdWatcher,
   EtcdWatchBuilder,
   EtcdKeepAliveStream,
-} from './etcd-client.js';
+} from './etcd-driver.js';
 export type { EtcdStoreOptions } from './etcd-options.js';
 export type { EtcdUnwatch } from './etcd-watch.js';

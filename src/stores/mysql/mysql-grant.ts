@@ -1,7 +1,7 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 
 /**
- * How an acquire answers in the OK packet's insert id alone (see `acquire` in mysql-sql.ts):
+ * How an acquire answers in the OK packet's insert id alone (see `acquire` in mysql-ops.ts):
  * `token × 2^CLOCK_BITS + code`, 0 when refused. `code` is where the server clock stood against
  * the caller's estimate of it (`code − WINDOW − 1` ms off), or 0 when it was further off than
  * `WINDOW` ms. Tokens stay exact: a safe integer times 2^10 still fits a signed BIGINT.

@@ -91,7 +91,7 @@ export function poolConfig(options: MysqlConnectionOptions, resolved: ResolvedMy
     maxIdle: poolSize,
     idleTimeout: 60_000,
     connectTimeout: resolved.connectTimeoutMs,
-    // A transition's statements travel in one round trip (see mysql-sql.ts).
+    // A transition's statements travel in one round trip (see mysql-ops.ts).
     multipleStatements: true,
     charset: 'utf8mb4',
     enableKeepAlive: true,

@@ -21,7 +21,7 @@ import {
   type MysqlStoreOptions,
   type ResolvedMysqlOptions,
 } from './mysql-options.js';
-import { metaTable, migrations, SCHEMA_VERSION, statements, type Statements } from './mysql-sql.js';
+import { metaTable, migrations, SCHEMA_VERSION, statements, type Statements } from './mysql-ops.js';
 
 interface Row {
   resource: unknown;
@@ -33,7 +33,7 @@ interface Row {
 /**
  * Leases in a MySQL 8 or MariaDB 10.6+ table. Expiry is decided on the server's clock inside each
  * compare-and-set. Acquire, renew and release are one prepared statement each, batches one round
- * trip each (see mysql-sql.ts for how each one reports back); an acquire takes a second round trip
+ * trip each (see mysql-ops.ts for how each one reports back); an acquire takes a second round trip
  * only while this process's estimate of the server clock is more than half a second off.
  */
 export class MysqlStore extends StoreBase {
@@ -151,7 +151,7 @@ export class MysqlStore extends StoreBase {
       const position = batch.positions[int(row.i, 'batch row') - 1]!;
       const resource = resources[position]!;
       const stored = record({ ...row, resource });
-      // A negative expires_at marks a grant of this transaction (see mysql-sql.ts).
+      // A negative expires_at marks a grant of this transaction (see mysql-ops.ts).
       outcomes[position] =
         stored.expiresAt < 0
           ? { resource, lease: { ...pick(stored), expiresAt: -stored.expiresAt, ttlMs } }

@@ -25,7 +25,7 @@ import {
   statements,
   watchStatements,
   type Statements,
-} from './postgres-sql.js';
+} from './postgres-ops.js';
 import { Notifier } from './postgres-watch.js';
 
 type Row = PgQueryResult['rows'][number];

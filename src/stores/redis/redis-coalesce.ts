@@ -1,6 +1,6 @@
-import { MAX_ACQUIRE_KEYS, sendScript, type RedisArg, type RedisClient } from './redis-client.js';
+import { MAX_ACQUIRE_KEYS, sendScript, type RedisArg, type RedisClient } from './redis-driver.js';
 import type { RedisKeys } from './redis-keys.js';
-import { TRANSITIONS } from './redis-scripts.js';
+import { TRANSITIONS } from './redis-ops.js';
 
 /** One single-lease transition waiting for its turn; `onReply` gets what ACQUIRE or RELEASE would. */
 export interface Transition {

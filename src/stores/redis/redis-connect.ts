@@ -1,6 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { loadDriver } from '../../core/load-driver.js';
-import { withDeadline, type RedisClient } from './redis-client.js';
+import { withDeadline, type RedisClient } from './redis-driver.js';
 import { mapRedisError } from './redis-errors.js';
 import type { RedisNode, RedisTarget } from './redis-url.js';
 

@@ -1,4 +1,4 @@
-import type { RedisArg, RedisClient, RedisSubscriber } from './redis-client.js';
+import type { RedisArg, RedisClient, RedisSubscriber } from './redis-driver.js';
 
 /** Script keys and arguments as node-redis takes them: strings, keys apart. */
 interface ScriptOptions {

@@ -17,7 +17,7 @@ import {
   withDeadline,
   type RedisArg,
   type RedisClient,
-} from './redis-client.js';
+} from './redis-driver.js';
 import { connectRedis } from './redis-connect.js';
 import { Coalescer } from './redis-coalesce.js';
 import { CallDeadlines } from './redis-deadlines.js';
@@ -40,7 +40,7 @@ import {
   RENEW,
   RENEW_MANY,
   type Script,
-} from './redis-scripts.js';
+} from './redis-ops.js';
 import { perShard } from './redis-shards.js';
 import { parseRedisUrl, type RedisTarget } from './redis-url.js';
 import { RedisWatch, type Unwatch } from './redis-watch.js';

@@ -1,6 +1,6 @@
 import type { LeaseError } from '../../core/errors.js';
 import type { WatchListener } from '../../core/store.js';
-import type { RedisClient, RedisSubscriber } from './redis-client.js';
+import type { RedisClient, RedisSubscriber } from './redis-driver.js';
 import { mapRedisError } from './redis-errors.js';
 
 interface Entry {

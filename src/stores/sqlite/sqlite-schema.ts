@@ -1,7 +1,7 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { SqliteDatabase } from './sqlite-driver.js';
 import { isBusy } from './sqlite-errors.js';
-import { metaTable, migrations, SCHEMA_VERSION, versionStatements } from './sqlite-sql.js';
+import { metaTable, migrations, SCHEMA_VERSION, versionStatements } from './sqlite-ops.js';
 
 /**
  * The longest SQLite's own busy handler may block the event loop on one statement while a file is

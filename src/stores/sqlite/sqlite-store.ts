@@ -18,7 +18,7 @@ import { readPaged } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { RENEW_ROWS, SqliteRunner } from './sqlite-runner.js';
 import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
-import { eventStatements, statements } from './sqlite-sql.js';
+import { eventStatements, statements } from './sqlite-ops.js';
 import { ReleaseWatch } from './sqlite-watch.js';
 
 /** Connections `open` has already set up (with asynchronous retries), so the constructor skips it. */

@@ -1,6 +1,6 @@
 import { withDeadline as deadline } from '../../core/deadline.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { Script } from './redis-scripts.js';
+import type { Script } from './redis-ops.js';
 
 export type RedisArg = string | number;
 
