@@ -74,7 +74,10 @@ export function runScript<T = unknown>(
   });
 }
 
-/** `runScript` with callbacks instead of a promise; neither callback may throw. */
+/**
+ * `runScript` with callbacks instead of a promise; neither callback may throw. Exactly one of them
+ * is called, also when the driver throws rather than rejects.
+ */
 export function sendScript(
   client: RedisClient,
   script: Script,
@@ -83,10 +86,24 @@ export function sendScript(
   onReply: (value: unknown) => void,
   onError: (error: unknown) => void,
 ): void {
-  client.evalsha(script.sha, keys.length, ...keys, ...args).then(onReply, (error: unknown) => {
-    if (!isNoScript(error)) return onError(error);
-    client.eval(script.lua, keys.length, ...keys, ...args).then(onReply, onError);
-  });
+  // A driver that throws instead of rejecting (a closed client, say) still answers through onError.
+  const send = (run: () => Promise<unknown>, onFailure: (error: unknown) => void): void => {
+    let sent: Promise<unknown>;
+    try {
+      sent = run();
+    } catch (error) {
+      onError(error);
+      return;
+    }
+    sent.then(onReply, onFailure);
+  };
+  send(
+    () => client.evalsha(script.sha, keys.length, ...keys, ...args),
+    (error: unknown) => {
+      if (!isNoScript(error)) return onError(error);
+      send(() => client.eval(script.lua, keys.length, ...keys, ...args), onError);
+    },
+  );
 }
 
 function isNoScript(error: unknown): boolean {
