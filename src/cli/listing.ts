@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { expiresText, type RecordView } from './format.js';
+import { visible } from './escape.js';
 
 /** Where `leasehold list` writes its records, one page at a time. */
 export interface Listing {
@@ -31,8 +32,8 @@ export class TableListing implements Listing {
 
   async page(views: readonly RecordView[]): Promise<void> {
     const rows = views.map((v) => [
-      v.resource,
-      v.owner || '-',
+      visible(v.resource),
+      v.owner ? visible(v.owner) : '-',
       String(v.token),
       v.state,
       expiresText(v),

@@ -1,4 +1,6 @@
+import { redact, urlPassword } from '../core/store-url.js';
 import { isLeaseError } from '../index.js';
+import { terminalSafe } from './escape.js';
 
 /** An outcome the command reports as a failure without a `LeaseError` code (not found, not released). */
 export class CliFailure extends Error {
@@ -21,21 +23,26 @@ export function printJson(value: unknown): void {
 
 /** The one line a failed command prints on stderr. */
 export function errorLine(error: unknown): string {
-  if (isLeaseError(error)) return `leasehold: ${error.code}: ${error.message}`;
-  if (error instanceof CliFailure) return `leasehold: ${error.message}`;
-  return `leasehold: ${error instanceof Error ? error.message : String(error)}`;
+  return `leasehold: ${terminalSafe(errorText(error))}`;
+}
+
+function errorText(error: unknown): string {
+  if (isLeaseError(error)) return `${error.code}: ${error.message}`;
+  if (error instanceof CliFailure) return error.message;
+  return error instanceof Error ? error.message : String(error);
 }
 
 /**
  * Removes the password of a store URL from `text`, in case a driver echoed it in a message.
- * Messages leasehold writes itself already use the redacted URL; this is a second guard.
+ * Messages leasehold writes itself already use the redacted URL; this is a second guard, and finds
+ * the password of a malformed URL (misspelt scheme, unencoded `?` or `#` in the password) too.
  */
 export function scrubPassword(text: string, url: string | undefined): string {
-  const match =
-    url === undefined ? null : /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/@:]*:([^@/]+)@/.exec(url);
-  const password = match?.[1];
-  if (!password) return text;
-  let out = text.split(password).join('***');
+  if (url === undefined) return text;
+  let out = text.split(url).join(redact(url));
+  const password = urlPassword(url);
+  if (!password) return out;
+  out = out.split(password).join('***');
   try {
     const decoded = decodeURIComponent(password);
     if (decoded !== password) out = out.split(decoded).join('***');

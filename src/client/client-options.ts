@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { invalidArgument } from '../core/errors.js';
-import { checkInteger, checkOwner, checkTtl, describe, LIMITS } from '../core/options.js';
+import {
+  checkInteger,
+  checkKnownKeys,
+  checkOwner,
+  checkTtl,
+  describe,
+  LIMITS,
+  optionKeys,
+} from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import { driftMs, systemClock, type Clock } from '../core/time.js';
 
@@ -39,6 +47,16 @@ export const CLIENT_DEFAULTS = Object.freeze({
   autoRenew: true,
 });
 
+const CLIENT_KEYS = optionKeys<LeaseClientOptions>({
+  store: true,
+  owner: true,
+  ttlMs: true,
+  heartbeatMs: true,
+  maxClockSkewMs: true,
+  autoRenew: true,
+  clock: true,
+});
+
 const STORE_METHODS = [
   'tryAcquire',
   'renew',
@@ -53,6 +71,7 @@ const STORE_METHODS = [
 export function resolveClientOptions(options: LeaseClientOptions): ResolvedClientOptions {
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('LeaseClient options', options, CLIENT_KEYS);
   const { store } = options;
   if (
     typeof store !== 'object' ||
@@ -112,6 +131,8 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
+const ACQUIRE_KEYS = optionKeys<AcquireOptions>({ waitMs: true, signal: true });
+
 export function checkAcquireOptions(options: AcquireOptions | undefined): {
   waitMs: number;
   signal: AbortSignal | undefined;
@@ -119,6 +140,7 @@ export function checkAcquireOptions(options: AcquireOptions | undefined): {
   if (options === undefined) return { waitMs: Infinity, signal: undefined };
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('acquire options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('acquire options', options, ACQUIRE_KEYS);
   const waitMs = options.waitMs ?? Infinity;
   if (
     typeof waitMs !== 'number' ||

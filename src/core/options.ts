@@ -1,4 +1,4 @@
-import { invalidArgument } from './errors.js';
+import { ErrorCode, invalidArgument, LeaseError } from './errors.js';
 import type { Lease, LeaseRef } from './lease.js';
 
 /** Limits every store and the client enforce, so any name that passes round-trips on every store. */
@@ -197,4 +197,51 @@ export function checkIdentifier(field: string, value: unknown, maxLength: number
     );
   }
   return value;
+}
+
+/**
+ * The option names of `T`, listed once as an object literal so the compiler flags a name missing
+ * from the list or not in `T`.
+ */
+export function optionKeys<T extends object>(keys: Record<keyof T, true>): readonly string[] {
+  return Object.freeze(Object.keys(keys));
+}
+
+/**
+ * Refuses an options object holding a key outside `known` (a misspelt option would otherwise be
+ * ignored silently), naming the key and the nearest known one within three edits, else every
+ * known one. Symbol keys are not options and pass.
+ */
+export function checkKnownKeys(what: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    let nearest: string | undefined;
+    let best = 4;
+    for (const candidate of known) {
+      const distance = editDistance(key, candidate);
+      if (distance < best) [nearest, best] = [candidate, distance];
+    }
+    const hint =
+      nearest === undefined
+        ? `the known options are ${known.map((k) => JSON.stringify(k)).join(', ')}`
+        : `did you mean ${JSON.stringify(nearest)}?`;
+    throw new LeaseError(
+      ErrorCode.INVALID_ARGUMENT,
+      `${what}: unknown option ${JSON.stringify(key)}; ${hint}`,
+    );
+  }
+}
+
+/** Levenshtein distance: the fewest one-character insertions, deletions or substitutions. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitute = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, substitute);
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }

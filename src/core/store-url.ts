@@ -29,22 +29,85 @@ export function parseStoreUrl(text: unknown): StoreUrl {
   }
   const scheme = match[1]!.toLowerCase();
   const afterScheme = match[2]!;
-  const q = afterScheme.indexOf('?');
-  const rest = q === -1 ? afterScheme : afterScheme.slice(0, q);
-  const params = new URLSearchParams(q === -1 ? '' : afterScheme.slice(q + 1));
+  const q = queryStart(text) - (text.length - afterScheme.length);
+  const rest = q < 0 ? afterScheme : afterScheme.slice(0, q);
+  const params = new URLSearchParams(q < 0 ? '' : afterScheme.slice(q + 1));
   return { scheme, rest, params, redacted: redact(text) };
+}
+
+/** Schemes whose URLs carry a path, never credentials: an `@` in them is part of a file name. */
+const NO_CREDENTIALS = new Set(['memory', 'sqlite']);
+
+/** Where the user info of a URL-like text ends (its `@`), and where its password starts. */
+interface Userinfo {
+  readonly password: number;
+  readonly at: number;
+  /** The `?` before `at` belongs to the password: the query starts after `at`. */
+  readonly queryInPassword: boolean;
+}
+
+/**
+ * Finds `user:password@` after the scheme (which may be misspelt, or lack its `//`) or at the start,
+ * without trusting the text to be a well-formed URL: the password may hold unencoded `@`, `/`, `?`,
+ * `#` or spaces. The `@` is the last one before any URL nested in a parameter; when that `@` follows
+ * a `?` that starts what looks like a query (`?prefix=a@b`), the last `@` before the `?` is taken
+ * instead, and with none there the whole stretch is treated as the password, so nothing leaks.
+ */
+function findUserinfo(text: string): Userinfo | undefined {
+  const head = /^\s*(?:([A-Za-z][A-Za-z0-9+.-]*):)?(\/*)/.exec(text)!;
+  if (head[1] !== undefined && NO_CREDENTIALS.has(head[1].toLowerCase())) return undefined;
+  const start = head[0].length;
+  const nested = text.slice(start).search(/:\/\/|%3A%2F%2F|%2F%2F/i);
+  const limit = nested === -1 ? text.length : start + nested;
+  let at = text.lastIndexOf('@', limit - 1);
+  if (at < start) return undefined;
+  const q = text.indexOf('?', start);
+  let queryInPassword = false;
+  if (q !== -1 && q < at) {
+    const before = text.lastIndexOf('@', q);
+    if (/[=&]/.test(text.slice(q, at)) && before >= start) at = before;
+    else queryInPassword = !/[=&]/.test(text.slice(q, at));
+  }
+  const userinfo = text.slice(start, at);
+  const colon = userinfo.indexOf(':');
+  if (colon !== -1) return { password: start + colon + 1, at, queryInPassword };
+  // `user@host` after `scheme://` names a user only; without the `//` (`user:pw@host` with no
+  // scheme, or `postgres:pw@host`) the first `:` was taken for the scheme's.
+  if (head[1] === undefined || head[2] !== '') return undefined;
+  return {
+    password: head[1].length + 1 + (head[0].length - head[0].trimStart().length),
+    at,
+    queryInPassword,
+  };
+}
+
+/** Where the query of a store URL starts (its `?`), or -1. */
+function queryStart(text: string): number {
+  const userinfo = findUserinfo(text);
+  const from = userinfo?.queryInPassword ? userinfo.at : 0;
+  return text.indexOf('?', from);
+}
+
+/** The password of a URL-like text, as written in it, or `undefined` when it shows none. */
+export function urlPassword(text: string): string | undefined {
+  const userinfo = findUserinfo(text);
+  const password = userinfo && text.slice(userinfo.password, userinfo.at);
+  return password || undefined;
 }
 
 /**
  * Replaces the password of `scheme://user:password@host…` with `***`, and so the credentials of
  * URLs nested in parameters and the values of parameters named like a secret (`password=`,
- * `secret=`). The user info runs to the last `@` before the query, so a password with an
- * unencoded `@` or `/` is still hidden whole.
+ * `secret=`). Malformed URLs are redacted too: a misspelt scheme or one without `//`
+ * (`postgres:/user:pw@host`, `user:pw@host`), and a password with unencoded `@`, `/`, `?`, `#` or
+ * spaces is hidden whole.
  */
 export function redact(text: string): string {
-  const q = text.indexOf('?');
-  if (q !== -1) return redactMain(text.slice(0, q)) + redactQuery(text.slice(q));
-  return redactMain(text);
+  const userinfo = findUserinfo(text);
+  const head = userinfo ? `${text.slice(0, userinfo.password)}***` : '';
+  const tail = userinfo ? text.slice(userinfo.at) : text;
+  const q = tail.indexOf('?');
+  return q === -1 ? head + tail : head + tail.slice(0, q) + redactQuery(tail.slice(q));
 }
 
 function redactQuery(query: string): string {
@@ -55,18 +118,6 @@ function redactQuery(query: string): string {
       // Parameters whose name says they hold a secret.
       .replace(/([?&][^=&#]*(?:pass|pwd|secret)[^=&#]*=)[^&#]*/gi, '$1***')
   );
-}
-
-function redactMain(text: string): string {
-  const start = text.indexOf('://');
-  if (start === -1) return text;
-  const query = text.indexOf('?', start);
-  const end = query === -1 ? text.length : query;
-  const at = text.lastIndexOf('@', end - 1);
-  if (at <= start) return text;
-  const colon = text.indexOf(':', start + 3);
-  if (colon === -1 || colon > at) return text;
-  return `${text.slice(0, colon + 1)}***${text.slice(at)}`;
 }
 
 /**
@@ -91,6 +142,12 @@ export function urlError(
 export function takeParams(url: StoreUrl, allowed: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of url.params) {
+    if (!shownInRedacted(url, key)) {
+      // The parameter lies in what the redaction took for a password: naming it could leak it.
+      throw urlError(url, 'a "?" that may be part of the password', {
+        hint: 'percent-encode ?, #, / and @ in the user name and password (%3F, %23, %2F, %40)',
+      });
+    }
     if (!allowed.includes(key)) {
       throw urlError(url, `unknown parameter "${key}"`, {
         hint: `${url.scheme}: accepts ${allowed.join(', ') || 'none'}`,
@@ -104,6 +161,16 @@ export function takeParams(url: StoreUrl, allowed: readonly string[]): Record<st
     out[key] = value;
   }
   return out;
+}
+
+/** Whether parameter `key` can be seen in the redacted URL (it is not inside a hidden password). */
+function shownInRedacted(url: Pick<StoreUrl, 'redacted'>, key: string): boolean {
+  const q = queryStart(url.redacted);
+  if (q === -1) return false;
+  const query = url.redacted.slice(q);
+  return [key, encodeURIComponent(key)].some(
+    (k) => query.includes(`?${k}`) || query.includes(`&${k}`),
+  );
 }
 
 /** A query parameter that must be a non-negative integer. */

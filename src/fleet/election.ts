@@ -1,5 +1,5 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
-import { checkResource, LIMITS } from '../core/options.js';
+import { checkKnownKeys, checkResource, describe, LIMITS, optionKeys } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import { sleep, systemClock, type Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
@@ -51,6 +51,18 @@ export interface Election {
 
 const RESOURCE_PREFIX = 'election/';
 
+const ELECT_KEYS = optionKeys<ElectOptions>({
+  store: true,
+  name: true,
+  owner: true,
+  ttlMs: true,
+  heartbeatMs: true,
+  onElected: true,
+  onDemoted: true,
+  onError: true,
+  clock: true,
+});
+
 /** The longest election name, in UTF-8 bytes: `election/<name>` must be a valid resource name. */
 const ELECTION_NAME_MAX_BYTES = LIMITS.resourceMaxBytes - RESOURCE_PREFIX.length;
 
@@ -70,9 +82,18 @@ function checkElectionName(name: unknown): string {
  * campaigns again after losing it. Built on one `LeaseClient` and one resource.
  */
 export function elect(options: ElectOptions): Election {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('elect options', options, ELECT_KEYS);
   const resource = `${RESOURCE_PREFIX}${checkElectionName(options.name)}`;
   if (typeof options.onElected !== 'function')
     throw new LeaseError(ErrorCode.INVALID_ARGUMENT, 'onElected must be a function');
+  // Checked now: a bad callback would otherwise surface only when leadership ends or a store call fails.
+  for (const field of ['onDemoted', 'onError'] as const) {
+    const callback: unknown = options[field];
+    if (callback !== undefined && typeof callback !== 'function')
+      throw invalidArgument(field, `must be a function, got ${describe(callback)}`);
+  }
   const client = new LeaseClient({
     store: options.store,
     owner: options.owner,

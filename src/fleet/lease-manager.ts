@@ -1,8 +1,15 @@
 import { EventEmitter } from 'node:events';
 import { safeEmit } from '../core/safe-emit.js';
-import { ErrorCode, LeaseError } from '../core/errors.js';
+import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { isLive, liveUntil, type LeaseRecord } from '../core/lease.js';
-import { checkInteger, checkResource, LIMITS } from '../core/options.js';
+import {
+  checkInteger,
+  checkKnownKeys,
+  checkResource,
+  describe,
+  LIMITS,
+  optionKeys,
+} from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import { systemClock, type Clock, type TimerHandle } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
@@ -42,6 +49,8 @@ export interface StopOptions {
   /** How long, in ms, to wait for `onAcquired` work to settle before releasing anyway. @default 10000 */
   timeoutMs?: number;
 }
+
+const STOP_KEYS = optionKeys<StopOptions>({ timeoutMs: true });
 
 const PAGE = 5000;
 
@@ -198,6 +207,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    * everything with one `releaseMany`, so peers watching the store take over at once.
    */
   stop(options: StopOptions = {}): Promise<void> {
+    if (typeof options !== 'object' || options === null)
+      throw invalidArgument('stop options', `must be an object, got ${describe(options)}`);
+    checkKnownKeys('stop options', options, STOP_KEYS);
     const timeoutMs = checkInteger('timeoutMs', options.timeoutMs ?? 10_000, 0, LIMITS.ttlMaxMs);
     this.stopping ??= this.shutdown(timeoutMs);
     return this.stopping;

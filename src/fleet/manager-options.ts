@@ -1,5 +1,12 @@
 import { invalidArgument } from '../core/errors.js';
-import { checkInteger, checkOwner, describe, LIMITS } from '../core/options.js';
+import {
+  checkInteger,
+  checkKnownKeys,
+  checkOwner,
+  describe,
+  LIMITS,
+  optionKeys,
+} from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import type { Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
@@ -61,9 +68,29 @@ export const MANAGER_DEFAULTS = Object.freeze({
   maxInFlight: 2,
 });
 
+const MANAGER_KEYS = optionKeys<LeaseManagerOptions>({
+  store: true,
+  owner: true,
+  resources: true,
+  ttlMs: true,
+  heartbeatMs: true,
+  reconcileMs: true,
+  balance: true,
+  maxLeases: true,
+  group: true,
+  maxClockSkewMs: true,
+  onAcquired: true,
+  onLost: true,
+  settleMs: true,
+  batchSize: true,
+  maxInFlight: true,
+  clock: true,
+});
+
 export function checkManagerOptions(options: LeaseManagerOptions): void {
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('LeaseManager options', options, MANAGER_KEYS);
   const { resources, reconcileMs, balance, maxLeases, group, onAcquired, onLost, owner } = options;
   const { settleMs, batchSize, maxInFlight } = options;
   if (settleMs !== undefined) checkInteger('settleMs', settleMs, 0, LIMITS.ttlMaxMs);

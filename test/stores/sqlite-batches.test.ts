@@ -75,9 +75,10 @@ describe('SqliteStore batches of 10,000', () => {
     expect(released.result).toEqual(input.map(() => true));
 
     for (const [what, run] of Object.entries({ acquired, renewed, released })) {
-      // One transaction would leave the interval no turn at all until the batch is done.
+      // One transaction would leave the interval no turn at all until the batch is done; chunks
+      // (of 500 acquisitions, 1,000 renewals or releases) give it one between each. How long a
+      // chunk holds the loop is measured in the benchmarks, not asserted here.
       expect(run.ticks, what).toBeGreaterThanOrEqual(5);
-      expect(run.busiestGapMs, what).toBeLessThan(BUSY_BOUND_MS);
     }
   });
 

@@ -17,6 +17,7 @@ import {
   withStore,
   type StoreOptions,
 } from '../store.js';
+import { hasUnsafe, quoted, visible } from '../escape.js';
 
 interface AcquireOptions extends StoreOptions {
   owner: string;
@@ -64,10 +65,10 @@ export function registerAcquire(program: Command): void {
           return;
         }
         const view = viewRecord(held.lease, Date.now(), store.maxClockSkewMs);
-        print(`acquired ${JSON.stringify(resource)}`);
+        print(`acquired ${quoted(resource)}`);
         print(
           fields([
-            ['owner', owner],
+            ['owner', visible(owner)],
             ['token', String(token)],
             [
               'expires',
@@ -100,11 +101,11 @@ async function acquireOrExplain(
     const record = await store.get(resource);
     if (!record || record.owner === '') throw error;
     const view = viewRecord(record, Date.now(), store.maxClockSkewMs);
-    const holder = `${JSON.stringify(record.owner)} with token ${record.token}, expiring ${expiresText(view)}`;
+    const holder = `${quoted(record.owner)} with token ${record.token}, expiring ${expiresText(view)}`;
     const message =
       record.owner === client.owner
-        ? `lease on ${JSON.stringify(resource)} is already held by ${holder}; release it or let it lapse first`
-        : `lease on ${JSON.stringify(resource)} is held by ${holder}${waitMs > 0 ? ` (waited ${formatDuration(waitMs)})` : ''}`;
+        ? `lease on ${quoted(resource)} is already held by ${holder}; release it or let it lapse first`
+        : `lease on ${quoted(resource)} is held by ${holder}${waitMs > 0 ? ` (waited ${formatDuration(waitMs)})` : ''}`;
     throw new LeaseError(ErrorCode.LEASE_UNAVAILABLE, message, {
       resource,
       retryable: true,
@@ -115,7 +116,12 @@ async function acquireOrExplain(
   }
 }
 
-/** The text as one shell word: quoted only when it needs to be. */
+/**
+ * The text as one shell word: quoted only when it needs to be, and as `$'…'` with escapes when it
+ * holds characters a terminal would act on.
+ */
 export function shellWord(text: string): string {
-  return /^[A-Za-z0-9_.:/@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+  if (/^[A-Za-z0-9_.:/@%+=,-]+$/.test(text)) return text;
+  if (hasUnsafe(text)) return `$'${visible(text).replace(/'/g, "\\'")}'`;
+  return `'${text.replace(/'/g, `'\\''`)}'`;
 }

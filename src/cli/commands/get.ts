@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { clockNote, expiresText, fields, viewRecord } from '../format.js';
 import { CliFailure, print, printJson } from '../output.js';
 import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
+import { quoted, visible } from '../escape.js';
 
 export function registerGet(program: Command): void {
   withCommonOptions(
@@ -12,7 +13,7 @@ export function registerGet(program: Command): void {
   ).action((resource: string, options: StoreOptions) =>
     withStore(storeUrl(options), async (store) => {
       const record = await store.get(resource);
-      if (!record) throw new CliFailure(`no lease record for ${JSON.stringify(resource)}`);
+      if (!record) throw new CliFailure(`no lease record for ${quoted(resource)}`);
       const view = viewRecord(record, Date.now(), store.maxClockSkewMs);
       if (options.json) {
         printJson({ ...view, clock: store.capabilities.clock });
@@ -20,8 +21,8 @@ export function registerGet(program: Command): void {
       }
       print(
         fields([
-          ['resource', view.resource],
-          ['owner', view.owner || '- (released)'],
+          ['resource', visible(view.resource)],
+          ['owner', view.owner ? visible(view.owner) : '- (released)'],
           ['token', String(view.token)],
           ['state', view.state],
           ['expires', expiresText(view)],

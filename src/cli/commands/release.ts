@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { integerOption } from '../numbers.js';
 import { CliFailure, print, printJson } from '../output.js';
 import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
+import { quoted } from '../escape.js';
 
 interface ReleaseOptions extends StoreOptions {
   owner: string;
@@ -27,11 +28,11 @@ export function registerRelease(program: Command): void {
       if (options.json) printJson({ resource, owner, token, released });
       if (!released) {
         throw new CliFailure(
-          `not released: lease on ${JSON.stringify(resource)} is not held by ${JSON.stringify(owner)} with token ${token}`,
+          `not released: lease on ${quoted(resource)} is not held by ${quoted(owner)} with token ${token}`,
         );
       }
       if (!options.json)
-        print(`released ${JSON.stringify(resource)} (owner ${owner}, token ${token})`);
+        print(`released ${quoted(resource)} (owner ${quoted(owner)}, token ${token})`);
     }),
   );
 }

@@ -7,6 +7,7 @@ import { SignalRelay } from '../run/signal-relay.js';
 import { supervise } from '../run/supervise.js';
 import { waitOption } from '../run/wait-option.js';
 import { requireShared, storeUrl, withStore } from '../store.js';
+import { quoted, terminalSafe } from '../escape.js';
 
 interface RunOptions {
   store?: string;
@@ -113,7 +114,7 @@ async function runUnderLease(
   argv: string[],
   options: RunOptions,
 ): Promise<number> {
-  const say = (line: string): void => void process.stderr.write(`${line}\n`);
+  const say = (line: string): void => void process.stderr.write(`${terminalSafe(line)}\n`);
   const signals = new SignalRelay();
   const client = new LeaseClient({
     store,
@@ -124,7 +125,7 @@ async function runUnderLease(
   try {
     const held = await acquireForRun(client, store, resource, options.wait, signals);
     held.on('at-risk', (reason) =>
-      say(`leasehold: warning: lease on ${JSON.stringify(resource)} at risk: ${reason}`),
+      say(`leasehold: warning: lease on ${quoted(resource)} at risk: ${reason}`),
     );
     const outcome = await supervise(held, {
       argv,

@@ -10,6 +10,7 @@ import { expiresText, viewRecord } from '../format.js';
 import { CliFailure } from '../output.js';
 import { RUN_EXIT, signalExitCode } from './exit-codes.js';
 import type { SignalRelay } from './signal-relay.js';
+import { quoted } from '../escape.js';
 
 /**
  * Waits up to `waitMs` for the lease. A signal ends the wait with exit 128+N; a lease still held by
@@ -26,7 +27,7 @@ export async function acquireForRun(
   signals.onSignal = (signal) =>
     interrupt.abort(
       new CliFailure(
-        `interrupted by ${signal} while waiting for the lease on ${JSON.stringify(resource)}`,
+        `interrupted by ${signal} while waiting for the lease on ${quoted(resource)}`,
         signalExitCode(signal),
       ),
     );
@@ -55,7 +56,7 @@ async function unavailableLine(
   const waited = waitMs > 0 ? ` (waited ${formatDuration(waitMs)})` : '';
   const record = await store.get(resource).catch(() => null);
   if (!record || record.owner === '')
-    return `${ErrorCode.LEASE_UNAVAILABLE}: lease on ${JSON.stringify(resource)} is held by another owner${waited}`;
+    return `${ErrorCode.LEASE_UNAVAILABLE}: lease on ${quoted(resource)} is held by another owner${waited}`;
   const view = viewRecord(record, Date.now(), store.maxClockSkewMs);
-  return `${ErrorCode.LEASE_UNAVAILABLE}: lease on ${JSON.stringify(resource)} is held by ${JSON.stringify(record.owner)} with token ${record.token}, expiring ${expiresText(view)}${waited}`;
+  return `${ErrorCode.LEASE_UNAVAILABLE}: lease on ${quoted(resource)} is held by ${quoted(record.owner)} with token ${record.token}, expiring ${expiresText(view)}${waited}`;
 }

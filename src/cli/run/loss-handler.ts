@@ -1,6 +1,7 @@
 import { ErrorCode, LeaseError, type Clock, type HeldLease } from '../../index.js';
 import { formatDuration } from '../duration.js';
 import type { CommandProcesses } from './command-processes.js';
+import { quoted } from '../escape.js';
 
 export interface LossHandlerOptions {
   held: HeldLease;
@@ -82,7 +83,7 @@ export class LossHandler {
     const { held } = this.options;
     return new LeaseError(
       ErrorCode.LEASE_LOST,
-      `lease on ${JSON.stringify(held.resource)} (token ${held.token}) lost: its validity deadline passed while leasehold was stopped`,
+      `lease on ${quoted(held.resource)} (token ${held.token}) lost: its validity deadline passed while leasehold was stopped`,
       { resource: held.resource, retryable: false },
     );
   }

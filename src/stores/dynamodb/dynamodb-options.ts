@@ -1,5 +1,5 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkInteger, describe } from '../../core/options.js';
+import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
 /** Which table a `DynamodbStore` uses, and its clock, timeouts and concurrency. */
@@ -59,6 +59,23 @@ export interface ResolvedDynamodbOptions {
   readonly clock: Pick<Clock, 'now'>;
 }
 
+/**
+ * `DynamodbStore.open` resolves one object holding the store's fields, the connection's and `sdk`
+ * (the module it was handed), so all of them are known.
+ */
+const DYNAMODB_KEYS = optionKeys<DynamodbStoreOptions & DynamodbConnectOptions & { sdk?: object }>({
+  table: true,
+  maxClockSkewMs: true,
+  requestTimeoutMs: true,
+  createTable: true,
+  concurrency: true,
+  clock: true,
+  region: true,
+  endpoint: true,
+  connectTimeoutMs: true,
+  sdk: true,
+});
+
 /** DynamoDB's own rule for table names. */
 const TABLE = /^[A-Za-z0-9_.-]{3,255}$/;
 
@@ -77,6 +94,7 @@ export function resolveDynamodbOptions(
 ): ResolvedDynamodbOptions {
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('DynamodbStore options', options, DYNAMODB_KEYS);
   const createTable = options.createTable ?? DYNAMODB_DEFAULTS.createTable;
   if (typeof createTable !== 'boolean')
     throw invalidArgument('createTable', `must be a boolean, got ${describe(createTable)}`);

@@ -1,5 +1,5 @@
 import { invalidArgument, type LeaseError } from '../../core/errors.js';
-import { checkInteger } from '../../core/options.js';
+import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 
 /** The key namespace, timeouts and batch limits of an `EtcdStore`. */
 export interface EtcdStoreOptions {
@@ -35,6 +35,13 @@ export const ETCD_DEFAULTS = Object.freeze({
   maxTxnOps: 128,
 });
 
+const ETCD_KEYS = optionKeys<EtcdStoreOptions>({
+  prefix: true,
+  timeoutMs: true,
+  maxTxnOps: true,
+  onWatchError: true,
+});
+
 export interface ResolvedEtcdOptions {
   readonly prefix: string;
   readonly timeoutMs: number;
@@ -43,6 +50,9 @@ export interface ResolvedEtcdOptions {
 }
 
 export function resolveEtcdOptions(options: EtcdStoreOptions = {}): ResolvedEtcdOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('EtcdStore options', options, ETCD_KEYS);
   const onWatchError = options.onWatchError ?? warn;
   if (typeof onWatchError !== 'function')
     throw invalidArgument('onWatchError', 'must be a function');

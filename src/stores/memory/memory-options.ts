@@ -1,4 +1,5 @@
-import { checkInteger } from '../../core/options.js';
+import { invalidArgument } from '../../core/errors.js';
+import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
 /** How a `MemoryStore` reads time. */
@@ -11,9 +12,14 @@ export interface MemoryStoreOptions {
 
 export const MEMORY_DEFAULTS = Object.freeze({ maxClockSkewMs: 0 });
 
+const MEMORY_KEYS = optionKeys<MemoryStoreOptions>({ clock: true, maxClockSkewMs: true });
+
 export function resolveMemoryOptions(
   options: MemoryStoreOptions = {},
 ): Required<MemoryStoreOptions> {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('MemoryStore options', options, MEMORY_KEYS);
   return {
     clock: options.clock ?? systemClock,
     maxClockSkewMs: checkInteger(

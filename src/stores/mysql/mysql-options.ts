@@ -1,5 +1,11 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkIdentifier as checkName, checkInteger } from '../../core/options.js';
+import {
+  checkIdentifier as checkName,
+  checkInteger,
+  checkKnownKeys,
+  describe,
+  optionKeys,
+} from '../../core/options.js';
 
 /** Where a `MysqlStore` keeps its records, and its timeouts. */
 export interface MysqlStoreOptions {
@@ -59,7 +65,23 @@ export function checkDatabase(value: unknown): string {
 
 export type ResolvedMysqlOptions = Required<MysqlStoreOptions>;
 
+/** `MysqlStore.open` resolves its connection options here too, so their fields are known. */
+const MYSQL_KEYS = optionKeys<MysqlConnectionOptions>({
+  table: true,
+  connectTimeoutMs: true,
+  queryTimeoutMs: true,
+  host: true,
+  port: true,
+  user: true,
+  password: true,
+  database: true,
+  poolSize: true,
+});
+
 export function resolveMysqlOptions(options: MysqlStoreOptions = {}): ResolvedMysqlOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('MysqlStore options', options, MYSQL_KEYS);
   return {
     table: checkIdentifier('table', options.table ?? MYSQL_DEFAULTS.table),
     connectTimeoutMs: checkInteger(

@@ -1,5 +1,11 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkIdentifier as checkName, checkInteger, describe } from '../../core/options.js';
+import {
+  checkIdentifier as checkName,
+  checkInteger,
+  checkKnownKeys,
+  describe,
+  optionKeys,
+} from '../../core/options.js';
 
 /** Where a `PostgresStore` keeps its records, and its timeouts, pool and notifications. */
 export interface PostgresStoreOptions {
@@ -54,6 +60,18 @@ export const POSTGRES_DEFAULTS = Object.freeze({
   label: 'PostgreSQL',
 });
 
+const POSTGRES_KEYS = optionKeys<PostgresStoreOptions>({
+  schema: true,
+  table: true,
+  statementTimeoutMs: true,
+  connectTimeoutMs: true,
+  poolSize: true,
+  prepare: true,
+  notify: true,
+  onWatchError: true,
+  label: true,
+});
+
 // 58 characters leave room for the `_meta` suffix within PostgreSQL's 63-byte identifiers.
 
 export function checkIdentifier(field: string, value: unknown): string {
@@ -65,6 +83,7 @@ export function resolvePostgresOptions(
 ): ResolvedPostgresOptions {
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('PostgresStore options', options, POSTGRES_KEYS);
   const notify = checkBoolean('notify', options.notify ?? POSTGRES_DEFAULTS.notify);
   const prepare = checkBoolean('prepare', options.prepare ?? POSTGRES_DEFAULTS.prepare);
   const { onWatchError } = options;

@@ -1,5 +1,5 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkInteger } from '../../core/options.js';
+import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 import type { LeaseError } from '../../core/errors.js';
 
 /** The key namespace, sharding and timeouts of a `RedisStore`. */
@@ -45,6 +45,13 @@ export interface ResolvedRedisOptions {
   readonly onWatchError: (error: LeaseError) => void;
 }
 
+const REDIS_KEYS = optionKeys<RedisStoreOptions>({
+  prefix: true,
+  shards: true,
+  commandTimeoutMs: true,
+  onWatchError: true,
+});
+
 const PREFIX = /^[A-Za-z0-9_:./-]{1,64}$/;
 
 export function checkPrefix(value: unknown): string {
@@ -61,6 +68,9 @@ export function resolveRedisOptions(
   options: RedisStoreOptions = {},
   isCluster = false,
 ): ResolvedRedisOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('RedisStore options', options, REDIS_KEYS);
   const onWatchError = options.onWatchError ?? warn;
   if (typeof onWatchError !== 'function')
     throw invalidArgument('onWatchError', 'must be a function');

@@ -1,5 +1,11 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkIdentifier as checkName, checkInteger } from '../../core/options.js';
+import {
+  checkIdentifier as checkName,
+  checkInteger,
+  checkKnownKeys,
+  describe,
+  optionKeys,
+} from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
 /** Where a `SqliteStore` keeps its records, and how it waits, syncs and polls. */
@@ -42,6 +48,15 @@ export const SQLITE_DEFAULTS = Object.freeze({
   watchPollMs: 25,
 });
 
+const SQLITE_KEYS = optionKeys<SqliteStoreOptions>({
+  table: true,
+  busyTimeoutMs: true,
+  maxClockSkewMs: true,
+  synchronous: true,
+  watchPollMs: true,
+  clock: true,
+});
+
 export function checkIdentifier(field: string, value: unknown): string {
   return checkName(field, value, 58);
 }
@@ -49,6 +64,9 @@ export function checkIdentifier(field: string, value: unknown): string {
 export function resolveSqliteOptions(
   options: SqliteStoreOptions = {},
 ): Required<SqliteStoreOptions> {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('SqliteStore options', options, SQLITE_KEYS);
   const synchronous = options.synchronous ?? SQLITE_DEFAULTS.synchronous;
   if (synchronous !== 'full' && synchronous !== 'normal')
     throw invalidArgument('synchronous', "must be 'full' or 'normal'");
