@@ -1,9 +1,10 @@
 import type { RedisKeys } from './redis-keys.js';
 
 /**
- * Runs `script` once per shard the items fall in (per `maxPerCall` items of a shard), each call
- * built and sent in its own turn of the event loop without waiting for the answers of the others
- * (pipelined on each node's connection), and puts the per-item answers back in input order. An item listed twice is answered in input order: its shard's calls go out in
+ * Runs `script` once per shard the items fall in (per `maxPerCall` items of a shard), building at
+ * most `maxPerCall` items' worth of calls per turn of the event loop and sending each without
+ * waiting for the answers of the others (pipelined on each node's connection), and puts the
+ * per-item answers back in input order. An item listed twice is answered in input order: its shard's calls go out in
  * order on one connection. On a single shard, a batch that fits one call is sent as it is.
  */
 export async function perShard<T, R>(
@@ -29,9 +30,15 @@ export async function perShard<T, R>(
   );
   const out = new Array<R>(items.length);
   const sent: Promise<void>[] = [];
-  for (const [n, { shard, indexes }] of calls.entries()) {
-    // One call built per turn of the event loop: timers run between them (design rule 6).
-    if (n > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+  let built = 0;
+  for (const { shard, indexes } of calls) {
+    // At most `maxPerCall` items built per turn of the event loop: timers run in between (design
+    // rule 6), while the small calls of a batch spread over shards still go out together.
+    if (built + indexes.length > maxPerCall && built > 0) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      built = 0;
+    }
+    built += indexes.length;
     const call = script(
       indexes.map((i) => items[i]!),
       shard,
