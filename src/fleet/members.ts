@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isLive, type LeaseRecord } from '../core/lease.js';
 import type { Member } from './assign.js';
+import { shuffle } from './util.js';
 
 /** Where each worker's membership lease lives, so a worker with no leases yet still counts. */
 export function membersPrefix(group: string): string {
@@ -80,15 +81,13 @@ export function slotsToTry(
   graceMs: number,
   random: () => number = Math.random,
 ): string[] {
-  const suffix = limitSuffix(maxLeases);
   const free = records
-    .filter((r) => isFree(r, storeNow, graceMs))
     .filter((r) => {
-      const rest = r.resource.slice(prefix.length);
-      return rest.endsWith(suffix) && SLOT.test(rest.slice(0, rest.length - suffix.length));
+      if (!isFree(r, storeNow, graceMs)) return false;
+      const parsed = parse(r, prefix);
+      return parsed !== undefined && SLOT.test(parsed.name) && parsed.limit === maxLeases;
     })
-    .map((r) => ({ resource: r.resource, tie: random() }))
-    .sort((a, b) => a.tie - b.tie)
-    .map((x) => x.resource);
+    .map((r) => r.resource);
+  shuffle(free, random);
   return [...free.slice(0, 3), newSlot(prefix, maxLeases)];
 }

@@ -350,20 +350,22 @@ export class RedisStore extends StoreBase {
       return this.call(operation, () => runScript(client, script, keys, args, reply));
     }
     return this.deadlines.bound<T>(operation, (resolve, reject) => {
+      const answer = replying(reply, resolve, reject);
       this.onWire++;
-      const onReply = (value: unknown): void => {
-        this.onWire--;
-        try {
-          resolve(reply(value));
-        } catch (error) {
+      sendScript(
+        client,
+        script,
+        keys,
+        args,
+        (value) => {
+          this.onWire--;
+          answer(value);
+        },
+        (error) => {
+          this.onWire--;
           reject(error);
-        }
-      };
-      const onError = (error: unknown): void => {
-        this.onWire--;
-        reject(error);
-      };
-      sendScript(client, script, keys, args, onReply, onError);
+        },
+      );
     });
   }
 
@@ -390,13 +392,7 @@ export class RedisStore extends StoreBase {
     reply: (value: unknown) => T,
   ): Promise<T> {
     return this.deadlines.bound<T>(operation, (resolve, reject) => {
-      const onReply = (value: unknown): void => {
-        try {
-          resolve(reply(value));
-        } catch (error) {
-          reject(error);
-        }
-      };
+      const onReply = replying(reply, resolve, reject);
       this.coalescer.push({ kind, resource, owner, detail, onReply, onError: reject });
     });
   }
@@ -439,6 +435,21 @@ export class RedisStore extends StoreBase {
 
 /** What a release compares: the lease's resource, owner and token. */
 type LeaseRef = Pick<Lease, 'resource' | 'owner' | 'token'>;
+
+/** Settles a call with its reply turned into the result, or with the error turning it threw. */
+function replying<T>(
+  reply: (value: unknown) => T,
+  resolve: (value: T) => void,
+  reject: (error: unknown) => void,
+): (value: unknown) => void {
+  return (value) => {
+    try {
+      resolve(reply(value));
+    } catch (error) {
+      reject(error);
+    }
+  };
+}
 
 const itself = (resource: string): string => resource;
 const isReleased = (reply: unknown): boolean => Number(reply) === 1;
