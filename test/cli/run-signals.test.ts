@@ -304,7 +304,9 @@ describe('leasehold run: session and terminal', () => {
   /** Runs `leasehold ...args` on a fresh pseudo-terminal (util-linux script); `keys` are typed once it prints "ready". */
   function onTerminal(args: string[], keys = ''): Promise<{ code: number; output: string }> {
     const quote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`;
-    const line = [process.execPath, MAIN, ...args].map(quote).join(' ');
+    // `exec`: script runs the line through $SHELL, and a shell that stayed (dash does) would be in
+    // the terminal's foreground group and die of the Ctrl-C itself.
+    const line = `exec ${[process.execPath, MAIN, ...args].map(quote).join(' ')}`;
     const env = { ...process.env };
     delete env.LEASEHOLD_STORE;
     const child = spawn('script', ['-qec', line, '/dev/null'], { cwd: dir.path, env });
