@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the server binaries the store tests start privately are installed:
-# PostgreSQL, MariaDB, Redis and etcd.
+# PostgreSQL, MariaDB, Redis, etcd, ZooKeeper and Ceph's S3 gateway (radosgw); nats-server for NATS.
 # Installs missing Debian packages when it can (root with apt-get); otherwise says what is missing.
 # The tests never use the system's running instances: they start their own on free loopback ports.
 set -u
@@ -10,6 +10,12 @@ have_pg || missing+=(postgresql)
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+command -v radosgw >/dev/null 2>&1 || missing+=(radosgw)
+command -v ceph-mon >/dev/null 2>&1 || missing+=(ceph-mon)
+command -v ceph-osd >/dev/null 2>&1 || missing+=(ceph-osd)
+command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
