@@ -21,7 +21,8 @@ import {
   MANAGER_DEFAULTS,
   type LeaseManagerOptions,
 } from './manager-options.js';
-import { liveMembers, membersPrefix, slotsToTry } from './members.js';
+import { MemberView } from './member-view.js';
+import { liveMembers, membersKey, membersPrefix, slotsToTry } from './members.js';
 import { plan } from './plan.js';
 import { Taker } from './taker.js';
 import { commonPrefix, listAll, settleWithin, shuffle } from './util.js';
@@ -73,6 +74,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private readonly membersPrefix: string;
   private readonly settleMs: number;
   private readonly taker: Taker;
+  private readonly memberView: MemberView;
   private readonly work = new Map<HeldLease, Promise<void>>();
   private readonly timers = new Map<string, TimerHandle>();
   private wantedList: readonly string[] = [];
@@ -88,7 +90,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private readonly leavingSet = new Set<HeldLease>();
   /** When each assigned resource was last refused: not asked again for a scan, unless it is freed. */
   private readonly refusedAt = new Map<string, number>();
-  private membersChangedAt = -Infinity;
+  /** When the view last gained a member (whose share others then shed to it). */
+  private membersGrewAt = -Infinity;
   private searchedAt = -Infinity;
   private reconcileTimer: TimerHandle | undefined;
   private running: Promise<void> | undefined;
@@ -97,6 +100,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private keepAlive: NodeJS.Timeout | undefined;
   private refed = true;
   private started = false;
+  /** Scans run: set once `start()` has joined and the membership settled, never earlier. */
+  private scanning = false;
   private stopping: Promise<void> | undefined;
 
   /** Checks `options` (throws `INVALID_ARGUMENT` naming the field); nothing runs until `start()`. */
@@ -135,6 +140,14 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
         if (holder) this.armTakeover(holder);
       },
       onError: (error) => !this.stopping && this.emit('reconcile-failed', error),
+    });
+    this.memberView = new MemberView({
+      store: this.store,
+      prefix: this.membersPrefix,
+      owner: this.owner,
+      ttlMs: this.client.ttlMs,
+      clock: this.clock,
+      readAll: () => this.readMembers(),
     });
     this.client.on('lost', (lease, error) => this.leaseLost(lease, error));
     this.client.on('released', (lease) => lease !== this.member && this.emit('released', lease));
@@ -178,6 +191,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       throw error;
     }
     // Bulk work that fails from here on is reported (`reconcile-failed`) and retried with backoff.
+    this.scanning = true;
     await this.reconcile();
   }
 
@@ -246,6 +260,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       for (const lease of this.held()) lease.revoke('the manager is stopping');
       await settleWithin([...this.work.values()], timeoutMs, this.clock);
       await this.client.close();
+      // Peers re-read the membership at their next scan (at once where the store can watch). One
+      // attempt: a stop is not held up, and a peer announcing at the same instant or the
+      // sampling tells the others as well.
+      await this.memberView.announce(1).catch(() => undefined);
     } finally {
       clearInterval(this.keepAlive);
     }
@@ -294,7 +312,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   }
 
   private requestReconcile(): void {
-    if (this.stopping || !this.started) return;
+    if (this.stopping || !this.scanning) return;
     if (this.running) this.rerun = true;
     else void this.reconcile();
   }
@@ -360,6 +378,14 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.member = member;
       this.observe(member);
       member.on('renewed', (lease) => this.observe(lease));
+      // Without watch, peers would hear of an announced change only at their next scan: look at
+      // the generation record with each membership heartbeat instead (one record per beat).
+      if (!this.store.capabilities.watch) member.on('renewed', () => void this.pollGeneration());
+      this.memberView.markDirty();
+      // Failing to announce costs the others speed (they sample the membership), not safety; and
+      // a start is not held up by another worker's announcement: retries go on in the background.
+      if (!(await this.memberView.announce(1).catch(() => true)))
+        void this.memberView.announce(4, () => this.stopping !== undefined).catch(() => false);
       return;
     }
     throw new LeaseError(
@@ -367,6 +393,11 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       'every membership slot tried was taken by another joining worker; retrying',
       { retryable: true },
     );
+  }
+
+  private async pollGeneration(): Promise<void> {
+    if (this.running || this.stopping) return;
+    if (await this.memberView.moved().catch(() => false)) this.requestReconcile();
   }
 
   /** Waits until the membership has been stable for `settleMs` (at most about a TTL). */
@@ -401,7 +432,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private async pass(): Promise<number> {
     const wanted = await this.resolveWanted();
     await this.join();
-    const members = await this.readMembers();
+    const members = await this.memberView.current();
     const key = membersKey(members);
     const wantedChanged = !sameList(wanted, this.wantedList);
     if (wantedChanged) {
@@ -415,7 +446,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       for (const id of this.view) newcomers.delete(id);
       this.assignment = await assign(wanted, members);
       this.membersKey = key;
-      this.membersChangedAt = this.clock.monotonic();
+      // When members only left, nobody sheds (every share rises): free records, theirs, may be
+      // searched for at once instead of a scan later.
+      const onlyLeft = !wantedChanged && newcomers.size === 0 && members.length < this.view.size;
+      if (!onlyLeft) this.membersGrewAt = this.clock.monotonic();
       this.view = new Set(members.map((m) => m.id));
     }
     const assignment = this.assignment;
@@ -457,7 +491,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     }
     // Searching every record for free ones waits until the others have had a scan to shed what
     // is over their shares (it would mostly find nothing), and happens at most once per scan period.
-    if (room() > 0 && this.membersChangedAt < recent && this.searchedAt < recent) {
+    if (room() > 0 && this.membersGrewAt < recent && this.searchedAt < recent) {
       this.searchedAt = now;
       await this.takeFree(room);
     }
@@ -523,8 +557,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     }
     const timer = this.clock.setTimeout(() => {
       this.timers.delete(record.resource);
-      if (member) this.requestReconcile();
-      else this.released(record.resource);
+      if (member) {
+        this.memberView.markDirty();
+        this.requestReconcile();
+      } else this.released(record.resource);
     }, delay + jitter);
     this.timers.set(record.resource, timer);
   }
@@ -625,13 +661,6 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       });
     }
   }
-}
-
-function membersKey(members: readonly Member[]): string {
-  return members
-    .map((m) => `${m.id}\u0000${m.limit}`)
-    .sort()
-    .join('\u0001');
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

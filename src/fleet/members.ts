@@ -8,6 +8,22 @@ export function membersPrefix(group: string): string {
   return `leasehold/members/${group}/`;
 }
 
+/**
+ * The record whose token announces membership changes (see `MemberView`): not a member itself.
+ * Its name cannot be a slot (`@…`) nor an owner's own record (its owner is whoever announces).
+ */
+export function generationKey(prefix: string): string {
+  return `${prefix}~generation`;
+}
+
+/** The same members give the same key, in any order. */
+export function membersKey(members: readonly Member[]): string {
+  return members
+    .map((m) => `${m.id}\u0000${m.limit}`)
+    .sort()
+    .join('\u0001');
+}
+
 const LIMIT_MARK = '#max=';
 /** A membership slot's name: `@` and 8 hex digits, then the limit mark when there is one. */
 const SLOT = /^@[0-9a-f]{8}$/;
@@ -39,7 +55,8 @@ function parse(record: LeaseRecord, prefix: string): { name: string; limit: numb
     limit = n;
   }
   // A slot, or a record named after its owner (as managers before slots wrote them).
-  if (!SLOT.test(name) && name !== record.owner) return undefined;
+  if (!SLOT.test(name) && (name !== record.owner || record.resource === generationKey(prefix)))
+    return undefined;
   return { name, limit };
 }
 
