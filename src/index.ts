@@ -45,6 +45,14 @@ export {
   type RedisSubscriber,
   type Unwatch,
 } from './stores/redis/index.js';
+export {
+  NatsStore,
+  type NatsStoreOptions,
+  type NatsConnectionLike,
+  type NatsKv,
+  type NatsKvEntry,
+  type NatsUnwatch,
+} from './stores/nats/index.js';
 export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
 export type { LeaseClientOptions, AcquireOptions } from './client/client-options.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';

@@ -18,6 +18,11 @@ export const ErrorCode = {
   CLIENT_CLOSED: 'CLIENT_CLOSED',
   /** The store cannot do what was asked (for instance `watch` on a store without notifications). */
   NOT_SUPPORTED: 'NOT_SUPPORTED',
+  /**
+   * The store's server lacks a guarantee leases depend on (for instance an S3 endpoint that ignores
+   * conditional writes); the message names the missing guarantee. Not retryable.
+   */
+  STORE_UNSAFE: 'STORE_UNSAFE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

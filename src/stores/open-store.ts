@@ -36,6 +36,7 @@ const openers = new Map<string, Opener>([
     async (url, options) => (await import('./dynamodb/open.js')).openDynamodb(url, options),
   ],
   ['etcd', async (url) => (await import('./etcd/open.js')).openEtcd(url)],
+  ['nats', async (url) => (await import('./nats/open.js')).openNats(url)],
 ]);
 
 /** Schemes `openStore` understands, for messages and the CLI's help. */

@@ -1,0 +1,115 @@
+import { ErrorCode, isLeaseError, LeaseError } from '../../core/errors.js';
+import { loadDriver } from '../../core/load-driver.js';
+
+/**
+ * The parts of the `@nats-io/*` packages (v3) this store uses, typed structurally so that they
+ * stay optional peer dependencies. A `NatsConnection` from `@nats-io/transport-node` fits
+ * `NatsConnectionLike`; the bucket handle from `@nats-io/kv` fits `NatsKv`.
+ */
+
+/** What a NATS connection must offer: closing, and being handed to `jetstream()`. */
+export interface NatsConnectionLike {
+  /** Closes the connection; the store calls it on `close()` only for a connection it opened. */
+  close(): Promise<void>;
+  /** Whether the connection was closed. */
+  isClosed(): boolean;
+}
+
+/** One stored value of a key, as `get` or a watch hands it over. */
+export interface NatsKvEntry {
+  /** The key as stored (the encoded resource). */
+  readonly key: string;
+  /** The bytes written (a leasehold record is JSON). */
+  readonly value: Uint8Array;
+  /** The stream sequence of this write: what a conditional write compares against. */
+  readonly revision: number;
+  /** `'PUT'`, or `'DEL'` / `'PURGE'` for a deletion marker. */
+  readonly operation: string;
+  /** On a watch entry: whether it came after the initial values. */
+  readonly isUpdate?: boolean;
+}
+
+/** An iterator over entries that can be stopped (what `keys`, `history` and `watch` return). */
+export interface NatsKvIterator<T> extends AsyncIterable<T> {
+  stop(): void;
+}
+
+/** The part of a KV bucket handle (`@nats-io/kv` `KV`) this store uses. */
+export interface NatsKv {
+  /**
+   * Writes `data` under `key`; with `previousSeq`, only if the key's last revision is exactly that
+   * (0: the key has none), else fails with JetStream error 10071 "wrong last sequence".
+   */
+  put(
+    key: string,
+    data: Uint8Array,
+    options?: { previousSeq?: number; timeout?: number },
+  ): Promise<number>;
+  /** The key's last entry (a deletion marker included), `null` when it has none. */
+  get(key: string): Promise<NatsKvEntry | null>;
+  /** Every message the stream holds for keys matching `key` (a subject filter), then ends. */
+  history(options: { key: string }): Promise<NatsKvIterator<NatsKvEntry>>;
+  /** The last value of each key matching `key`, then every later write, until stopped. */
+  watch(options: { key: string }): Promise<NatsKvIterator<NatsKvEntry>>;
+  /** The bucket's configuration, checked once when the store opens it. */
+  status(): Promise<NatsKvStatus>;
+}
+
+/** What `status()` reports about the bucket's stream. */
+export interface NatsKvStatus {
+  /** Max age of values, in ms; 0 for none. */
+  readonly ttl: number;
+  /** `'file'` or `'memory'`. */
+  readonly storage: string;
+}
+
+/** `@nats-io/kv`'s `Kvm`: opens and creates buckets. */
+export interface NatsKvm {
+  create(name: string, options?: object): Promise<NatsKv>;
+  open(name: string, options?: object): Promise<NatsKv>;
+}
+
+/** The three modules the store loads. */
+export interface NatsModules {
+  readonly transport: {
+    connect(options: object): Promise<NatsConnectionLike>;
+  };
+  readonly jetstream: {
+    jetstream(nc: NatsConnectionLike, options?: { timeout?: number }): object;
+  };
+  readonly kv: {
+    Kvm: new (js: object) => NatsKvm;
+  };
+}
+
+export const NATS_PACKAGES = Object.freeze({
+  transport: '@nats-io/transport-node',
+  jetstream: '@nats-io/jetstream',
+  kv: '@nats-io/kv',
+});
+
+/**
+ * Loads the driver packages by name. When any is missing, `DRIVER_MISSING` names the one and the
+ * install command for all three (they are released together, same version).
+ */
+export async function loadNats(): Promise<NatsModules> {
+  try {
+    const [transport, jetstream, kv] = await Promise.all([
+      loadDriver<NatsModules['transport']>(NATS_PACKAGES.transport, 'nats'),
+      loadDriver<NatsModules['jetstream']>(NATS_PACKAGES.jetstream, 'nats'),
+      loadDriver<NatsModules['kv']>(NATS_PACKAGES.kv, 'nats'),
+    ]);
+    return { transport, jetstream, kv };
+  } catch (error) {
+    if (!isLeaseError(error, ErrorCode.DRIVER_MISSING)) throw error;
+    const all = Object.values(NATS_PACKAGES).join(' ');
+    throw new LeaseError(
+      ErrorCode.DRIVER_MISSING,
+      `${error.message.replace(/: npm install .*$/, '')}: npm install ${all}`,
+      {
+        cause: error.cause,
+        retryable: false,
+      },
+    );
+  }
+}

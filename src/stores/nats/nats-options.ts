@@ -1,0 +1,120 @@
+import { invalidArgument, type LeaseError } from '../../core/errors.js';
+import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
+import { systemClock, type Clock } from '../../core/time.js';
+
+/** Which bucket a `NatsStore` uses, and its clock, deadline and concurrency. */
+export interface NatsStoreOptions {
+  /**
+   * The KV bucket holding the lease records: one namespace of leases. Letters, digits, `_` and
+   * `-`, 1 to 64 characters. @default 'leasehold'
+   */
+  bucket?: string;
+  /**
+   * Clock disagreement, in ms, a contender allows before treating a record as expired. NATS KV has
+   * no clock a conditional write can compare with, so expiry is judged on the callers' clocks: set
+   * this to twice the worst offset of any one host from true time (see the README). @default 1000
+   */
+  maxClockSkewMs?: number;
+  /**
+   * Deadline of every store call, in ms (connecting included), after which it fails with a
+   * retryable `STORE_UNAVAILABLE`: a paused or unreachable server never makes a call hang. A write
+   * that timed out may still land later; the store resolves that by reading the record back.
+   * @default 5000
+   */
+  timeoutMs?: number;
+  /**
+   * Create the bucket when it is missing (file storage, one value per key, no max age). Either
+   * way the bucket is checked: one whose values expire or that lives in memory is refused
+   * (`STORE_UNSAFE`), since fencing tokens would start again. @default true
+   */
+  createBucket?: boolean;
+  /** How many per-resource writes `acquireMany` / `renewMany` / `releaseMany` keep in flight. @default 16 */
+  concurrency?: number;
+  /** Where "now" comes from when writing and judging `expiresAt`. @default the system clock */
+  clock?: Pick<Clock, 'now'>;
+  /**
+   * Called when the KV watch that serves `watch` fails; it is started again by itself.
+   * @default emits a process warning
+   */
+  onWatchError?: (error: LeaseError) => void;
+}
+
+export const NATS_DEFAULTS = Object.freeze({
+  bucket: 'leasehold',
+  maxClockSkewMs: 1000,
+  timeoutMs: 5000,
+  createBucket: true,
+  concurrency: 16,
+});
+
+export interface ResolvedNatsOptions {
+  readonly bucket: string;
+  readonly maxClockSkewMs: number;
+  readonly timeoutMs: number;
+  readonly createBucket: boolean;
+  readonly concurrency: number;
+  readonly clock: Pick<Clock, 'now'>;
+  readonly onWatchError: (error: LeaseError) => void;
+}
+
+const NATS_KEYS = optionKeys<NatsStoreOptions>({
+  bucket: true,
+  maxClockSkewMs: true,
+  timeoutMs: true,
+  createBucket: true,
+  concurrency: true,
+  clock: true,
+  onWatchError: true,
+});
+
+export function checkBucket(value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(value)) {
+    throw invalidArgument(
+      'bucket',
+      `must be 1 to 64 letters, digits, _ or -, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+export function resolveNatsOptions(options: NatsStoreOptions = {}): ResolvedNatsOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('NatsStore options', options, NATS_KEYS);
+  const createBucket = options.createBucket ?? NATS_DEFAULTS.createBucket;
+  if (typeof createBucket !== 'boolean')
+    throw invalidArgument('createBucket', `must be a boolean, got ${describe(createBucket)}`);
+  const clock = options.clock ?? systemClock;
+  if (typeof clock?.now !== 'function')
+    throw invalidArgument('clock', 'must be an object with a now() method');
+  const onWatchError = options.onWatchError ?? warn;
+  if (typeof onWatchError !== 'function')
+    throw invalidArgument('onWatchError', 'must be a function');
+  return {
+    bucket: checkBucket(options.bucket ?? NATS_DEFAULTS.bucket),
+    maxClockSkewMs: checkInteger(
+      'maxClockSkewMs',
+      options.maxClockSkewMs ?? NATS_DEFAULTS.maxClockSkewMs,
+      0,
+      3_600_000,
+    ),
+    timeoutMs: checkInteger('timeoutMs', options.timeoutMs ?? NATS_DEFAULTS.timeoutMs, 50, 600_000),
+    createBucket,
+    concurrency: checkConcurrency(options.concurrency ?? NATS_DEFAULTS.concurrency),
+    clock,
+    onWatchError,
+  };
+}
+
+function checkConcurrency(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 256)
+    throw invalidArgument(
+      'concurrency',
+      `must be an integer from 1 to 256, got ${describe(value)}`,
+    );
+  return value;
+}
+
+function warn(error: LeaseError): void {
+  process.emitWarning(error.message, { type: 'LeaseholdWarning', code: error.code });
+}

@@ -1,0 +1,276 @@
+import { withDeadline } from '../../core/deadline.js';
+import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { parseStoreUrl } from '../../core/store-url.js';
+import {
+  compareResources,
+  StoreBase,
+  type AcquireOutcome,
+  type StoreCapabilities,
+  type WatchListener,
+} from '../../core/store.js';
+import { runInOrder } from './nats-batch.js';
+import { openBucket } from './nats-bucket.js';
+import { connectNats } from './nats-connect.js';
+import { loadNats, type NatsConnectionLike, type NatsKv, type NatsModules } from './nats-driver.js';
+import { mapNatsError } from './nats-errors.js';
+import { filterOf, resourceOf } from './nats-keys.js';
+import { decodeEntry } from './nats-ops.js';
+import {
+  resolveNatsOptions,
+  type NatsStoreOptions,
+  type ResolvedNatsOptions,
+} from './nats-options.js';
+import { parseNatsUrl, type NatsTarget } from './nats-url.js';
+import { NatsWatch, type NatsUnwatch } from './nats-watch.js';
+import { NatsTransitions } from './nats-transitions.js';
+
+/**
+ * Leases in a NATS JetStream KV bucket, one key per resource (see nats-keys.ts), written only with
+ * conditional puts: a put names the revision it read (`previousSeq`; 0 for a key with none) and
+ * the server refuses it with "wrong last sequence" when the key moved on. That refusal is the
+ * answer "someone else wrote first", never an error.
+ *
+ * - **acquire** reads the key, and when the record is absent, released or expired writes
+ *   `{owner, token + 1, expiresAt, nonce}` conditioned on the revision read: two requests (one
+ *   when refused). A conflict reads again (at most four times).
+ * - **renew** and **release** write conditioned on the revision of this store's own last write
+ *   of the grant: one request. When that revision is not known or is stale (another handle, or a
+ *   write whose answer was lost), the record is read and the write made only if owner and token
+ *   are still the lease's: a renew whose first attempt landed although its answer was lost
+ *   succeeds when retried. Release keeps the key and its token.
+ *
+ * NATS KV has no clock a conditional write can compare with (and NATS 2.9 no per-key TTL), so
+ * expiry is judged on the callers' clocks (`capabilities.clock` is `'local'`): a contender takes
+ * a record only when `expiresAt + maxClockSkewMs < now`, and a holder stops believing
+ * `maxClockSkewMs` early.
+ *
+ * Every call has a deadline (`timeoutMs`): a paused or unreachable server gives a retryable
+ * `STORE_UNAVAILABLE`, never a hang. A write that timed out may still be applied later (NATS does
+ * apply it once a paused server resumes): a timed-out acquire is remembered, and a later
+ * `tryAcquire` of the same owner that reads the record back with that acquire's nonce adopts it
+ * (renewing it, so its `expiresAt` follows the new call); a timed-out renew is settled by the
+ * next renew, which compares owner and token.
+ *
+ * Batches are one conditional write per lease, `concurrency` in flight (`capabilities.batch` is
+ * false: JetStream 2.9 has no multi-key write). `list` reads every key under the prefix in one
+ * consumer stream and sorts here. `watch` is one KV watch over the bucket (see nats-watch.ts).
+ */
+export class NatsStore extends StoreBase {
+  readonly capabilities: StoreCapabilities = Object.freeze({
+    clock: 'local',
+    batch: false,
+    watch: true,
+  });
+  readonly maxClockSkewMs: number;
+  private readonly options: ResolvedNatsOptions;
+  private readonly records: NatsTransitions;
+  private readonly watcher: NatsWatch;
+  private ownsConnection = false;
+
+  /**
+   * Connects to a `nats://` URL (the store closes that connection on `close()`), or uses a
+   * `NatsConnection` you made (from `@nats-io/transport-node`; it stays yours to close). Either
+   * way the bucket is opened, created when missing unless `createBucket` is false, and checked.
+   * `options` win over the URL's parameters.
+   */
+  static async open(
+    target: string | NatsConnectionLike,
+    options: NatsStoreOptions = {},
+  ): Promise<NatsStore> {
+    if (typeof target === 'string') {
+      const url = parseStoreUrl(target);
+      if (url.scheme !== 'nats')
+        throw new LeaseError(
+          ErrorCode.STORE_URL_INVALID,
+          `expected a nats:// URL, got ${url.redacted}`,
+        );
+      return NatsStore.connect(parseNatsUrl(url), options);
+    }
+    if (typeof (target as Partial<NatsConnectionLike> | null)?.isClosed !== 'function')
+      throw invalidArgument('target', 'must be a nats:// URL or a NatsConnection');
+    const resolved = resolveNatsOptions(options);
+    return NatsStore.attach(await loadNats(), target, resolved, false);
+  }
+
+  /** @internal Opens what a parsed URL names; `options` override the URL's parameters. */
+  static async connect(target: NatsTarget, options: NatsStoreOptions = {}): Promise<NatsStore> {
+    const resolved = resolveNatsOptions({
+      ...stripUndefined(target.store),
+      ...stripUndefined(options),
+    });
+    const loaded = await loadNats();
+    const nc = await connectNats(loaded, target, resolved.timeoutMs);
+    try {
+      return await NatsStore.attach(loaded, nc, resolved, true);
+    } catch (error) {
+      await nc.close().catch(() => {});
+      throw error;
+    }
+  }
+
+  private static async attach(
+    modules: NatsModules,
+    nc: NatsConnectionLike,
+    options: ResolvedNatsOptions,
+    owns: boolean,
+  ): Promise<NatsStore> {
+    const js = modules.jetstream.jetstream(nc, { timeout: options.timeoutMs });
+    const kvm = new modules.kv.Kvm(js);
+    const ms = options.timeoutMs;
+    let kv: NatsKv;
+    try {
+      kv = await withDeadline(openBucket(kvm, options.bucket, options.createBucket), ms, () =>
+        noAnswer('open', options.bucket, ms),
+      );
+    } catch (error) {
+      throw mapNatsError(error, 'open', options.bucket);
+    }
+    const store = new NatsStore(nc, kv, options);
+    store.ownsConnection = owns;
+    return store;
+  }
+
+  private constructor(
+    private readonly nc: NatsConnectionLike,
+    private readonly kv: NatsKv,
+    options: ResolvedNatsOptions,
+  ) {
+    super();
+    this.options = options;
+    this.maxClockSkewMs = options.maxClockSkewMs;
+    this.records = new NatsTransitions(kv, options);
+    this.watcher = new NatsWatch(kv, {
+      bucket: options.bucket,
+      timeoutMs: options.timeoutMs,
+      maxClockSkewMs: options.maxClockSkewMs,
+      clock: options.clock,
+      onError: options.onWatchError,
+    });
+  }
+
+  /** The bucket of this store's namespace. */
+  get bucket(): string {
+    return this.options.bucket;
+  }
+
+  /**
+   * Calls `listener` when a lease under `prefix` is acquired, released, or expires (its
+   * `expiresAt + maxClockSkewMs` passed with no renewal), through any store on this bucket. The
+   * returned function unsubscribes; its `ready` promise settles once the KV watch is in place.
+   */
+  watch(prefix: string, listener: WatchListener): NatsUnwatch {
+    const checked = this.checkWatch(prefix, listener);
+    return this.watcher.add(checked, listener);
+  }
+
+  protected async doTryAcquire(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    return (await this.bounded('tryAcquire', () => this.records.acquire(resource, owner, ttlMs)))
+      .lease;
+  }
+
+  protected override doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    return runInOrder(
+      resources,
+      (resource) => resource,
+      this.options.concurrency,
+      (resource) => this.bounded('acquireMany', () => this.records.acquire(resource, owner, ttlMs)),
+    );
+  }
+
+  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    return this.bounded('renew', () => this.records.renew(lease, ttlMs));
+  }
+
+  protected override doRelease(lease: LeaseRef): Promise<boolean> {
+    return this.bounded('release', () => this.records.release(lease));
+  }
+
+  protected doRenewMany(
+    leases: readonly Lease[],
+    ttlMs: number | undefined,
+  ): Promise<(Lease | null)[]> {
+    return runInOrder(
+      leases,
+      (lease) => lease.resource,
+      this.options.concurrency,
+      (lease) => this.bounded('renewMany', () => this.records.renew(lease, ttlMs)),
+    );
+  }
+
+  protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
+    return runInOrder(
+      leases,
+      (lease) => lease.resource,
+      this.options.concurrency,
+      (lease) => this.bounded('releaseMany', () => this.records.release(lease)),
+    );
+  }
+
+  /** One read. */
+  protected async doGet(resource: string): Promise<LeaseRecord | null> {
+    const stored = await this.bounded('get', () => this.records.read(resource));
+    return stored.stored?.record ?? null;
+  }
+
+  /**
+   * One consumer stream of every value under the prefix (a filter on the server: see
+   * nats-keys.ts), sorted here; `after` and `limit` are applied here too, so every page reads the
+   * whole prefix. Right for an admin command or a dashboard, not for a hot path.
+   */
+  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    let iterator: { stop(): void } | undefined;
+    const scan = async (): Promise<LeaseRecord[]> => {
+      const entries = await this.kv.history({ key: filterOf(prefix) });
+      iterator = entries;
+      const last = new Map<string, LeaseRecord | null>();
+      for await (const entry of entries) {
+        const resource = resourceOf(entry.key);
+        if (resource === undefined) continue;
+        if (after !== '' && compareResources(resource, after) <= 0) continue;
+        last.set(resource, decodeEntry(resource, entry)?.record ?? null);
+      }
+      const records = [...last.values()].filter((r): r is LeaseRecord => r !== null);
+      return records.sort((a, b) => compareResources(a.resource, b.resource)).slice(0, limit);
+    };
+    const ms = this.options.timeoutMs;
+    return withDeadline(scan(), ms, () => {
+      iterator?.stop();
+      return noAnswer('list', this.options.bucket, ms);
+    });
+  }
+
+  protected async doClose(): Promise<void> {
+    this.watcher.stop();
+    if (this.ownsConnection) await this.nc.close();
+  }
+
+  protected override mapError(error: unknown, operation: string): LeaseError {
+    return mapNatsError(error, operation, this.options.bucket);
+  }
+
+  /** One transition of one resource within `timeoutMs`, its reads and retries included. */
+  private bounded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    const ms = this.options.timeoutMs;
+    return withDeadline(fn(), ms, () => noAnswer(operation, this.options.bucket, ms));
+  }
+}
+
+function noAnswer(operation: string, bucket: string, ms: number): LeaseError {
+  return new LeaseError(
+    ErrorCode.STORE_UNAVAILABLE,
+    `NATS KV ${operation} on bucket "${bucket}" failed: no answer within ${ms} ms (is the server paused or unreachable? a write may still take effect)`,
+  );
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

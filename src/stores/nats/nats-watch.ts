@@ -1,0 +1,185 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { Clock } from '../../core/time.js';
+import type { WatchEvent, WatchListener } from '../../core/store.js';
+import type { NatsKv, NatsKvEntry, NatsKvIterator } from './nats-driver.js';
+import { mapNatsError } from './nats-errors.js';
+import { resourceOf } from './nats-keys.js';
+import { decodeEntry } from './nats-ops.js';
+
+interface Entry {
+  readonly prefix: string;
+  readonly listener: WatchListener;
+}
+
+/** The unsubscribe function `watch` returns; `ready` settles once the KV watch is in place. */
+export type NatsUnwatch = (() => void) & {
+  /** Resolves once the KV watch is in place; rejects if it could not be set up in time. */
+  readonly ready: Promise<void>;
+};
+
+/** What the watch knows of a held record: enough to tell a renewal from a new grant, and when it lapses. */
+interface Held {
+  readonly revision: number;
+  readonly token: number;
+  timer?: NodeJS.Timeout;
+}
+
+export interface NatsWatchSettings {
+  readonly bucket: string;
+  readonly timeoutMs: number;
+  readonly maxClockSkewMs: number;
+  readonly clock: Pick<Clock, 'now'>;
+  readonly onError: (error: LeaseError) => void;
+}
+
+/** How soon a failed KV watch is started again. */
+const RESTART_MS = 250;
+
+/**
+ * Lease events from one KV watch over the whole bucket, started with the first `watch` and stopped
+ * with the last. A write with a new token is `acquired`, a release `released`. Nothing is written
+ * when a lease lapses (expiry is judged on the callers' clocks), so the watch keeps a timer per
+ * held record at `expiresAt + maxClockSkewMs`, when contenders start to count it as free: if no
+ * write came meanwhile, it reports `expired`, and a waiting acquirer tries at once instead of at
+ * its next poll. A watch that fails is started again; it first replays each key's last value, so
+ * a release missed meanwhile is still reported.
+ */
+export class NatsWatch {
+  private iterator: NatsKvIterator<NatsKvEntry> | undefined;
+  private running = false;
+  private ready: Promise<void> = Promise.resolve();
+  private readonly entries = new Set<Entry>();
+  private readonly held = new Map<string, Held>();
+  private restartTimer: NodeJS.Timeout | undefined;
+  /** One report per failure, not one per attempt to start the watch again. */
+  private reported = false;
+
+  constructor(
+    private readonly kv: NatsKv,
+    private readonly settings: NatsWatchSettings,
+  ) {}
+
+  add(prefix: string, listener: WatchListener): NatsUnwatch {
+    const entry: Entry = { prefix, listener };
+    this.entries.add(entry);
+    if (!this.running) this.start();
+    const unwatch = (): void => {
+      if (this.entries.delete(entry) && this.entries.size === 0) this.stop();
+    };
+    return Object.assign(unwatch, { ready: this.ready });
+  }
+
+  stop(): void {
+    this.entries.clear();
+    this.running = false;
+    clearTimeout(this.restartTimer);
+    this.iterator?.stop();
+    this.iterator = undefined;
+    for (const held of this.held.values()) clearTimeout(held.timer);
+    this.held.clear();
+  }
+
+  private start(): void {
+    this.running = true;
+    const { timeoutMs, bucket } = this.settings;
+    const opened = this.kv.watch({ key: '>' });
+    this.ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new LeaseError(
+              ErrorCode.STORE_UNAVAILABLE,
+              `NATS KV watch on bucket "${bucket}" failed: not in place within ${timeoutMs} ms (it keeps trying)`,
+            ),
+          ),
+        timeoutMs,
+      );
+      timer.unref();
+      opened.then(
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(mapNatsError(error, 'watch', bucket));
+        },
+      );
+    });
+    this.ready.catch(() => {}); // for whoever awaits `ready`; the watch itself keeps trying
+    void this.consume(opened);
+  }
+
+  private async consume(opened: Promise<NatsKvIterator<NatsKvEntry>>): Promise<void> {
+    try {
+      const iterator = await opened;
+      if (!this.running) return iterator.stop();
+      this.iterator = iterator;
+      this.reported = false;
+      for await (const entry of iterator) {
+        if (!this.running || this.iterator !== iterator) break;
+        this.take(entry);
+      }
+      if (this.running && this.iterator === iterator) throw new Error('the watch ended');
+    } catch (error) {
+      if (!this.running) return;
+      if (!this.reported) this.settings.onError(mapNatsError(error, 'watch', this.settings.bucket));
+      this.reported = true;
+      this.iterator = undefined;
+      this.restartTimer = setTimeout(() => {
+        if (this.running && this.entries.size > 0) this.start();
+      }, RESTART_MS);
+      this.restartTimer.unref();
+    }
+  }
+
+  private take(entry: NatsKvEntry): void {
+    const resource = resourceOf(entry.key);
+    if (resource === undefined) return;
+    let stored;
+    try {
+      stored = decodeEntry(resource, entry);
+    } catch {
+      return; // not a leasehold value: nothing to report
+    }
+    const before = this.held.get(resource);
+    clearTimeout(before?.timer);
+    const update = entry.isUpdate !== false;
+    if (stored === null || stored.record.owner === '') {
+      this.held.delete(resource);
+      if (before || (update && stored !== null)) this.emit({ type: 'released', resource });
+      return;
+    }
+    const { token, expiresAt } = stored.record;
+    const held: Held = { revision: entry.revision, token };
+    this.held.set(resource, held);
+    if (update && before?.token !== token) this.emit({ type: 'acquired', resource });
+    const wait = expiresAt + this.settings.maxClockSkewMs + 1 - this.settings.clock.now();
+    if (wait < 0 && !update) {
+      this.held.delete(resource); // lapsed before the watch began: the next reconcile finds it
+      return;
+    }
+    held.timer = setTimeout(
+      () => {
+        if (this.held.get(resource) !== held) return;
+        this.held.delete(resource);
+        this.emit({ type: 'expired', resource });
+      },
+      Math.max(0, wait),
+    );
+    held.timer.unref();
+  }
+
+  private emit(event: WatchEvent): void {
+    for (const { prefix, listener } of [...this.entries]) {
+      if (!event.resource.startsWith(prefix)) continue;
+      try {
+        listener(event);
+      } catch (error) {
+        setImmediate(() => {
+          throw error; // a listener's own bug surfaces as it would from an EventEmitter
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/** The last write this store made to a record it still holds: what the next renew compares with. */
+export interface KnownWrite {
+  readonly owner: string;
+  readonly token: number;
+  readonly nonce: string;
+  readonly revision: number;
+}
+
+/** An acquire whose answer never came: conditioned on `base`, it may land later or already has. */
+interface Unsure {
+  readonly nonce: string;
+  readonly base: number;
+}
+
+/** Past this many records, the cache of known revisions starts again (it only saves round trips). */
+const MAX_KNOWN = 100_000;
+
+/**
+ * What this store remembers of its own writes, per resource. Neither is ever trusted without the
+ * server: a known revision is only the condition of the next write (a stale one fails it, and the
+ * record is read again), and an unsure acquire is adopted only when a read shows its nonce.
+ */
+export class OwnWrites {
+  private readonly known = new Map<string, KnownWrite>();
+  private readonly unsure = new Map<string, Unsure[]>();
+
+  /** The revision of our last write of this grant, if we made one and nothing said it moved. */
+  knownFor(resource: string, owner: string, token: number): KnownWrite | undefined {
+    const known = this.known.get(resource);
+    return known && known.owner === owner && known.token === token ? known : undefined;
+  }
+
+  remember(resource: string, write: KnownWrite): void {
+    if (this.known.size >= MAX_KNOWN && !this.known.has(resource)) this.known.clear();
+    this.known.set(resource, write);
+  }
+
+  forget(resource: string): void {
+    this.known.delete(resource);
+  }
+
+  /** Forgets our last write unless it is still the record's current revision `revision`. */
+  forgetBefore(resource: string, revision: number | undefined): void {
+    if (this.known.get(resource)?.revision !== revision) this.known.delete(resource);
+  }
+
+  /** Notes an acquire about to be sent, conditioned on revision `base`. */
+  sending(resource: string, nonce: string, base: number): void {
+    const list = this.unsure.get(resource) ?? [];
+    list.push({ nonce, base });
+    this.unsure.set(resource, list);
+  }
+
+  /** The acquire with `nonce` was answered (granted or refused): its outcome is known. */
+  answered(resource: string, nonce: string): void {
+    const list = this.unsure.get(resource)?.filter((u) => u.nonce !== nonce);
+    if (list?.length) this.unsure.set(resource, list);
+    else this.unsure.delete(resource);
+  }
+
+  /** Whether the record read at `revision` with `nonce` is the work of an unanswered acquire of ours. */
+  isOurs(resource: string, nonce: string): boolean {
+    return this.unsure.get(resource)?.some((u) => u.nonce === nonce) ?? false;
+  }
+
+  /**
+   * Forgets unanswered acquires that can no longer land: the record was read at `revision`, past
+   * the revision they were conditioned on, and does not hold their nonce.
+   */
+  settle(resource: string, revision: number, nonce: string | undefined): void {
+    const list = this.unsure.get(resource);
+    if (!list) return;
+    const open = list.filter((u) => u.nonce !== nonce && u.base >= revision);
+    if (open.length) this.unsure.set(resource, open);
+    else this.unsure.delete(resource);
+  }
+
+  /** Every unanswered acquire of `resource` is resolved. */
+  resolved(resource: string): void {
+    this.unsure.delete(resource);
+  }
+}

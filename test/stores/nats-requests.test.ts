@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Lease } from '../../src/index.js';
+import { NatsStore } from '../../src/stores/nats/index.js';
+import { describeServer } from '../harness/describe-server.js';
+import { NatsServer, natsUnavailable } from '../harness/nats-server.js';
+
+/**
+ * Round trips per transition, counted by the server: its monitoring endpoint reports how many
+ * messages each client connection sent, and every JetStream request (a read, a conditional write)
+ * is one message.
+ */
+describeServer('NATS store requests', natsUnavailable(), () => {
+  let server: NatsServer;
+  let store: NatsStore;
+  let other: NatsStore;
+
+  beforeAll(async () => {
+    server = await NatsServer.start();
+    store = await NatsStore.open(`${server.url}?bucket=requests&maxClockSkewMs=0`);
+    other = await NatsStore.open(`${server.url}?bucket=requests&maxClockSkewMs=0`);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await other?.close();
+    await server?.stop();
+  });
+
+  /** Messages all connections sent to the server while `work` ran. */
+  const requestsOf = async (work: () => Promise<unknown>): Promise<number> => {
+    const total = async (): Promise<number> =>
+      (await server.connections()).reduce((sum, c) => sum + c.in_msgs, 0);
+    const before = await total();
+    await work();
+    return (await total()) - before;
+  };
+
+  it('acquire is a read and a conditional write, refused a read; renew and release one write', async () => {
+    let lease: Lease | null = null;
+    expect(
+      await requestsOf(async () => {
+        lease = await store.tryAcquire('job', 'a', 5000);
+      }),
+    ).toBe(2);
+    expect(lease).toMatchObject({ owner: 'a', token: 1 });
+    expect(await requestsOf(() => store.tryAcquire('job', 'b', 5000))).toBe(1);
+    expect(await requestsOf(() => store.renew(lease!))).toBe(1);
+    expect(await requestsOf(() => store.renew(lease!))).toBe(1);
+    // Not ours (wrong token): the store knows no write of that grant, reads, and writes nothing.
+    expect(await requestsOf(() => store.renew({ ...lease!, token: 7 }))).toBe(1);
+    expect(await requestsOf(() => store.release(lease!))).toBe(1);
+    expect(await store.get('job')).toMatchObject({ owner: '', token: 1, expiresAt: 0 });
+    expect(await requestsOf(() => store.tryAcquire('job', 'b', 5000))).toBe(2);
+  });
+
+  it('a renew through another handle reads first; one whose known revision went stale reads and writes again', async () => {
+    const lease = (await store.tryAcquire('handles', 'a', 5000))!;
+    // `other` never wrote this grant: read, then write.
+    expect(await requestsOf(() => other.renew(lease))).toBe(2);
+    // `store` knows its own last write, which `other`'s renew moved past: write, refused, read, write.
+    let renewed: Lease | null = null;
+    expect(
+      await requestsOf(async () => {
+        renewed = await store.renew(lease);
+      }),
+    ).toBe(3);
+    expect(renewed).toMatchObject({ owner: 'a', token: 1 });
+    expect(await requestsOf(() => store.renew(lease))).toBe(1);
+  });
+
+  it('batches are one conditional write per lease', async () => {
+    const outcomes = await store.acquireMany(['b/1', 'b/2', 'b/3', 'b/4'], 'a', 5000);
+    const leases = outcomes.map((o) => o.lease!);
+    expect(await requestsOf(() => store.renewMany(leases))).toBe(4);
+    expect(await requestsOf(() => store.releaseMany(leases))).toBe(4);
+  });
+});
