@@ -10,6 +10,7 @@ import { postgresFactory } from './factories/postgres.js';
 import { redisFactory } from './factories/redis.js';
 import { redisClusterFactory } from './factories/redis-cluster.js';
 import { redisNodeFactory } from './factories/redis-node.js';
+import { natsFactory } from './factories/nats.js';
 
 function memoryFactory(): StoreFactory {
   return {
@@ -47,6 +48,7 @@ export const allStores: StoreFactory[] = [
   redisNodeFactory(),
   dynamodbFactory(),
   etcdFactory(),
+  natsFactory(),
 ];
 
 /** `LEASEHOLD_STORES=sqlite,postgres` narrows the run to those stores. */
