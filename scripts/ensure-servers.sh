@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the server binaries the store tests start privately are installed:
-# PostgreSQL, MariaDB, Redis, etcd, ZooKeeper and Ceph's S3 gateway (radosgw); nats-server for NATS.
+# PostgreSQL, MariaDB, Redis, etcd, ZooKeeper and Ceph's S3 gateway (radosgw); nats-server for NATS;
+# and the spin model checker (with gcc) for the protocol model.
 # Installs missing Debian packages when it can (root with apt-get); otherwise says what is missing.
 # The tests never use the system's running instances: they start their own on free loopback ports.
 set -u
@@ -16,6 +17,8 @@ command -v radosgw >/dev/null 2>&1 || missing+=(radosgw)
 command -v ceph-mon >/dev/null 2>&1 || missing+=(ceph-mon)
 command -v ceph-osd >/dev/null 2>&1 || missing+=(ceph-osd)
 command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
+command -v spin >/dev/null 2>&1 || missing+=(spin)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -53,6 +53,11 @@ export {
   type NatsKvEntry,
   type NatsUnwatch,
 } from './stores/nats/index.js';
+export {
+  ZookeeperStore,
+  type ZookeeperStoreOptions,
+  type ZookeeperUnwatch,
+} from './stores/zookeeper/index.js';
 export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
 export type { LeaseClientOptions, AcquireOptions } from './client/client-options.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';

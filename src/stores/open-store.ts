@@ -37,6 +37,7 @@ const openers = new Map<string, Opener>([
   ],
   ['etcd', async (url) => (await import('./etcd/open.js')).openEtcd(url)],
   ['nats', async (url) => (await import('./nats/open.js')).openNats(url)],
+  ['zookeeper', async (url) => (await import('./zookeeper/open.js')).openZookeeper(url)],
 ]);
 
 /** Schemes `openStore` understands, for messages and the CLI's help. */

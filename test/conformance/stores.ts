@@ -11,6 +11,7 @@ import { redisFactory } from './factories/redis.js';
 import { redisClusterFactory } from './factories/redis-cluster.js';
 import { redisNodeFactory } from './factories/redis-node.js';
 import { natsFactory } from './factories/nats.js';
+import { zookeeperFactory } from './factories/zookeeper.js';
 
 function memoryFactory(): StoreFactory {
   return {
@@ -49,6 +50,7 @@ export const allStores: StoreFactory[] = [
   dynamodbFactory(),
   etcdFactory(),
   natsFactory(),
+  zookeeperFactory(),
 ];
 
 /** `LEASEHOLD_STORES=sqlite,postgres` narrows the run to those stores. */

@@ -1,0 +1,11 @@
+import type { StoreUrl } from '../../core/store-url.js';
+import { ZookeeperStore } from './zookeeper-store.js';
+import { parseZookeeperUrl } from './zookeeper-url.js';
+
+/**
+ * `zookeeper://host[:port][,host[:port]…][/chroot]` (port 2181 by default, chroot `/leasehold`)
+ * with `?timeoutMs=5000&maxClockSkewMs=0`. Connecting creates the chroot's znodes when missing.
+ */
+export async function openZookeeper(url: StoreUrl): Promise<ZookeeperStore> {
+  return ZookeeperStore.connect(parseZookeeperUrl(url));
+}

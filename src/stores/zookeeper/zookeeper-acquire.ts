@@ -1,0 +1,227 @@
+import type { LeaseRecord } from '../../core/lease.js';
+import type { AcquireOutcome } from '../../core/store.js';
+import { ZK_CODE } from './zookeeper-driver.js';
+import { foreignZnode } from './zookeeper-errors.js';
+import {
+  acquireOps,
+  firstAcquireOps,
+  grantOf,
+  mtimeOf,
+  opBytesOf,
+  recordOf,
+  splitForMulti,
+  takeoverOps,
+  type Modes,
+} from './zookeeper-ops.js';
+import type { ResourcePaths } from './zookeeper-paths.js';
+import type { MultiOutcome, ZkSession } from './zookeeper-session.js';
+
+/** What `inspect` found behind a hold znode that stood in the way. */
+type Seen =
+  | { readonly kind: 'gone' }
+  | { readonly kind: 'live'; readonly holder: LeaseRecord }
+  | { readonly kind: 'lapsed'; readonly recordVersion: number };
+
+/** How many times one acquire goes round when the resource keeps changing under it. */
+const ATTEMPTS = 3;
+
+/**
+ * The acquire paths, on the session that holds leases of the TTL asked for (see `ZkSessions`).
+ * Expiry is judged on the leader's clock: a lease is lapsed once the `mtime` of a write this
+ * session just made (the clock znode) is past the record's `mtime` plus its TTL plus
+ * `maxClockSkewMs`, and the take-over is conditioned on the record's version, so a renewal that
+ * slipped in between wins.
+ */
+export class ZkAcquirer {
+  constructor(
+    private readonly clockPath: string,
+    private readonly modes: Modes,
+    private readonly maxClockSkewMs: number,
+  ) {}
+
+  /**
+   * One `multi` when the resource is free (two on its very first acquire); when a hold stands in
+   * the way, one clock probe with the resource's reads sent alongside, then a take-over `multi` if
+   * the lease lapsed.
+   */
+  async one(
+    s: ZkSession,
+    p: ResourcePaths,
+    owner: string,
+    ttlMs: number,
+    hint: 'free' | 'fresh' | 'held' = 'free',
+  ): Promise<AcquireOutcome> {
+    let path = hint;
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const since = performance.now();
+      if (path === 'free') {
+        const r = await s.multi((tx) => acquireOps(tx, p, owner, ttlMs, this.modes));
+        if (r.ok) return granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 1, ttlMs));
+        path = nextPath(p, r, 'free');
+        continue;
+      }
+      if (path === 'fresh') {
+        const r = await s.multi((tx) => firstAcquireOps(tx, p, owner, ttlMs, this.modes));
+        if (r.ok) return granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 2, ttlMs));
+        path = nextPath(p, r, 'fresh');
+        continue;
+      }
+      const [seen] = await this.inspect(s, [p]);
+      if (seen!.kind === 'live') return { resource: p.resource, lease: null, holder: seen!.holder };
+      if (seen!.kind === 'gone') {
+        path = 'free';
+        continue;
+      }
+      const version = seen!.recordVersion;
+      const r = await s.multi((tx) => takeoverOps(tx, p, version, owner, ttlMs, this.modes));
+      if (r.ok) return granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 3, ttlMs));
+      path = 'held'; // renewed, released or taken meanwhile: look again
+    }
+    return { resource: p.resource, lease: null };
+  }
+
+  /**
+   * A batch: one round of reads tells free, never-acquired and held resources apart; the free
+   * and new ones are granted in `multi`s of up to 256 KB (sent together), the held ones are
+   * inspected with one clock probe. A `multi` refused as a whole (a resource changed between the
+   * reads and the write) falls back to one acquire per resource of it.
+   */
+  async many(
+    s: ZkSession,
+    paths: readonly ResourcePaths[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const out = new Array<AcquireOutcome>(paths.length);
+    const states = await Promise.all(
+      paths.map((p) => Promise.all([s.exists(p.record), s.exists(p.hold)])),
+    );
+    const held: number[] = [];
+    const writable: number[] = [];
+    states.forEach(([, hold], i) => (hold ? held : writable).push(i));
+    const fresh = (i: number): boolean => !states[i]![0];
+    const sent: Promise<void>[] = [];
+    for (const chunk of splitForMulti(writable, (i) => opBytesOf(paths[i]!, owner))) {
+      sent.push(
+        this.chunk(s, chunk, paths, owner, ttlMs, fresh).then((outcomes) =>
+          chunk.forEach((i, k) => (out[i] = outcomes[k]!)),
+        ),
+      );
+    }
+    if (held.length > 0) {
+      sent.push(
+        this.inspect(
+          s,
+          held.map((i) => paths[i]!),
+        ).then((seen) =>
+          Promise.all(
+            held.map(async (i, k) => {
+              const found = seen[k]!;
+              out[i] =
+                found.kind === 'live'
+                  ? { resource: paths[i]!.resource, lease: null, holder: found.holder }
+                  : await this.one(
+                      s,
+                      paths[i]!,
+                      owner,
+                      ttlMs,
+                      found.kind === 'gone' ? 'free' : 'held',
+                    );
+            }),
+          ).then(() => {}),
+        ),
+      );
+    }
+    const settled = await Promise.allSettled(sent);
+    const failed = settled.find((x) => x.status === 'rejected');
+    if (failed) throw failed.reason;
+    return out;
+  }
+
+  private async chunk(
+    s: ZkSession,
+    chunk: readonly number[],
+    paths: readonly ResourcePaths[],
+    owner: string,
+    ttlMs: number,
+    fresh: (i: number) => boolean,
+  ): Promise<AcquireOutcome[]> {
+    const since = performance.now();
+    const tokenAt: number[] = [];
+    const r = await s.multi((tx) => {
+      let at = 0;
+      for (const i of chunk) {
+        const first = fresh(i);
+        tokenAt.push(at + (first ? 2 : 1));
+        at += first
+          ? firstAcquireOps(tx, paths[i]!, owner, ttlMs, this.modes)
+          : acquireOps(tx, paths[i]!, owner, ttlMs, this.modes);
+      }
+    });
+    if (r.ok) {
+      return chunk.map((i, k) =>
+        granted(
+          s,
+          paths[i]!,
+          owner,
+          ttlMs,
+          since,
+          grantOf(paths[i]!, r.results, tokenAt[k]!, ttlMs),
+        ),
+      );
+    }
+    return Promise.all(
+      chunk.map((i) => this.one(s, paths[i]!, owner, ttlMs, fresh(i) ? 'fresh' : 'free')),
+    );
+  }
+
+  /**
+   * One write to the clock znode (its `mtime` is the leader's time now), and the reads of each
+   * resource sent right behind it on the same session, so they see at least what was committed
+   * before the probe: for each, whether the lease that stood in the way is still live.
+   */
+  async inspect(s: ZkSession, paths: readonly ResourcePaths[]): Promise<Seen[]> {
+    const probe = s.setData(this.clockPath, Buffer.alloc(0));
+    const reads = paths.map((p) =>
+      Promise.all([s.getData(p.record), s.exists(p.token), s.exists(p.hold)]),
+    );
+    const [stat, found] = await Promise.all([probe, Promise.all(reads)]);
+    const now = mtimeOf(stat);
+    return found.map(([record, token, hold], i): Seen => {
+      if (!hold || !record || !token) return { kind: 'gone' };
+      const found = recordOf(paths[i]!, record, token);
+      if (found.owner === '') return { kind: 'gone' };
+      if (now > found.expiresAt + this.maxClockSkewMs) {
+        return { kind: 'lapsed', recordVersion: record.stat.version };
+      }
+      return { kind: 'live', holder: found };
+    });
+  }
+}
+
+/** Where an acquire goes after its `multi` was refused. */
+function nextPath(
+  p: ResourcePaths,
+  r: Extract<MultiOutcome, { ok: false }>,
+  from: 'free' | 'fresh',
+): 'free' | 'fresh' | 'held' {
+  if (from === 'free' && r.index === 0 && r.code === ZK_CODE.NODE_EXISTS) return 'held';
+  if (from === 'free' && r.index === 0 && r.code === ZK_CODE.NO_NODE) return 'fresh';
+  if (from === 'fresh' && r.index === 0 && r.code === ZK_CODE.NODE_EXISTS) return 'free';
+  throw foreignZnode(
+    from === 'fresh' && r.index === 0 ? p.record : p.hold,
+    `refused an acquire (operation ${r.index}, ZooKeeper error ${r.code})`,
+  );
+}
+
+function granted(
+  s: ZkSession,
+  p: ResourcePaths,
+  owner: string,
+  ttlMs: number,
+  since: number,
+  grant: { token: number; expiresAt: number },
+): AcquireOutcome {
+  s.track(p.hold, since + ttlMs);
+  return { resource: p.resource, lease: { resource: p.resource, owner, ttlMs, ...grant } };
+}

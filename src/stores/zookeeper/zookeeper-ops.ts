@@ -1,0 +1,204 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { LeaseRecord } from '../../core/lease.js';
+import type { ZkOpResult, ZkStat, ZkTransaction } from './zookeeper-driver.js';
+import { foreignZnode } from './zookeeper-errors.js';
+import type { ResourcePaths } from './zookeeper-paths.js';
+
+/*
+ * The `multi` transactions behind each transition (see zookeeper-paths.ts for the znodes). Each is
+ * one atomic ZooKeeper transaction: every operation applies, or none. The driver reads a version of
+ * 0 as "any version", so no check below relies on version 0: a record znode is written in the
+ * transaction that creates it, and its version is 1 or more from then on.
+ */
+
+/** What the record znode holds. */
+export interface StoredRecord {
+  /** The owner; `''` once released. */
+  readonly o: string;
+  /** The TTL of the last grant or renewal, in ms; 0 once released. */
+  readonly t: number;
+}
+
+const RELEASED = Buffer.from('{"o":"","t":0}', 'utf8');
+
+export function encodeRecord(owner: string, ttlMs: number): Buffer {
+  if (owner === '') return RELEASED;
+  return Buffer.from(`{"o":${JSON.stringify(owner)},"t":${ttlMs}}`, 'utf8');
+}
+
+export function decodeRecord(path: string, data: Buffer): StoredRecord {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data.toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const { o, t } = (parsed ?? {}) as Partial<StoredRecord>;
+  if (typeof o !== 'string' || typeof t !== 'number') throw foreignZnode(path, 'holds no record');
+  return { o, t };
+}
+
+/** A znode's `mtime`: the leader's wall-clock time, in ms, of the transaction that last wrote it. */
+export function mtimeOf(stat: ZkStat): number {
+  return Number(stat.mtime.readBigInt64BE(0));
+}
+
+/** The token a token znode's version stands for; refused, never wrapped, past 2^31 − 1 grants. */
+export function tokenOf(path: string, stat: ZkStat): number {
+  if (stat.version < 1) {
+    throw new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `zookeeper znode ${JSON.stringify(path)} has version ${stat.version}: the resource ran out of ` +
+        'fencing tokens (ZooKeeper versions are 32-bit) or the znode was not written by leasehold',
+      { retryable: false },
+    );
+  }
+  return stat.version;
+}
+
+/** The record `get` and `list` report from a record znode and its token znode. */
+export function recordOf(
+  paths: ResourcePaths,
+  record: { data: Buffer; stat: ZkStat },
+  token: ZkStat,
+): LeaseRecord {
+  const { o, t } = decodeRecord(paths.record, record.data);
+  return {
+    resource: paths.resource,
+    owner: o,
+    token: tokenOf(paths.token, token),
+    expiresAt: o === '' ? 0 : mtimeOf(record.stat) + t,
+  };
+}
+
+/** The znode modes a transaction needs, from the driver. */
+export interface Modes {
+  readonly persistent: number;
+  readonly ephemeral: number;
+}
+
+/**
+ * Acquire of a resource acquired before: creates the hold (refused if it exists: held, or lapsed
+ * and not yet taken over), counts the grant on the token znode and writes the record. Answers:
+ * the token is the token znode's new version (result 1), `expiresAt` the record's mtime (result 2)
+ * plus the TTL. A missing record znode fails the first operation with `NO_NODE`: see `firstAcquire`.
+ */
+export function acquireOps(
+  tx: ZkTransaction,
+  p: ResourcePaths,
+  owner: string,
+  ttlMs: number,
+  modes: Modes,
+): number {
+  tx.create(p.hold, Buffer.from(owner, 'utf8'), modes.ephemeral)
+    .setData(p.token, Buffer.alloc(0), -1)
+    .setData(p.record, encodeRecord(owner, ttlMs), -1);
+  return 3;
+}
+
+/** The first acquire of a resource ever: creates its record and token znodes too (answers: 2, 3). */
+export function firstAcquireOps(
+  tx: ZkTransaction,
+  p: ResourcePaths,
+  owner: string,
+  ttlMs: number,
+  modes: Modes,
+): number {
+  const record = encodeRecord(owner, ttlMs);
+  tx.create(p.record, record, modes.persistent)
+    .create(p.token, Buffer.alloc(0), modes.persistent)
+    .setData(p.token, Buffer.alloc(0), -1)
+    .setData(p.record, record, -1)
+    .create(p.hold, Buffer.from(owner, 'utf8'), modes.ephemeral);
+  return 5;
+}
+
+/**
+ * Take-over of a lapsed lease whose hold znode still exists (its session lives on, but nobody
+ * renewed it within its TTL): only if the record is still at the version that was judged lapsed
+ * (no renewal, release or grant since), replaces the hold by one of this session, counts the grant
+ * and writes the record (answers: 3, 4).
+ */
+export function takeoverOps(
+  tx: ZkTransaction,
+  p: ResourcePaths,
+  recordVersion: number,
+  owner: string,
+  ttlMs: number,
+  modes: Modes,
+): number {
+  tx.check(p.record, recordVersion)
+    .remove(p.hold, -1)
+    .create(p.hold, Buffer.from(owner, 'utf8'), modes.ephemeral)
+    .setData(p.token, Buffer.alloc(0), -1)
+    .setData(p.record, encodeRecord(owner, ttlMs), -1);
+  return 5;
+}
+
+/**
+ * Renew: only if the record is still at the version read (whose owner and token were checked)
+ * and the hold still exists, writes the record again (answer: 1). With `move`, the hold is
+ * re-created on this session (one whose timeout covers the new TTL).
+ */
+export function renewOps(
+  tx: ZkTransaction,
+  p: ResourcePaths,
+  recordVersion: number,
+  owner: string,
+  ttlMs: number,
+  move: { ephemeral: number } | undefined,
+): number {
+  if (move) {
+    tx.remove(p.hold, -1).create(p.hold, Buffer.from(owner, 'utf8'), move.ephemeral);
+  } else {
+    tx.check(p.hold, -1);
+  }
+  tx.setData(p.record, encodeRecord(owner, ttlMs), recordVersion);
+  return move ? 3 : 2;
+}
+
+/** Release: only if the record is still at the version read, deletes the hold and blanks the record. */
+export function releaseOps(tx: ZkTransaction, p: ResourcePaths, recordVersion: number): number {
+  tx.remove(p.hold, -1).setData(p.record, RELEASED, recordVersion);
+  return 2;
+}
+
+/** The token and `expiresAt` a granting transaction answered with, its operations from `first`. */
+export function grantOf(
+  p: ResourcePaths,
+  results: readonly ZkOpResult[],
+  tokenAt: number,
+  ttlMs: number,
+): { token: number; expiresAt: number } {
+  const token = results[tokenAt]?.stat;
+  const record = results[tokenAt + 1]?.stat;
+  if (!token || !record) throw foreignZnode(p.record, 'was answered without its stat');
+  return { token: tokenOf(p.token, token), expiresAt: mtimeOf(record) + ttlMs };
+}
+
+/** Rough size of one lease's operations on `p`, at most, to keep one `multi` well under 1 MB. */
+export function opBytesOf(p: ResourcePaths, owner: string): number {
+  return 5 * (Buffer.byteLength(p.hold, 'utf8') + Buffer.byteLength(owner, 'utf8') + 64);
+}
+
+/** The largest `multi` this store sends, in bytes (ZooKeeper refuses packets over 1 MB). */
+const MULTI_BYTES = 256 * 1024;
+
+/** Items in groups whose operations stay under 256 KB together: one `multi` each. */
+export function splitForMulti<T>(items: readonly T[], bytes: (item: T) => number): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let size = 0;
+  for (const item of items) {
+    const b = bytes(item);
+    if (current.length > 0 && size + b > MULTI_BYTES) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(item);
+    size += b;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}

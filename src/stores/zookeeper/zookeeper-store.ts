@@ -1,0 +1,314 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { loadDriver } from '../../core/load-driver.js';
+import { LIMITS } from '../../core/options.js';
+import { parseStoreUrl } from '../../core/store-url.js';
+import {
+  compareResources,
+  StoreBase,
+  type AcquireOutcome,
+  type StoreCapabilities,
+  type WatchListener,
+} from '../../core/store.js';
+import { ZkAcquirer } from './zookeeper-acquire.js';
+import type { ZkModule } from './zookeeper-driver.js';
+import { mapZookeeperError } from './zookeeper-errors.js';
+import { recordOf, type Modes } from './zookeeper-ops.js';
+import {
+  resolveZookeeperOptions,
+  type ResolvedZookeeperOptions,
+  type ZookeeperStoreOptions,
+} from './zookeeper-options.js';
+import { decodeName, ZkPaths } from './zookeeper-paths.js';
+import type { ZkSession } from './zookeeper-session.js';
+import { ZkSessions } from './zookeeper-sessions.js';
+import {
+  releaseMulti,
+  renewMulti,
+  rounds,
+  stillHeld,
+  type Found,
+  type Item,
+} from './zookeeper-update.js';
+import { parseZookeeperUrl, type ZookeeperTarget } from './zookeeper-url.js';
+import { ZkWatch, type ZookeeperUnwatch } from './zookeeper-watch.js';
+
+/** How many records `list` reads at once. */
+const LIST_READS = 1000;
+
+/**
+ * Leases in ZooKeeper (one server or an ensemble) through `node-zookeeper-client`. A lease is an
+ * ephemeral hold znode on a session of this store whose timeout is at least the lease's TTL, so
+ * the server deletes it when the holder's process dies or is cut off; a persistent record znode
+ * keeps the owner and TTL, and a token znode whose version counts the grants gives the fencing
+ * token (see zookeeper-paths.ts). Every transition is one atomic `multi`.
+ *
+ * Expiry is decided on ZooKeeper's clock: `expiresAt` is the leader's `mtime` of the transaction
+ * that wrote the record plus the TTL, and a contender finds a lease lapsed by the `mtime` of a
+ * write of its own to the clock znode; so a holder that lives on without renewing loses the lease
+ * at its TTL even though its session lives on. Acquire is one `multi` when the resource is free;
+ * renew and release read the lease's znodes (served by the connected server, no quorum write)
+ * then write one `multi`. Batches send all their reads together and then one `multi` per 256 KB
+ * of operations.
+ */
+export class ZookeeperStore extends StoreBase {
+  readonly capabilities: StoreCapabilities = Object.freeze({
+    clock: 'store',
+    batch: true,
+    watch: true,
+  });
+  /**
+   * How far the ensemble's server clocks may disagree (the `maxClockSkewMs` option): expiry is
+   * judged on `mtime` stamps of the leader, which after a leader change is another server.
+   */
+  readonly maxClockSkewMs: number;
+  private readonly options: ResolvedZookeeperOptions;
+  private readonly paths: ZkPaths;
+  private readonly sessions: ZkSessions;
+  private readonly acquirer: ZkAcquirer;
+  private readonly watcher: ZkWatch;
+  private readonly ephemeral: number;
+
+  private constructor(
+    zk: ZkModule,
+    private readonly target: ZookeeperTarget,
+    options: ZookeeperStoreOptions,
+  ) {
+    super();
+    this.options = resolveZookeeperOptions(options);
+    this.maxClockSkewMs = this.options.maxClockSkewMs;
+    this.paths = new ZkPaths(this.options.chroot);
+    this.sessions = new ZkSessions(zk, target.hosts, this.options.timeoutMs);
+    const modes: Modes = {
+      persistent: zk.CreateMode.PERSISTENT,
+      ephemeral: zk.CreateMode.EPHEMERAL,
+    };
+    this.ephemeral = modes.ephemeral;
+    this.acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs);
+    this.watcher = new ZkWatch(this.sessions, this.paths, this.options.onWatchError);
+  }
+
+  /**
+   * Connects to a `zookeeper://` URL; `options` override the URL's parameters. Creates the store
+   * path's znodes when missing.
+   */
+  static async open(url: string, options: ZookeeperStoreOptions = {}): Promise<ZookeeperStore> {
+    return ZookeeperStore.connect(parseZookeeperUrl(parseStoreUrl(url)), options);
+  }
+
+  /** @internal Opens what a parsed URL names; `options` override the URL's parameters. */
+  static async connect(
+    target: ZookeeperTarget,
+    options: ZookeeperStoreOptions = {},
+  ): Promise<ZookeeperStore> {
+    const merged = { ...stripUndefined(target.store), ...stripUndefined(options) };
+    resolveZookeeperOptions(merged); // bad options fail before connecting
+    const zk = await loadDriver<ZkModule>('node-zookeeper-client', 'zookeeper');
+    const store = new ZookeeperStore(zk, target, merged);
+    try {
+      await store.init();
+    } catch (error) {
+      await store.sessions.close();
+      const mapped = mapZookeeperError(error, 'connect');
+      throw new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `cannot reach zookeeper at ${target.redacted}: ${mapped.message.replace(/^zookeeper connect failed: /, '')}`,
+        { cause: error, retryable: mapped.retryable },
+      );
+    }
+    return store;
+  }
+
+  /** The znode under which this store's leases live. */
+  get chroot(): string {
+    return this.options.chroot;
+  }
+
+  /**
+   * Calls `listener` when a lease under `prefix` is acquired, released, or expires, through any
+   * store on this path. The returned function unsubscribes; its `ready` promise settles once the
+   * watches are in place.
+   */
+  watch(prefix: string, listener: WatchListener): ZookeeperUnwatch {
+    const checked = this.checkWatch(prefix, listener);
+    return this.watcher.add(checked, listener);
+  }
+
+  protected async doTryAcquire(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const session = await this.sessions.forTtl(ttlMs);
+    return (await this.acquirer.one(session, this.paths.of(resource), owner, ttlMs)).lease;
+  }
+
+  protected override async doAcquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const session = await this.sessions.forTtl(ttlMs);
+    const paths = resources.map((r) => this.paths.of(r));
+    return this.acquirer.many(session, paths, owner, ttlMs);
+  }
+
+  /**
+   * On the session for the TTL asked for: the reads of each lease, sent together, then one
+   * `multi` that writes its record again (moving the hold onto this session when the session
+   * that holds it is not one of the store's with a timeout long enough for the new TTL).
+   */
+  protected async doRenewMany(
+    leases: readonly Lease[],
+    ttlMs: number | undefined,
+  ): Promise<(Lease | null)[]> {
+    const ttlOf = (lease: Lease): number => ttlMs ?? lease.ttlMs;
+    const out = new Array<Lease | null>(leases.length).fill(null);
+    const groups = await this.group(leases, (lease) => this.sessions.forTtl(ttlOf(lease)));
+    await Promise.all(
+      [...groups].map(async ([session, items]) => {
+        for (const round of rounds(items)) {
+          const since = performance.now();
+          const found = await stillHeld(session, round);
+          const live = new Map<number, Found & { move: boolean }>();
+          const keep = round.filter((item, k) => {
+            const f = found[k];
+            if (!f) return false;
+            const holder = this.sessions.byOwner(f.hold.ephemeralOwner);
+            const move = !holder || holder.timeoutMs < ttlOf(item.lease);
+            live.set(item.index, { ...f, move });
+            return true;
+          });
+          const mtimes = await renewMulti(session, keep, live, ttlOf, this.ephemeral);
+          for (const { index, lease, paths } of keep) {
+            const mtime = mtimes.get(index);
+            if (mtime === undefined || mtime === null) continue;
+            const ttl = ttlOf(lease);
+            const on = live.get(index)!.move
+              ? session
+              : this.sessions.byOwner(live.get(index)!.hold.ephemeralOwner);
+            on?.track(paths.hold, since + ttl);
+            out[index] = { ...pick(lease), expiresAt: mtime + ttl, ttlMs: ttl };
+          }
+        }
+      }),
+    );
+    return out;
+  }
+
+  /** Like renewal: the reads, then one `multi` that deletes each hold and blanks its record. */
+  protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
+    const out = new Array<boolean>(leases.length).fill(false);
+    const groups = await this.group(leases, (lease) => this.releaseSession(lease));
+    await Promise.all(
+      [...groups].map(async ([session, items]) => {
+        for (const round of rounds(items)) {
+          const found = await stillHeld(session, round);
+          const live = new Map<number, Found>();
+          round.forEach((item, k) => found[k] && live.set(item.index, found[k]));
+          const keep = round.filter((item) => live.has(item.index));
+          const done = await releaseMulti(session, keep, live);
+          for (const { index, paths } of keep) {
+            if (!done.get(index)) continue;
+            this.sessions.untrack(paths.hold);
+            out[index] = true;
+          }
+        }
+      }),
+    );
+    return out;
+  }
+
+  /** The record and token znodes, read together. */
+  protected async doGet(resource: string): Promise<LeaseRecord | null> {
+    const session = await this.sessions.main();
+    return this.read(session, resource);
+  }
+
+  /**
+   * The children of the records znode (one read of every name in the namespace), filtered and
+   * sorted here, then the records of the page, read together.
+   */
+  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    const session = await this.sessions.main();
+    const names = (await session.getChildren(this.paths.records)) ?? [];
+    const resources = names
+      .map(decodeName)
+      .filter(
+        (r): r is string =>
+          r !== undefined &&
+          r.startsWith(prefix) &&
+          (after === '' || compareResources(r, after) > 0),
+      )
+      .sort(compareResources);
+    const out: LeaseRecord[] = [];
+    for (let start = 0; start < resources.length && out.length < limit; start += LIST_READS) {
+      const page = resources.slice(start, start + Math.min(LIST_READS, limit - out.length));
+      const records = await Promise.all(page.map((r) => this.read(session, r)));
+      for (const record of records) if (record && out.length < limit) out.push(record);
+    }
+    return out;
+  }
+
+  protected async doClose(): Promise<void> {
+    this.watcher.stop();
+    // A session whose holds someone may still believe in is left to expire, never ended: ending
+    // it would delete those holds at once and let another owner in early.
+    await this.sessions.close();
+  }
+
+  protected override mapError(error: unknown, operation: string): LeaseError {
+    return mapZookeeperError(error, operation);
+  }
+
+  private async read(session: ZkSession, resource: string): Promise<LeaseRecord | null> {
+    const paths = this.paths.of(resource);
+    const [record, token] = await Promise.all([
+      session.getData(paths.record),
+      session.exists(paths.token),
+    ]);
+    return record && token ? recordOf(paths, record, token) : null;
+  }
+
+  /** Creates the store path's znodes when missing: the records znode and the clock znode. */
+  private async init(): Promise<void> {
+    const session = await this.sessions.main();
+    await Promise.all([session.mkdirp(this.paths.records), session.mkdirp(this.paths.clock)]);
+  }
+
+  /** Release reads where the lease was granted when the caller passes the whole lease. */
+  private releaseSession(lease: LeaseRef): Promise<ZkSession> {
+    const ttl = (lease as Partial<Lease>).ttlMs;
+    const valid =
+      typeof ttl === 'number' &&
+      Number.isInteger(ttl) &&
+      ttl >= LIMITS.ttlMinMs &&
+      ttl <= LIMITS.ttlMaxMs;
+    return valid
+      ? this.sessions.forTtl(ttl).catch(() => this.sessions.main())
+      : this.sessions.main();
+  }
+
+  private async group<T extends LeaseRef>(
+    leases: readonly T[],
+    sessionOf: (lease: T) => Promise<ZkSession>,
+  ): Promise<Map<ZkSession, Item<T>[]>> {
+    const sessions = await Promise.all(leases.map(sessionOf));
+    const groups = new Map<ZkSession, Item<T>[]>();
+    leases.forEach((lease, index) => {
+      const item = { index, lease, paths: this.paths.of(lease.resource) };
+      const group = groups.get(sessions[index]!);
+      if (group) group.push(item);
+      else groups.set(sessions[index]!, [item]);
+    });
+    return groups;
+  }
+}
+
+function pick(lease: Lease): Pick<Lease, 'resource' | 'owner' | 'token'> {
+  return { resource: lease.resource, owner: lease.owner, token: lease.token };
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

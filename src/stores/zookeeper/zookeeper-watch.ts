@@ -1,0 +1,193 @@
+import type { LeaseError } from '../../core/errors.js';
+import type { WatchEvent, WatchListener } from '../../core/store.js';
+import { ZK_EVENT, type ZkEvent } from './zookeeper-driver.js';
+import { mapZookeeperError } from './zookeeper-errors.js';
+import { decodeRecord } from './zookeeper-ops.js';
+import { decodeName, type ZkPaths } from './zookeeper-paths.js';
+import type { ZkSession } from './zookeeper-session.js';
+import type { ZkSessions } from './zookeeper-sessions.js';
+
+interface Entry {
+  readonly prefix: string;
+  readonly listener: WatchListener;
+}
+
+/** The unsubscribe function `watch` returns; `ready` settles once the watches are in place. */
+export type ZookeeperUnwatch = (() => void) & {
+  /** Resolves once every matching hold znode is watched; rejects if that failed (it keeps trying). */
+  readonly ready: Promise<void>;
+};
+
+/** How soon the watches are set up again after a failure. */
+const RETRY_MS = 250;
+
+/**
+ * Lease events from ZooKeeper's one-shot watches, on the store's main session: a child watch on
+ * the records znode (new resources) and an existence watch on the hold znode of every resource
+ * under a watched prefix, set again each time it fires. A hold deleted is `released` when its
+ * record was blanked with it, `expired` otherwise (the holder's session expired, or a lapsed lease
+ * was taken over); a hold created is `acquired`. The driver sets the watches again on a new
+ * connection by itself; after the session expired, they are set up afresh on a new one.
+ */
+export class ZkWatch {
+  private readonly entries = new Set<Entry>();
+  /** Resources whose hold znode has a watch armed. */
+  private readonly armed = new Set<string>();
+  private generation = 0;
+  private ready: Promise<void> = Promise.resolve();
+  private reported = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private stopExpiry: (() => void) | undefined;
+
+  constructor(
+    private readonly sessions: ZkSessions,
+    private readonly paths: ZkPaths,
+    private readonly onError: (error: LeaseError) => void,
+  ) {}
+
+  add(prefix: string, listener: WatchListener): ZookeeperUnwatch {
+    const entry: Entry = { prefix, listener };
+    this.entries.add(entry);
+    this.ready = this.start();
+    this.ready.catch(() => {}); // for whoever awaits `ready`; the watch itself keeps trying
+    const unwatch = (): void => {
+      if (this.entries.delete(entry) && this.entries.size === 0) this.stop();
+    };
+    return Object.assign(unwatch, { ready: this.ready });
+  }
+
+  stop(): void {
+    this.entries.clear();
+    this.generation++;
+    this.armed.clear();
+    clearTimeout(this.retryTimer);
+    this.stopExpiry?.();
+  }
+
+  /** Lists the resources and arms what is not armed yet, for the current generation. */
+  private async start(): Promise<void> {
+    const generation = this.generation;
+    try {
+      const session = await this.sessions.main();
+      if (generation !== this.generation) return;
+      this.stopExpiry?.();
+      this.stopExpiry = session.onExpired(() => this.restart());
+      await this.scan(session, generation, false);
+      this.reported = false;
+    } catch (error) {
+      this.fail(error);
+      throw mapZookeeperError(error, 'watch');
+    }
+  }
+
+  /**
+   * Lists the resources and arms the matching ones not armed yet. With `announce` (a resource
+   * appeared since the last listing), what happened to each new one is told: `acquired` when its
+   * hold is there (its first acquire created it), else how the hold went.
+   */
+  private async scan(session: ZkSession, generation: number, announce: boolean): Promise<void> {
+    const children = await session.getChildren(this.paths.records, (event) =>
+      this.onChildren(event, session, generation),
+    );
+    const wanted = (children ?? [])
+      .map(decodeName)
+      .filter((r): r is string => r !== undefined && this.matches(r) && !this.armed.has(r));
+    await Promise.all(
+      wanted.map(async (resource) => {
+        const held = await this.arm(session, generation, resource);
+        if (!announce || generation !== this.generation) return;
+        if (held) this.dispatch({ type: 'acquired', resource });
+        else await this.ended(session, resource);
+      }),
+    );
+  }
+
+  /** Watches the hold of `resource`; whether it exists now. */
+  private async arm(session: ZkSession, generation: number, resource: string): Promise<boolean> {
+    if (this.armed.has(resource)) return true;
+    this.armed.add(resource);
+    try {
+      const stat = await session.exists(this.paths.of(resource).hold, (event) =>
+        this.onHold(event, session, generation, resource),
+      );
+      return stat !== null;
+    } catch (error) {
+      this.armed.delete(resource);
+      throw error;
+    }
+  }
+
+  /** Tells how the hold of `resource` went: `released` when its record was blanked with it. */
+  private async ended(session: ZkSession, resource: string): Promise<void> {
+    const path = this.paths.of(resource).record;
+    let released = false;
+    try {
+      const record = await session.getData(path);
+      released = record !== null && decodeRecord(path, record.data).o === '';
+    } catch {
+      // unknown: it went, and not by a release seen here
+    }
+    this.dispatch({ type: released ? 'released' : 'expired', resource });
+  }
+
+  private onChildren(_: ZkEvent, session: ZkSession, generation: number): void {
+    if (generation !== this.generation) return;
+    this.scan(session, generation, true).catch((error: unknown) => this.fail(error));
+  }
+
+  private onHold(event: ZkEvent, session: ZkSession, generation: number, resource: string): void {
+    if (generation !== this.generation) return;
+    this.armed.delete(resource);
+    const type = event.getType();
+    const rearm = (): void => {
+      if (this.matches(resource)) {
+        this.arm(session, generation, resource).catch((error: unknown) => this.fail(error));
+      }
+    };
+    if (type === ZK_EVENT.NODE_CREATED) {
+      this.dispatch({ type: 'acquired', resource });
+      rearm();
+    } else if (type === ZK_EVENT.NODE_DELETED) {
+      void this.ended(session, resource).finally(rearm);
+    } else {
+      rearm();
+    }
+  }
+
+  private matches(resource: string): boolean {
+    for (const { prefix } of this.entries) if (resource.startsWith(prefix)) return true;
+    return false;
+  }
+
+  private dispatch(event: WatchEvent): void {
+    for (const { prefix, listener } of [...this.entries]) {
+      if (!event.resource.startsWith(prefix)) continue;
+      try {
+        listener(event);
+      } catch (error) {
+        setImmediate(() => {
+          throw error; // a listener's own bug surfaces as it would from an EventEmitter
+        });
+      }
+    }
+  }
+
+  /** The session expired and its watches with it: everything is set up again on a new one. */
+  private restart(): void {
+    if (this.entries.size === 0) return;
+    this.generation++;
+    this.armed.clear();
+    this.ready = this.start();
+    this.ready.catch(() => {});
+  }
+
+  private fail(error: unknown): void {
+    if (!this.reported) {
+      this.reported = true;
+      this.onError(mapZookeeperError(error, 'watch'));
+    }
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.restart(), RETRY_MS);
+    this.retryTimer.unref();
+  }
+}

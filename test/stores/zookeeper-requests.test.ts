@@ -1,0 +1,175 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Lease, LeaseStore } from '../../src/index.js';
+import { parseStoreUrl } from '../../src/core/store-url.js';
+import { openZookeeper } from '../../src/stores/zookeeper/open.js';
+import { describeServer } from '../harness/describe-server.js';
+import { ZookeeperServer, zookeeperUnavailable } from '../harness/zookeeper-server.js';
+
+/** ZooKeeper request types by opcode, as they travel on the wire. */
+const OPS: Readonly<Record<number, string>> = {
+  1: 'create',
+  2: 'delete',
+  3: 'exists',
+  4: 'getData',
+  5: 'setData',
+  8: 'getChildren',
+  12: 'getChildren', // getChildren2: the children and the parent's stat
+  14: 'multi',
+};
+/** Session upkeep, not the store's requests: ping, setWatches, closeSession, auth. */
+const UPKEEP = new Set([11, 101, -11, 100]);
+
+/**
+ * A TCP relay on loopback in front of ZooKeeper that reads the request frames each client sends
+ * (a 4-byte length, then the request header: xid and opcode) and counts them by type: what
+ * reaches the server, session pings and the connect handshake left out.
+ */
+async function countingRelay(targetPort: number): Promise<{
+  port: number;
+  counts: Map<string, number>;
+  close(): Promise<void>;
+}> {
+  const counts = new Map<string, number>();
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect({ host: '127.0.0.1', port: targetPort });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    let pending = Buffer.alloc(0);
+    let handshake = true;
+    client.on('data', (chunk: Buffer) => {
+      upstream.write(chunk);
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
+        const frame = pending.subarray(4, 4 + pending.readInt32BE(0));
+        pending = pending.subarray(4 + frame.length);
+        if (handshake) {
+          handshake = false; // the connect request has no request header
+          continue;
+        }
+        const type = frame.readInt32BE(4);
+        if (UPKEEP.has(type)) continue;
+        const name = OPS[type] ?? `op${type}`;
+        counts.set(name, (counts.get(name) ?? 0) + 1);
+      }
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('relay has no port');
+  return {
+    port: address.port,
+    counts,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
+  let server: ZookeeperServer;
+  let relay: Awaited<ReturnType<typeof countingRelay>>;
+  let store: LeaseStore;
+  let other: LeaseStore;
+
+  beforeAll(async () => {
+    server = await ZookeeperServer.start();
+    relay = await countingRelay(server.clientPort);
+    store = await openZookeeper(
+      parseStoreUrl(`zookeeper://127.0.0.1:${relay.port}/requests?timeoutMs=3000`),
+    );
+    other = await openZookeeper(parseStoreUrl(`${server.url}/requests?timeoutMs=3000`));
+  }, 30_000);
+  afterAll(async () => {
+    await Promise.allSettled([store?.close(), other?.close()]);
+    await relay?.close();
+    await server?.stop();
+  });
+
+  /** The requests `work` made reach the server, by type. */
+  const requestsOf = async (work: () => Promise<unknown>): Promise<Record<string, number>> => {
+    await work(); // sessions are opened on first use: count a second, warm run
+    relay.counts.clear();
+    await work();
+    return Object.fromEntries([...relay.counts].sort());
+  };
+
+  it('acquire of a free resource is one multi; of a resource never acquired, two', async () => {
+    let n = 0;
+    expect(
+      await requestsOf(async () => {
+        const lease = await other.tryAcquire(`free/${n}`, 'o', 5000);
+        await other.release(lease!);
+        expect(await store.tryAcquire(`free/${n++}`, 'a', 5000)).not.toBeNull();
+      }),
+    ).toEqual({ multi: 1 });
+    expect(await requestsOf(() => store.tryAcquire(`fresh/${n++}`, 'a', 5000))).toEqual({
+      multi: 2,
+    });
+  });
+
+  it('acquire of a live lease: the refused multi, one clock write and three reads', async () => {
+    await other.tryAcquire('held', 'o', 60_000);
+    expect(
+      await requestsOf(async () => expect(await store.tryAcquire('held', 'a', 5000)).toBeNull()),
+    ).toEqual({ exists: 2, getData: 1, multi: 1, setData: 1 });
+  });
+
+  it('renew and release: three reads sent together, then one multi', async () => {
+    const lease = (await store.tryAcquire('rr', 'a', 5000))!;
+    expect(await requestsOf(() => store.renew(lease))).toEqual({
+      exists: 2,
+      getData: 1,
+      multi: 1,
+    });
+    let n = 0;
+    expect(
+      await requestsOf(async () => {
+        const own = (await store.tryAcquire(`rel/${n++}`, 'a', 5000))!;
+        relay.counts.clear();
+        expect(await store.release(own)).toBe(true);
+      }),
+    ).toEqual({ exists: 2, getData: 1, multi: 1 });
+  });
+
+  it('batches: one multi for all their writes, whatever their size', async () => {
+    const n = 200;
+    let round = 0;
+    let leases: Lease[] = [];
+    const acquire = async (): Promise<void> => {
+      const names = Array.from({ length: n }, (_, i) => `batch/${round}/${i}`);
+      round++;
+      const outcomes = await store.acquireMany(names, 'a', 5000);
+      leases = outcomes.map((o) => o.lease!);
+    };
+    // Never acquired: two reads each to tell free from held, then one multi.
+    expect(await requestsOf(acquire)).toEqual({ exists: 2 * n, multi: 1 });
+    expect(await requestsOf(() => store.renewMany(leases))).toEqual({
+      exists: 2 * n,
+      getData: n,
+      multi: 1,
+    });
+    relay.counts.clear();
+    expect(await store.releaseMany(leases)).toEqual(leases.map(() => true));
+    expect(Object.fromEntries(relay.counts)).toEqual({ exists: 2 * n, getData: n, multi: 1 });
+  });
+
+  it('get is two reads; a list page is one listing and two reads per record', async () => {
+    expect(await requestsOf(() => store.get('held'))).toEqual({ exists: 1, getData: 1 });
+    expect(await requestsOf(() => store.list({ prefix: 'rel/', limit: 2 }))).toEqual({
+      exists: 2,
+      getChildren: 1,
+      getData: 2,
+    });
+  });
+});
