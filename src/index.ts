@@ -58,6 +58,13 @@ export {
   type ZookeeperStoreOptions,
   type ZookeeperUnwatch,
 } from './stores/zookeeper/index.js';
+export {
+  S3Store,
+  type S3StoreOptions,
+  type S3ConnectOptions,
+  type S3Client,
+  type S3SdkOption,
+} from './stores/s3/index.js';
 export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
 export type { LeaseClientOptions, AcquireOptions } from './client/client-options.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';

@@ -38,6 +38,7 @@ const openers = new Map<string, Opener>([
   ['etcd', async (url) => (await import('./etcd/open.js')).openEtcd(url)],
   ['nats', async (url) => (await import('./nats/open.js')).openNats(url)],
   ['zookeeper', async (url) => (await import('./zookeeper/open.js')).openZookeeper(url)],
+  ['s3', async (url, options) => (await import('./s3/open.js')).openS3(url, options)],
 ]);
 
 /** Schemes `openStore` understands, for messages and the CLI's help. */

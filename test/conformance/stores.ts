@@ -10,6 +10,7 @@ import { postgresFactory } from './factories/postgres.js';
 import { redisFactory } from './factories/redis.js';
 import { redisClusterFactory } from './factories/redis-cluster.js';
 import { redisNodeFactory } from './factories/redis-node.js';
+import { s3Factory } from './factories/s3.js';
 import { natsFactory } from './factories/nats.js';
 import { zookeeperFactory } from './factories/zookeeper.js';
 
@@ -49,6 +50,7 @@ export const allStores: StoreFactory[] = [
   redisNodeFactory(),
   dynamodbFactory(),
   etcdFactory(),
+  s3Factory(),
   natsFactory(),
   zookeeperFactory(),
 ];

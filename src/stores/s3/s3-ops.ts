@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { LeaseRecord } from '../../core/lease.js';
+
+/**
+ * The body of a lease object: the record plus `write`, a random id of the write that made it.
+ * S3's ETag is (for a plain PUT) the MD5 of the body, so without `write` two writes of the same
+ * record (a renew landing twice within a millisecond) would have one ETag, and a conditional
+ * write meant for the first could overwrite the second. With it every write has its own ETag,
+ * and a writer that got no clear answer recognises its own write by reading `write` back.
+ */
+export interface StoredRecord {
+  readonly record: LeaseRecord;
+  readonly write: string;
+}
+
+/** A record as read, with the ETag that a conditional write must name to replace it. */
+export interface Versioned extends StoredRecord {
+  /** The ETag without its quotes. */
+  readonly etag: string;
+}
+
+export function newWriteId(): string {
+  return randomUUID();
+}
+
+export function encodeRecord(record: LeaseRecord, write: string): string {
+  return JSON.stringify({
+    resource: record.resource,
+    owner: record.owner,
+    token: record.token,
+    expiresAt: record.expiresAt,
+    write,
+  });
+}
+
+/** Reads a lease object's body; anything else in the prefix is an error, never a guess. */
+export function decodeRecord(body: string, resource: string, key: string): StoredRecord {
+  let value: Record<string, unknown> | undefined;
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed === 'object' && parsed !== null) value = parsed as Record<string, unknown>;
+  } catch {
+    value = undefined;
+  }
+  const token = value?.token;
+  const expiresAt = value?.expiresAt;
+  if (
+    value === undefined ||
+    value.resource !== resource ||
+    typeof value.owner !== 'string' ||
+    typeof token !== 'number' ||
+    !Number.isSafeInteger(token) ||
+    token < 1 ||
+    typeof expiresAt !== 'number' ||
+    !Number.isSafeInteger(expiresAt) ||
+    typeof value.write !== 'string'
+  ) {
+    throw new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `the object "${key}" is not a lease record of resource ${JSON.stringify(resource)}: keep other objects out of the store's prefix`,
+      { retryable: false },
+    );
+  }
+  return {
+    record: { resource, owner: value.owner, token, expiresAt },
+    write: value.write,
+  };
+}
+
+/** An ETag without its quotes (S3 sends `"…"`; weak `W/` forms never come from a PUT). */
+export function bareEtag(etag: unknown): string {
+  if (typeof etag !== 'string' || etag === '')
+    throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'the S3 endpoint answered without an ETag', {
+      retryable: false,
+    });
+  return etag.replace(/^"(.*)"$/, '$1');
+}
+
+/**
+ * How the endpoint wants the ETag in `If-Match`: `quoted` as HTTP and AWS S3 write it, or `bare`
+ * (radosgw refuses the quoted form, even for the current ETag). The start-up probe finds out.
+ */
+export type EtagForm = 'quoted' | 'bare';
+
+export function ifMatch(etag: string, form: EtagForm): string {
+  return form === 'quoted' ? `"${etag}"` : etag;
+}
