@@ -8,7 +8,7 @@ import {
   type AcquireOutcome,
   type StoreCapabilities,
 } from '../../core/store.js';
-import { runInOrder } from './dynamodb-batch.js';
+import { runInOrder } from '../../core/run-in-order.js';
 import {
   createClient,
   loadSdk,

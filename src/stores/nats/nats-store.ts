@@ -9,7 +9,7 @@ import {
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
-import { runInOrder } from './nats-batch.js';
+import { runInOrder } from '../../core/run-in-order.js';
 import { openBucket } from './nats-bucket.js';
 import { connectNats } from './nats-connect.js';
 import { loadNats, type NatsConnectionLike, type NatsKv, type NatsModules } from './nats-driver.js';

@@ -2,7 +2,7 @@ import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
-import { runInOrder } from './s3-batch.js';
+import { runInOrder } from '../../core/run-in-order.js';
 import { createClient, loadSdk, SDK_CLASSES, type S3Client, type S3Module } from './s3-driver.js';
 import { isBucketTaken, mapS3Error } from './s3-errors.js';
 import { KeySpace, KEY_MAX_BYTES } from './s3-keys.js';

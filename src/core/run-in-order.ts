@@ -4,6 +4,10 @@
  * is answered as if the calls had been made one by one. After a failure no new call starts (a
  * paused server fails a batch in one call's deadline, not one per item); the first error is
  * thrown once the calls in flight have settled.
+ *
+ * For stores whose batches are one conditional write per lease (DynamoDB, S3, NATS KV): a
+ * transaction there would fail as a whole when any one condition fails, and "this lease is no
+ * longer yours" is an answer per lease.
  */
 export async function runInOrder<T, R>(
   items: readonly T[],
