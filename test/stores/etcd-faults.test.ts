@@ -4,16 +4,8 @@ import { EtcdCluster, etcdUnavailable, type EtcdMember } from '../harness/etcd-s
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
+import { violations, type Tenure } from '../harness/tenures.js';
 import { rejection, sleep } from '../harness/expect-error.js';
-
-/** A time a holder believed it held `resource` with `token`, on this process's monotonic clock. */
-interface Tenure {
-  readonly resource: string;
-  readonly owner: string;
-  readonly token: number;
-  readonly start: number;
-  readonly end: number;
-}
 
 /** The member the others follow, from etcd's maintenance status (its JSON gateway). */
 async function leaderOf(cluster: EtcdCluster): Promise<EtcdMember> {
@@ -27,28 +19,6 @@ async function leaderOf(cluster: EtcdCluster): Promise<EtcdMember> {
     if (status.header.member_id === status.leader) return member;
   }
   throw new Error('no member says it leads');
-}
-
-/** Overlapping tenures of one resource, and tokens that do not rise with each new tenure. */
-function violations(tenures: readonly Tenure[]): string[] {
-  const out: string[] = [];
-  const byResource = new Map<string, Tenure[]>();
-  for (const t of tenures) byResource.set(t.resource, [...(byResource.get(t.resource) ?? []), t]);
-  for (const [resource, list] of byResource) {
-    const sorted = [...list].sort((a, b) => a.start - b.start);
-    for (let i = 1; i < sorted.length; i++) {
-      const [prev, next] = [sorted[i - 1]!, sorted[i]!];
-      if (next.start < prev.end) {
-        out.push(
-          `${resource}: ${next.owner} (token ${next.token}) began before ${prev.owner} (token ${prev.token}) ended`,
-        );
-      }
-      if (next.token <= prev.token) {
-        out.push(`${resource}: token ${next.token} of ${next.owner} after ${prev.token}`);
-      }
-    }
-  }
-  return out;
 }
 
 describeServer('etcd store under faults', etcdUnavailable(), () => {

@@ -3,40 +3,10 @@ import { LeaseClient, type HeldLease, type LeaseStore } from '../../src/index.js
 import { parseStoreUrl } from '../../src/core/store-url.js';
 import { openZookeeper } from '../../src/stores/zookeeper/open.js';
 import { describeServer } from '../harness/describe-server.js';
+import { violations, type Tenure } from '../harness/tenures.js';
 import { sleep } from '../harness/expect-error.js';
 import { waitFor } from '../harness/processes.js';
 import { ZookeeperEnsemble, zookeeperUnavailable } from '../harness/zookeeper-server.js';
-
-/** A time a holder believed it held `resource` with `token`, on this process's monotonic clock. */
-interface Tenure {
-  readonly resource: string;
-  readonly owner: string;
-  readonly token: number;
-  readonly start: number;
-  readonly end: number;
-}
-
-/** Overlapping tenures of one resource, and tokens that do not rise with each new tenure. */
-function violations(tenures: readonly Tenure[]): string[] {
-  const out: string[] = [];
-  const byResource = new Map<string, Tenure[]>();
-  for (const t of tenures) byResource.set(t.resource, [...(byResource.get(t.resource) ?? []), t]);
-  for (const [resource, list] of byResource) {
-    const sorted = [...list].sort((a, b) => a.start - b.start);
-    for (let i = 1; i < sorted.length; i++) {
-      const [prev, next] = [sorted[i - 1]!, sorted[i]!];
-      if (next.start < prev.end) {
-        out.push(
-          `${resource}: ${next.owner} (token ${next.token}) began before ${prev.owner} (token ${prev.token}) ended`,
-        );
-      }
-      if (next.token <= prev.token) {
-        out.push(`${resource}: token ${next.token} of ${next.owner} after ${prev.token}`);
-      }
-    }
-  }
-  return out;
-}
 
 describeServer('zookeeper store on a three-server ensemble', zookeeperUnavailable(), () => {
   let ensemble: ZookeeperEnsemble;
