@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { knownSchemes } from '../index.js';
 import { registerAcquire } from './commands/acquire.js';
+import { registerCheck } from './commands/check.js';
 import { registerDemo } from './commands/demo.js';
 import { registerGet } from './commands/get.js';
 import { registerInit } from './commands/init.js';
@@ -10,6 +11,7 @@ import { registerList } from './commands/list.js';
 import { registerRelease } from './commands/release.js';
 import { registerRun } from './commands/run.js';
 import { registerTour } from './commands/tour.js';
+import { registerVerify } from './commands/verify.js';
 import { CliFailure, errorLine, scrubPassword } from './output.js';
 import { checkOpenedStore } from './store.js';
 import { checkTtlFits } from './ttl-fit.js';
@@ -51,6 +53,8 @@ Exit codes: 0 ok, 1 the operation failed (LEASE_UNAVAILABLE, not found, ...), 2 
   registerRun(program);
   registerDemo(program);
   registerTour(program);
+  registerVerify(program);
+  registerCheck(program);
   return program;
 }
 

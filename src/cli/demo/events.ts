@@ -1,16 +1,22 @@
-import { performance } from 'node:perf_hooks';
+import { hostNow } from '../verify/host-clock.js';
 
 /**
- * Wall-clock milliseconds with sub-millisecond precision. Every demo process on the host reads the
- * same wall clock through its own monotonic timer, so instants from different workers compare.
+ * Milliseconds on the host's CLOCK_MONOTONIC (`process.hrtime.bigint()`), one kernel counter shared
+ * by every process of the host: instants from different demo workers compare exactly. (Each
+ * process's `performance.timeOrigin` is fixed on its own at start-up, and a process preempted
+ * between the two reads that fix it runs its whole timeline off by that delay: the tiny overlaps
+ * the demo once reported under load came from such an offset, not from a double holder.)
  */
 export function wallNow(): number {
-  return performance.timeOrigin + performance.now();
+  return hostNow();
 }
 
-/** A monotonic instant of this process (`performance.now()`, what a lease's `validUntil` is on) as wall time. */
+/**
+ * A monotonic instant of the workers' lease clock as a `wallNow()` instant: the same clock (the
+ * workers' `LeaseManager` runs on `hostNow`), so a lease's `validUntil` is taken as is.
+ */
 export function toWall(monotonic: number): number {
-  return performance.timeOrigin + monotonic;
+  return monotonic;
 }
 
 interface LeaseFact {

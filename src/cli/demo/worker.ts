@@ -3,7 +3,8 @@
 // what it does as JSON lines on stdout (writes to a pipe are synchronous, so nothing is lost when it
 // exits right after) and leaves when the demo that started it goes away.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LeaseManager, SqliteFence, type HeldLease } from '../../index.js';
+import { LeaseManager, SqliteFence, systemClock, type HeldLease } from '../../index.js';
+import { hostNow } from '../verify/host-clock.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from './downstream.js';
 import { toWall, wallNow, type WorkerEvent } from './events.js';
@@ -62,6 +63,8 @@ async function join(): Promise<void> {
     ttlMs: config.ttlMs,
     heartbeatMs: config.heartbeatMs,
     reconcileMs: config.reconcileMs,
+    // Deadlines on the host's shared monotonic clock, the one every event is reported on.
+    clock: { ...systemClock, monotonic: hostNow },
     onAcquired: writeLoop(config.downstream),
   });
   manager.on('acquired', (lease) => {

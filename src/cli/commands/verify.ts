@@ -1,0 +1,125 @@
+import type { Command } from 'commander';
+import { durationOption } from '../duration.js';
+import { integerOption } from '../numbers.js';
+import { CliFailure, printJson } from '../output.js';
+import { requireShared } from '../store.js';
+import { DEFAULT_FAULTS, parseFaults, type FaultName } from '../verify/faults.js';
+import { runVerify } from '../verify/run-verify.js';
+import { checkText } from '../verify/verdict-text.js';
+
+interface VerifyFlags {
+  store?: string;
+  duration: number;
+  workers: number;
+  resources: number;
+  faults: FaultName[];
+  seed?: number;
+  report?: string;
+  ttl: number;
+  skew?: number;
+  json?: boolean;
+}
+
+export function registerVerify(program: Command): void {
+  program
+    .command('verify')
+    .description(
+      'a bounded chaos run on your store: worker processes, fenced writes, injected faults, a checked history',
+    )
+    .requiredOption('--store <url>', 'the store to verify (a URL every worker process can open)')
+    .option(
+      '--duration <duration>',
+      'how long faults are injected',
+      durationOption(2000, 3_600_000),
+      60_000,
+    )
+    .option('--workers <n>', 'worker processes', integerOption(2, 32), 5)
+    .option('--resources <n>', 'resources the workers share', integerOption(1, 1000), 20)
+    .option(
+      '--faults <list>',
+      'faults to inject: kill, stop, pause, stall, skew (store-pause, store-restart: only for a server verify started)',
+      parseFaults,
+      parseFaults(DEFAULT_FAULTS),
+    )
+    .option(
+      '--seed <n>',
+      'seed of the fault schedule (default: random, printed)',
+      integerOption(0, 2 ** 31 - 1),
+    )
+    .option('--report <dir>', 'folder for history.jsonl and report.html (default: a temp folder)')
+    .option(
+      '--ttl <duration>',
+      'lease TTL (heartbeat TTL/4, reconcile TTL/2)',
+      durationOption(500, 60_000),
+      2000,
+    )
+    .option(
+      '--skew <duration>',
+      "largest clock offset between two workers with the skew fault (default: the store's maxClockSkewMs)",
+      durationOption(0, 3_600_000),
+    )
+    .option('--json', 'print the findings as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 safe, 1 a safety violation, 2 could not run (bad input, store unreachable).
+A SAFE verdict means no violation was seen in this run; it proves nothing about runs not made.`,
+    )
+    .action(async (flags: VerifyFlags, command: Command) => {
+      const store = requireShared(
+        flags.store!,
+        "verify's worker processes need a store they share",
+      );
+      if (!store.includes(':'))
+        throw new CliFailure(
+          `--store ${store}: give a store URL (e.g. redis://127.0.0.1:6379); starting a private server from a scheme name is not supported`,
+          2,
+        );
+      if (flags.resources < flags.workers)
+        throw new CliFailure(
+          `--resources (${flags.resources}) must be at least --workers (${flags.workers})`,
+          2,
+        );
+      const seed = flags.seed ?? Math.floor(Math.random() * 2 ** 31);
+      const outcome = await runVerify({
+        store,
+        durationMs: flags.duration,
+        workers: flags.workers,
+        resources: flags.resources,
+        faults: flags.faults,
+        seed,
+        ttlMs: flags.ttl,
+        ttlIsDefault: command.getOptionValueSource('ttl') === 'default',
+        ...(flags.skew === undefined ? {} : { skewMs: flags.skew }),
+        ...(flags.report === undefined ? {} : { reportDir: flags.report }),
+        say: (line) => {
+          if (!flags.json) process.stderr.write(`${line}\n`);
+        },
+      });
+      const { result } = outcome;
+      if (flags.json) {
+        printJson({
+          seed,
+          history: outcome.history,
+          report: outcome.report,
+          skewBeyond: outcome.skewBeyond,
+          notes: outcome.notes,
+          ...result,
+        });
+      } else {
+        const lines = [...outcome.notes.map((n) => `note: ${n}`)];
+        if (outcome.skewBeyond)
+          lines.push(
+            `skew beyond the store's allowance (${outcome.run.skewMs} ms > maxClockSkewMs ${outcome.run.maxClockSkewMs} ms): overlapping beliefs are expected; the fence rejected ${result.writes.rejected} stale writes and accepted ${result.staleAccepted.length}`,
+          );
+        lines.push(
+          `history: ${outcome.history}`,
+          `report:  ${outcome.report}`,
+          `seed:    ${seed} (rerun with --seed ${seed})`,
+          checkText(result, outcome.run.startedAt),
+        );
+        process.stdout.write(`${lines.join('\n')}\n`);
+      }
+      if (!result.safe) throw new CliFailure('the safety check failed (see the report)', 1);
+    });
+}

@@ -1,0 +1,272 @@
+import type {
+  BeliefRecord,
+  FaultRecord,
+  HistoryRecord,
+  RunRecord,
+  WriteRecord,
+} from './history-format.js';
+
+/** Two owners believing in one resource at once. */
+export interface Overlap {
+  resource: string;
+  first: { owner: string; token: number; from: number; to: number };
+  second: { owner: string; token: number; from: number; to: number };
+  /** How long both believed, in ms. */
+  ms: number;
+}
+
+/** A successor's token not above its predecessor's. */
+export interface TokenOrderViolation {
+  resource: string;
+  before: { owner: string; token: number; from: number };
+  after: { owner: string; token: number; from: number };
+}
+
+/** A fenced write accepted under a token lower than one already accepted for the resource. */
+export interface StaleAccepted {
+  resource: string;
+  owner: string;
+  token: number;
+  at: number;
+  /** The higher token accepted before it. */
+  after: number;
+}
+
+/** A wanted resource unowned longer than the bound while a worker was live. */
+export interface LivenessGap {
+  resource: string;
+  from: number;
+  to: number;
+  /** The part of the gap during which some worker was live, in ms. */
+  ms: number;
+}
+
+export interface Latencies {
+  count: number;
+  p50: number | null;
+  p99: number | null;
+  max: number | null;
+}
+
+export interface CheckResult {
+  safe: boolean;
+  overlaps: Overlap[];
+  tokenOrder: TokenOrderViolation[];
+  staleAccepted: StaleAccepted[];
+  liveness: LivenessGap[];
+  beliefs: number;
+  handovers: number;
+  writes: { accepted: number; rejected: number; errors: number };
+  /** Faults injected, by kind. */
+  faults: Record<string, number>;
+  takeover: { kill: Latencies; stop: Latencies };
+  livenessBoundMs: number | null;
+}
+
+/**
+ * Checks a history: safety (no overlapping beliefs of two owners, tokens strictly increasing across
+ * successive owners, no accepted write under a token lower than one accepted before), liveness
+ * gaps (reported apart from safety), and takeover latencies after kill and graceful stop.
+ */
+export function checkRecords(records: readonly HistoryRecord[]): CheckResult {
+  const run = records.find((r): r is RunRecord => r.type === 'run');
+  const beliefs = records.filter((r): r is BeliefRecord => r.type === 'belief');
+  const writes = records.filter((r): r is WriteRecord => r.type === 'write');
+  const faults = records.filter((r): r is FaultRecord => r.type === 'fault');
+  const byResource = groupBy(beliefs, (b) => b.resource);
+  const overlaps: Overlap[] = [];
+  const tokenOrder: TokenOrderViolation[] = [];
+  let handovers = 0;
+  for (const [resource, list] of byResource) {
+    list.sort((a, b) => a.from - b.from || a.token - b.token);
+    for (let i = 0; i < list.length; i++) {
+      const next = list[i]!;
+      for (let j = 0; j < i; j++) {
+        const earlier = list[j]!;
+        if (earlier.owner !== next.owner && earlier.to > next.from) {
+          overlaps.push({
+            resource,
+            first: pick(earlier),
+            second: pick(next),
+            ms: Math.min(earlier.to, next.to) - next.from,
+          });
+        }
+      }
+    }
+    // Successive owners, in the order their beliefs began: each token above the one before.
+    for (let i = 1; i < list.length; i++) {
+      const before = list[i - 1]!;
+      const after = list[i]!;
+      if (before.owner !== after.owner) handovers++;
+      if (after.token <= before.token)
+        tokenOrder.push({
+          resource,
+          before: { owner: before.owner, token: before.token, from: before.from },
+          after: { owner: after.owner, token: after.token, from: after.from },
+        });
+    }
+  }
+  const staleAccepted = staleWrites(writes);
+  const startedAt = run?.startedAt;
+  const endAt = records.find((r) => r.type === 'end')?.at;
+  const bound = run?.livenessBoundMs ?? null;
+  const liveness =
+    bound === null || startedAt === undefined
+      ? []
+      : livenessGaps(byResource, liveIntervals(records, endAt), bound, startedAt, endAt);
+  return {
+    safe: overlaps.length === 0 && tokenOrder.length === 0 && staleAccepted.length === 0,
+    overlaps,
+    tokenOrder,
+    staleAccepted,
+    liveness,
+    beliefs: beliefs.length,
+    handovers,
+    writes: {
+      accepted: writes.filter((w) => w.outcome === 'accepted').length,
+      rejected: writes.filter((w) => w.outcome === 'rejected').length,
+      errors: writes.filter((w) => w.outcome === 'error').length,
+    },
+    faults: countBy(faults, (f) => f.kind),
+    takeover: {
+      kill: takeovers(faults, 'kill', byResource),
+      stop: takeovers(faults, 'stop', byResource),
+    },
+    livenessBoundMs: bound,
+  };
+}
+
+/**
+ * Accepted writes per resource in the order the downstream committed them (`commit`, else `at`):
+ * a token below the highest accepted before it is a stale write the fence let through.
+ */
+function staleWrites(writes: readonly WriteRecord[]): StaleAccepted[] {
+  const accepted = writes
+    .filter((w) => w.outcome === 'accepted')
+    .sort((a, b) => (a.commit ?? a.at) - (b.commit ?? b.at) || a.at - b.at);
+  const highest = new Map<string, number>();
+  const stale: StaleAccepted[] = [];
+  for (const w of accepted) {
+    const seen = highest.get(w.resource) ?? 0;
+    if (w.token < seen)
+      stale.push({ resource: w.resource, owner: w.owner, token: w.token, at: w.at, after: seen });
+    else highest.set(w.resource, w.token);
+  }
+  return stale;
+}
+
+/** When each worker was live (joined, not yet ended), as `[from, to]` on the host clock. */
+function liveIntervals(
+  records: readonly HistoryRecord[],
+  endAt: number | undefined,
+): [number, number][] {
+  const open = new Map<string, number>();
+  const out: [number, number][] = [];
+  for (const r of records) {
+    if (r.type === 'worker' && r.event === 'ready') open.set(r.worker, r.at);
+    const ended =
+      (r.type === 'worker' && r.event === 'exit') ||
+      (r.type === 'fault' && r.kind === 'kill' && r.worker !== undefined);
+    const worker = r.type === 'worker' ? r.worker : r.type === 'fault' ? r.worker : undefined;
+    if (ended && worker !== undefined && open.has(worker)) {
+      out.push([open.get(worker)!, r.at]);
+      open.delete(worker);
+    }
+  }
+  for (const from of open.values()) out.push([from, endAt ?? Infinity]);
+  return out;
+}
+
+/** The measure of `[from, to]` covered by the union of `intervals`. */
+function covered(intervals: readonly [number, number][], from: number, to: number): number {
+  const parts = intervals
+    .map(([a, b]): [number, number] => [Math.max(a, from), Math.min(b, to)])
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0]);
+  let total = 0;
+  let reach = from;
+  for (const [a, b] of parts) {
+    if (b <= reach) continue;
+    total += b - Math.max(a, reach);
+    reach = b;
+  }
+  return total;
+}
+
+function livenessGaps(
+  byResource: Map<string, BeliefRecord[]>,
+  live: readonly [number, number][],
+  bound: number,
+  startedAt: number,
+  endAt: number | undefined,
+): LivenessGap[] {
+  const gaps: LivenessGap[] = [];
+  for (const [resource, list] of byResource) {
+    let reach = startedAt;
+    const check = (to: number): void => {
+      if (to <= reach) return;
+      const ms = covered(live, reach, to);
+      if (ms > bound) gaps.push({ resource, from: reach, to, ms });
+    };
+    for (const b of list) {
+      check(b.from);
+      reach = Math.max(reach, b.to);
+    }
+    if (endAt !== undefined) check(endAt);
+  }
+  return gaps;
+}
+
+/**
+ * For each kill (or graceful stop) of a worker: for every resource it believed in at that instant,
+ * the time until another owner's belief began.
+ */
+function takeovers(
+  faults: readonly FaultRecord[],
+  kind: string,
+  byResource: Map<string, BeliefRecord[]>,
+): Latencies {
+  const samples: number[] = [];
+  for (const fault of faults) {
+    if (fault.kind !== kind || fault.worker === undefined) continue;
+    for (const list of byResource.values()) {
+      const held = list.find(
+        (b) => b.owner === fault.worker && b.from <= fault.at && b.to > fault.at,
+      );
+      if (!held) continue;
+      const next = list.find((b) => b.owner !== fault.worker && b.from >= fault.at);
+      if (next) samples.push(next.from - fault.at);
+    }
+  }
+  return latencies(samples);
+}
+
+export function latencies(samples: readonly number[]): Latencies {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = (p: number): number | null =>
+    sorted.length === 0
+      ? null
+      : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
+  return { count: sorted.length, p50: rank(0.5), p99: rank(0.99), max: sorted.at(-1) ?? null };
+}
+
+function pick(b: BeliefRecord): Overlap['first'] {
+  return { owner: b.owner, token: b.token, from: b.from, to: b.to };
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}
+
+function countBy<T>(items: readonly T[], key: (item: T) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
+  return out;
+}

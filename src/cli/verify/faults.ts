@@ -1,0 +1,22 @@
+import { InvalidArgumentError } from 'commander';
+
+/** Faults the nemesis injects while the run lasts. */
+export const TIMED_FAULTS = ['kill', 'stop', 'pause', 'stall'] as const;
+/** Every fault name `--faults` accepts. */
+export const FAULT_NAMES = [...TIMED_FAULTS, 'skew', 'store-pause', 'store-restart'] as const;
+export type FaultName = (typeof FAULT_NAMES)[number];
+export const DEFAULT_FAULTS = 'kill,stop,pause,stall,skew';
+
+/** A commander parser for `--faults kill,pause,...`. */
+export function parseFaults(text: string): FaultName[] {
+  const names = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (names.length === 0) throw new InvalidArgumentError('name at least one fault');
+  for (const name of names) {
+    if (!(FAULT_NAMES as readonly string[]).includes(name))
+      throw new InvalidArgumentError(`unknown fault "${name}"; known: ${FAULT_NAMES.join(', ')}`);
+  }
+  return [...new Set(names)] as FaultName[];
+}

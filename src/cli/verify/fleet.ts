@@ -1,0 +1,172 @@
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { createInterface } from 'node:readline';
+import {
+  parseVerifyEvent,
+  VERIFY_WORKER_ENV,
+  type VerifyEvent,
+  type VerifyWorkerConfig,
+} from './worker-protocol.js';
+
+export type VerifyWorkerStatus =
+  'starting' | 'running' | 'paused' | 'stalled' | 'stopping' | 'gone';
+
+export interface VerifyWorker {
+  readonly id: string;
+  readonly pid: number;
+  readonly skewMs: number;
+  status: VerifyWorkerStatus;
+  readonly closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr: string;
+}
+
+interface FleetEvents {
+  event: [event: VerifyEvent];
+  exit: [worker: VerifyWorker, how: string];
+}
+
+/** verify's worker processes, each in its own process group; none outlives verify. */
+export class VerifyFleet extends EventEmitter<FleetEvents> {
+  readonly workers = new Map<string, VerifyWorker>();
+  private readonly children = new Map<string, ChildProcess>();
+  private readonly guards = new Map<string, ChildProcess>();
+
+  constructor(
+    private readonly entry: string,
+    private readonly base: Omit<VerifyWorkerConfig, 'id' | 'skewMs'>,
+  ) {
+    super();
+  }
+
+  /** Starts a worker; resolves once it has joined, rejects if it exits or takes too long. */
+  start(id: string, skewMs: number, readyTimeoutMs: number): Promise<VerifyWorker> {
+    const config: VerifyWorkerConfig = { ...this.base, id, skewMs };
+    const child = fork(this.entry, [], {
+      env: { ...process.env, [VERIFY_WORKER_ENV]: JSON.stringify(config) },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      detached: true,
+      execArgv: [],
+    });
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('close', (code, signal) => resolve({ code, signal })),
+    );
+    const worker: VerifyWorker = {
+      id,
+      pid: child.pid ?? -1,
+      skewMs,
+      status: 'starting',
+      closed,
+      stderr: '',
+    };
+    this.workers.set(id, worker);
+    this.children.set(id, child);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      worker.stderr = (worker.stderr + chunk.toString()).slice(-4096);
+    });
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const event = parseVerifyEvent(line);
+      if (!event) return;
+      if (event.e === 'ready' && worker.status === 'starting') worker.status = 'running';
+      this.emit('event', event);
+    });
+    child.on('error', () => undefined);
+    void closed.then(({ code, signal }) => {
+      worker.status = 'gone';
+      this.guards.get(id)?.kill('SIGKILL');
+      this.emit('exit', worker, signal ? `signal ${signal}` : `code ${code}`);
+    });
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => fail('did not join in time'), readyTimeoutMs);
+      const onEvent = (event: VerifyEvent): void => {
+        if (event.e === 'ready' && event.w === id) done();
+      };
+      const onExit = (exited: VerifyWorker): void => {
+        if (exited === worker) fail('exited before joining');
+      };
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        this.off('event', onEvent);
+        this.off('exit', onExit);
+      };
+      const done = (): void => {
+        cleanup();
+        resolve(worker);
+      };
+      const fail = (why: string): void => {
+        cleanup();
+        const detail = worker.stderr.trim().split('\n').at(-1) ?? '';
+        reject(new Error(`worker ${id} ${why}${detail ? `: ${detail}` : ''}`));
+      };
+      this.on('event', onEvent);
+      this.on('exit', onExit);
+    });
+  }
+
+  running(): VerifyWorker[] {
+    return [...this.workers.values()].filter((w) => w.status === 'running');
+  }
+
+  live(): VerifyWorker[] {
+    return [...this.workers.values()].filter((w) => w.status !== 'gone');
+  }
+
+  signal(id: string, signal: 'SIGKILL' | 'SIGTERM' | 'SIGSTOP' | 'SIGCONT'): void {
+    const worker = this.workers.get(id);
+    if (!worker || worker.status === 'gone') return;
+    this.children.get(id)?.kill(signal);
+    if (signal === 'SIGTERM') worker.status = 'stopping';
+    else if (signal === 'SIGSTOP') worker.status = 'paused';
+    else if (signal === 'SIGCONT' && worker.status === 'paused') worker.status = 'running';
+  }
+
+  /** SIGSTOPs a worker; a guard process SIGCONTs it after `atMostMs` even if verify dies meanwhile. */
+  pause(id: string, atMostMs: number): void {
+    const worker = this.workers.get(id);
+    if (!worker || worker.status !== 'running') return;
+    const script = `setTimeout(() => { try { process.kill(${worker.pid}, 'SIGCONT'); } catch {} }, ${Math.ceil(atMostMs)});`;
+    const guard = spawn(process.execPath, ['-e', script], { detached: true, stdio: 'ignore' });
+    guard.on('error', () => undefined);
+    guard.unref();
+    this.guards.set(id, guard);
+    this.signal(id, 'SIGSTOP');
+  }
+
+  resume(id: string): void {
+    this.signal(id, 'SIGCONT');
+    this.guards.get(id)?.kill('SIGKILL');
+    this.guards.delete(id);
+  }
+
+  /** Asks a worker to block its event loop for `ms` (a long synchronous call). */
+  stall(id: string, ms: number): void {
+    const worker = this.workers.get(id);
+    const child = this.children.get(id);
+    if (!worker || !child || worker.status !== 'running') return;
+    child.send({ stallMs: ms }, () => undefined);
+    worker.status = 'stalled';
+    setTimeout(() => {
+      if (worker.status === 'stalled') worker.status = 'running';
+    }, ms).unref();
+  }
+
+  /** SIGTERMs every live worker (each releases its leases) and waits, then SIGKILLs what is left. */
+  async stopAll(timeoutMs: number): Promise<void> {
+    for (const w of this.live()) {
+      if (w.status === 'paused') this.resume(w.id);
+      this.signal(w.id, 'SIGTERM');
+    }
+    const all = Promise.all(this.live().map((w) => w.closed));
+    await Promise.race([all, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    this.killAll();
+    await all;
+  }
+
+  killAll(): void {
+    for (const w of this.live()) {
+      this.children.get(w.id)?.kill('SIGKILL');
+      this.children.get(w.id)?.kill('SIGCONT');
+    }
+    for (const guard of this.guards.values()) guard.kill('SIGKILL');
+    this.guards.clear();
+  }
+}

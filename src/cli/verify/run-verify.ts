@@ -1,0 +1,340 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { redact } from '../../core/store-url.js';
+import { resourceNames } from '../demo/demo-settings.js';
+import { createDownstream, WRITES_TABLE } from '../demo/downstream.js';
+import { openQuietly } from '../open-quietly.js';
+import { CliFailure } from '../output.js';
+import { checkTtlFits } from '../ttl-fit.js';
+import { Beliefs } from './beliefs.js';
+import { checkRecords, type CheckResult } from './checker.js';
+import { TIMED_FAULTS, type FaultName } from './faults.js';
+import { VerifyFleet, type VerifyWorker } from './fleet.js';
+import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from './host-clock.js';
+import {
+  historyLine,
+  type FaultRecord,
+  type HistoryRecord,
+  type RunRecord,
+  type WriteRecord,
+} from './history-format.js';
+import { htmlReport } from './html-report.js';
+import { seededRandom } from './random.js';
+
+const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
+
+export interface VerifyOptions {
+  store: string;
+  durationMs: number;
+  workers: number;
+  resources: number;
+  faults: FaultName[];
+  seed: number;
+  ttlMs: number;
+  ttlIsDefault: boolean;
+  /** The largest clock offset between two workers (`skew`); the store's allowance by default. */
+  skewMs?: number;
+  reportDir?: string;
+  /** Progress lines (stderr). */
+  say: (line: string) => void;
+}
+
+export interface VerifyOutcome {
+  result: CheckResult;
+  run: RunRecord;
+  dir: string;
+  history: string;
+  report: string;
+  notes: string[];
+  /** The skew went past the store's allowance: violations are expected, the fence must stop them. */
+  skewBeyond: boolean;
+}
+
+/**
+ * `leasehold verify`: worker processes run a LeaseManager with fenced writes on the user's store
+ * while a seeded nemesis kills, stops, pauses and stalls them (and skews their clocks); the
+ * recorded history is then checked.
+ */
+export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> {
+  const { ttlMs } = options;
+  const notes: string[] = [];
+  const shown = redact(options.store);
+  let maxClockSkewMs: number;
+  let storeClock: 'store' | 'local';
+  const run = randomBytes(3).toString('hex');
+  const resources = resourceNames(`verify-${run}/`, options.resources);
+  try {
+    const probe = await openQuietly(options.store);
+    try {
+      checkTtlFits({ ms: ttlMs, isDefault: options.ttlIsDefault }, probe);
+      maxClockSkewMs = probe.maxClockSkewMs;
+      storeClock = probe.capabilities.clock;
+      await probe.get(resources[0]!);
+    } finally {
+      await probe.close().catch(() => undefined);
+    }
+  } catch (error) {
+    throw new CliFailure(`could not run: ${shown}: ${(error as Error).message}`, 2);
+  }
+  for (const f of options.faults)
+    if (f === 'store-pause' || f === 'store-restart')
+      notes.push(
+        `${f} skipped: verify did not start ${shown} itself, so it does not pause or restart it`,
+      );
+
+  const dir = resolve(options.reportDir ?? mkdtempSync(join(tmpdir(), 'leasehold-verify-')));
+  mkdirSync(dir, { recursive: true });
+  const downstream = join(dir, `downstream-${run}.db`);
+  await createDownstream(downstream);
+
+  const random = seededRandom(options.seed);
+  const skewOn = options.faults.includes('skew');
+  const skewMs = skewOn ? (options.skewMs ?? (storeClock === 'local' ? maxClockSkewMs : 1000)) : 0;
+  const skewBeyond = skewOn && storeClock === 'local' && skewMs > maxClockSkewMs;
+  if (skewOn && storeClock === 'store')
+    notes.push(
+      `skew: ${shown} decides expiry on its own clock, so worker clock offsets (up to ±${skewMs / 2} ms) must not matter`,
+    );
+  if (skewOn && storeClock === 'local' && !options.store.startsWith('sqlite:'))
+    notes.push(
+      `skew: only a SQLite store takes a worker's clock here; ${shown} opens on the system clock, so the offsets do not reach its expiry decisions`,
+    );
+  const heartbeatMs = Math.floor(ttlMs / 4);
+  const reconcileMs = Math.round(ttlMs / 2);
+  const fleet = new VerifyFleet(WORKER_ENTRY, {
+    store: options.store,
+    group: `verify-${run}`,
+    resources,
+    ttlMs,
+    heartbeatMs,
+    reconcileMs,
+    downstream,
+    writeEveryMs: [100, 200],
+  });
+
+  const records: HistoryRecord[] = [];
+  const beliefs = new Beliefs();
+  const warnings: string[] = [];
+  const stalls = new Map<string, FaultRecord>();
+  fleet.on('event', (event) => {
+    switch (event.e) {
+      case 'ready':
+        records.push({
+          type: 'worker',
+          worker: event.w,
+          event: 'ready',
+          at: event.at,
+          pid: event.pid,
+        });
+        return;
+      case 'write':
+        records.push({
+          type: 'write',
+          resource: event.resource,
+          owner: event.w,
+          token: event.token,
+          at: event.at,
+          outcome: event.outcome,
+          ...(event.commit === undefined ? {} : { commit: event.commit }),
+        });
+        return;
+      case 'stalled': {
+        const fault = stalls.get(event.w);
+        if (fault) {
+          fault.at = event.at;
+          fault.until = event.until;
+        }
+        return;
+      }
+      case 'warn':
+        if (warnings.length < 20) warnings.push(`${event.w}: ${event.message}`);
+        return;
+      default:
+        beliefs.record(event);
+    }
+  });
+  fleet.on('exit', (worker, how) => {
+    records.push({ type: 'worker', worker: worker.id, event: 'exit', at: hostNow(), how });
+  });
+
+  let next = 0;
+  const start = (): Promise<VerifyWorker> => {
+    const id = `w${String(++next).padStart(2, '0')}`;
+    const offset = skewOn ? Math.round((random() * 2 - 1) * (skewMs / 2)) : 0;
+    records.push({ type: 'worker', worker: id, event: 'start', at: hostNow(), skewMs: offset });
+    if (skewOn)
+      records.push({ type: 'fault', kind: 'skew', worker: id, at: hostNow(), skewMs: offset });
+    return fleet.start(id, offset, 20_000);
+  };
+
+  const stopOnSignal = installKill(fleet);
+  let startedAt: number;
+  try {
+    try {
+      await Promise.all(Array.from({ length: options.workers }, start));
+    } catch (error) {
+      throw new CliFailure(`could not run: ${(error as Error).message}`, 2);
+    }
+    startedAt = hostNow();
+    options.say(
+      `verify: ${options.workers} workers on ${options.resources} resources of ${shown}, TTL ${ttlMs} ms, faults ${options.faults.join(',')}, seed ${options.seed}`,
+    );
+    await nemesis({ fleet, options, random, records, stalls, start, startedAt, notes });
+    records.push({ type: 'end', at: hostNow() });
+    options.say('verify: stopping the workers (each releases its leases)');
+    await fleet.stopAll(Math.max(5000, 3 * ttlMs));
+  } finally {
+    fleet.killAll();
+    stopOnSignal();
+  }
+
+  records.push(...beliefs.records());
+  records.push(...unreportedWrites(downstream, records));
+  const runRecord: RunRecord = {
+    type: 'run',
+    version: 1,
+    clock: HOST_CLOCK,
+    clockErrorMs: ROUNDING_MS,
+    store: shown,
+    storeClock,
+    maxClockSkewMs,
+    ttlMs,
+    reconcileMs,
+    livenessBoundMs: ttlMs + maxClockSkewMs + Math.ceil(1.2 * reconcileMs) + Math.max(1000, ttlMs),
+    workers: options.workers,
+    resources: options.resources,
+    faults: options.faults,
+    seed: options.seed,
+    skewMs,
+    startedAt: floorUs(startedAt),
+  };
+  const ordered = [runRecord, ...records.sort((a, b) => timeOf(a) - timeOf(b))];
+  const history = join(dir, 'history.jsonl');
+  writeFileSync(history, ordered.map(historyLine).join(''));
+  const result = checkRecords(ordered);
+  const report = join(dir, 'report.html');
+  writeFileSync(report, htmlReport(ordered, result, { notes, skewBeyond }));
+  notes.push(...warnings.slice(0, 5).map((w) => `worker warning: ${w}`));
+  return { result, run: runRecord, dir, history, report, notes, skewBeyond };
+}
+
+interface NemesisContext {
+  fleet: VerifyFleet;
+  options: VerifyOptions;
+  random: () => number;
+  records: HistoryRecord[];
+  stalls: Map<string, FaultRecord>;
+  start: () => Promise<VerifyWorker>;
+  startedAt: number;
+  notes: string[];
+}
+
+/** Injects the timed faults on a seeded schedule until the run's time is up. */
+async function nemesis(ctx: NemesisContext): Promise<void> {
+  const { fleet, options, random, records } = ctx;
+  const { ttlMs } = options;
+  const kinds = options.faults.filter((f) => (TIMED_FAULTS as readonly string[]).includes(f));
+  const endAt = ctx.startedAt + options.durationMs;
+  const pending: Promise<unknown>[] = [];
+  const replace = (): void => {
+    pending.push(
+      ctx
+        .start()
+        .catch((error: unknown) => ctx.notes.push(`replacement: ${(error as Error).message}`)),
+    );
+  };
+  // Let the fleet settle for a TTL before the first fault.
+  await wait(Math.min(ttlMs, endAt - hostNow()));
+  while (hostNow() < endAt) {
+    const running = fleet.running();
+    if (kinds.length > 0 && running.length >= 2) {
+      const kind = kinds[Math.floor(random() * kinds.length)]!;
+      const victim = running[Math.floor(random() * running.length)]!;
+      const at = hostNow();
+      if (kind === 'kill') {
+        records.push({ type: 'fault', kind, worker: victim.id, at });
+        fleet.signal(victim.id, 'SIGKILL');
+        replace();
+      } else if (kind === 'stop') {
+        records.push({ type: 'fault', kind, worker: victim.id, at });
+        fleet.signal(victim.id, 'SIGTERM');
+        pending.push(victim.closed.then(replace));
+      } else if (kind === 'pause') {
+        const ms = 2 * ttlMs;
+        records.push({ type: 'fault', kind, worker: victim.id, at, until: at + ms });
+        fleet.pause(victim.id, ms + 5000);
+        setTimeout(() => fleet.resume(victim.id), ms).unref();
+      } else {
+        const ms = Math.round(1.5 * ttlMs);
+        const fault: FaultRecord = { type: 'fault', kind, worker: victim.id, at, until: at + ms };
+        records.push(fault);
+        ctx.stalls.set(victim.id, fault);
+        fleet.stall(victim.id, ms);
+      }
+    }
+    await wait(Math.min(ttlMs * (0.75 + random()), endAt - hostNow()));
+  }
+  await Promise.all(pending);
+}
+
+/** Accepted writes in the downstream that no worker reported (it died right after committing). */
+function unreportedWrites(path: string, records: readonly HistoryRecord[]): WriteRecord[] {
+  const reported = new Set(
+    records.flatMap((r) => (r.type === 'write' && r.commit !== undefined ? [r.commit] : [])),
+  );
+  const db = new Database(path, { readonly: true, timeout: 10_000 });
+  try {
+    const rows = db
+      .prepare(`SELECT id, resource, token, worker, at FROM ${WRITES_TABLE} ORDER BY id`)
+      .all() as { id: number; resource: string; token: number; worker: string; at: number }[];
+    return rows
+      .filter((row) => !reported.has(row.id))
+      .map((row) => ({
+        type: 'write',
+        resource: row.resource,
+        owner: row.worker,
+        token: row.token,
+        at: row.at,
+        outcome: 'accepted',
+        commit: row.id,
+      }));
+  } finally {
+    db.close();
+  }
+}
+
+function timeOf(record: HistoryRecord): number {
+  switch (record.type) {
+    case 'belief':
+      return record.from;
+    case 'run':
+      return record.startedAt;
+    default:
+      return record.at;
+  }
+}
+
+function wait(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, Math.max(0, ms)));
+}
+
+/** No worker outlives verify: a Ctrl-C or SIGTERM kills them all. Returns the uninstaller. */
+function installKill(fleet: VerifyFleet): () => void {
+  const onExit = (): void => fleet.killAll();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    fleet.killAll();
+    process.stderr.write(`leasehold: verify interrupted by ${signal}; worker processes killed\n`);
+    process.exit(2);
+  };
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  process.on('exit', onExit);
+  for (const s of signals) process.on(s, onSignal);
+  return () => {
+    process.off('exit', onExit);
+    for (const s of signals) process.off(s, onSignal);
+  };
+}

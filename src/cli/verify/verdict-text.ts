@@ -1,0 +1,74 @@
+import { visible } from '../escape.js';
+import type { CheckResult, Latencies } from './checker.js';
+
+const SHOWN = 10;
+
+/** The one line that sums a check up: `SAFE` or `UNSAFE` and what was checked. */
+export function verdictLine(result: CheckResult): string {
+  const violations =
+    result.overlaps.length + result.tokenOrder.length + result.staleAccepted.length;
+  const what = `${result.beliefs} beliefs, ${result.handovers} handovers, ${result.writes.accepted} writes accepted, ${result.writes.rejected} rejected by the fence`;
+  const live =
+    result.liveness.length === 0 ? '' : `; liveness: ${result.liveness.length} gaps (see above)`;
+  return result.safe
+    ? `verdict: SAFE (${what})${live}`
+    : `verdict: UNSAFE: ${violations} violations (${what})${live}`;
+}
+
+/** The checker's findings as text, ending with the verdict line. */
+export function checkText(result: CheckResult, origin = 0): string {
+  const t = (ms: number): string => `${((ms - origin) / 1000).toFixed(6)}s`;
+  const d = (ms: number): string => `${ms.toFixed(3)} ms`;
+  const lines: string[] = [];
+  const section = (title: string, items: string[]): void => {
+    lines.push(`${items.length === 0 ? 'ok  ' : 'FAIL'}  ${title}`);
+    for (const item of items.slice(0, SHOWN)) lines.push(`        ${item}`);
+    if (items.length > SHOWN) lines.push(`        ... and ${items.length - SHOWN} more`);
+  };
+  section(
+    'no two owners believed in one resource at once',
+    result.overlaps.map(
+      (o) =>
+        `${visible(o.resource)}: ${visible(o.second.owner)} (token ${o.second.token}) from ${t(o.second.from)} while ${visible(o.first.owner)} (token ${o.first.token}) believed until ${t(o.first.to)}: both for ${d(o.ms)}`,
+    ),
+  );
+  section(
+    'tokens strictly increasing across successive owners',
+    result.tokenOrder.map(
+      (v) =>
+        `${visible(v.resource)}: token ${v.after.token} of ${visible(v.after.owner)} (from ${t(v.after.from)}) follows token ${v.before.token} of ${visible(v.before.owner)}`,
+    ),
+  );
+  section(
+    'no fenced write accepted under a token lower than one already accepted',
+    result.staleAccepted.map(
+      (s) =>
+        `${visible(s.resource)}: write by ${visible(s.owner)} under token ${s.token} at ${t(s.at)} accepted after token ${s.after}`,
+    ),
+  );
+  const bound = result.livenessBoundMs === null ? '' : ` (bound ${d(result.livenessBoundMs)})`;
+  lines.push(
+    `${result.liveness.length === 0 ? 'ok  ' : 'GAP '}  liveness: no wanted resource left unowned too long while a worker was live${bound}`,
+  );
+  for (const g of result.liveness.slice(0, SHOWN))
+    lines.push(
+      `        ${visible(g.resource)}: unowned from ${t(g.from)} to ${t(g.to)} (${d(g.ms)} with a live worker)`,
+    );
+  lines.push(
+    `takeover after kill:  ${latencyText(result.takeover.kill)}`,
+    `takeover after stop:  ${latencyText(result.takeover.stop)}`,
+    `faults injected: ${
+      Object.entries(result.faults)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none'
+    }`,
+    verdictLine(result),
+  );
+  return lines.join('\n');
+}
+
+export function latencyText(l: Latencies): string {
+  if (l.count === 0) return 'no sample';
+  const ms = (v: number | null): string => (v === null ? '-' : `${Math.round(v)} ms`);
+  return `p50 ${ms(l.p50)}, p99 ${ms(l.p99)}, max ${ms(l.max)} (${l.count} leases)`;
+}

@@ -1,0 +1,61 @@
+/**
+ * What verify tells each worker process it starts, as JSON in an environment variable (never on
+ * the command line, where `ps` would show a store password), and what workers report back, one
+ * JSON object a line on stdout. Every time is on the host clock (`host-clock.ts`).
+ */
+export interface VerifyWorkerConfig {
+  /** The worker's id, also its owner id in lease records. */
+  id: string;
+  store: string;
+  group: string;
+  resources: string[];
+  ttlMs: number;
+  heartbeatMs: number;
+  reconcileMs: number;
+  /** The downstream SQLite file the fenced writes go to. */
+  downstream: string;
+  writeEveryMs: readonly [number, number];
+  /** This worker's wall-clock offset, in ms (the `skew` fault). */
+  skewMs: number;
+}
+
+export const VERIFY_WORKER_ENV = 'LEASEHOLD_VERIFY_WORKER';
+
+interface Fact {
+  w: string;
+  resource: string;
+  token: number;
+  at: number;
+}
+
+export type VerifyEvent =
+  | { e: 'ready'; w: string; pid: number; at: number }
+  /** The lease reached the holder's code: it believes from `at` until `until` (its deadline). */
+  | (Fact & { e: 'acquired'; until: number })
+  /** A renewal landed: the deadline is now `until`. */
+  | (Fact & { e: 'renewed'; until: number })
+  /** The release is about to leave: the belief ended at `at`. */
+  | (Fact & { e: 'released'; until: number })
+  /** The holder noticed the loss at `at`; its belief ended at `until` if that is earlier. */
+  | (Fact & { e: 'lost'; until: number })
+  | (Fact & { e: 'write'; outcome: 'accepted' | 'rejected' | 'error'; commit?: number })
+  /** The event loop was blocked from `at` to `until` (the `stall` fault). */
+  | { e: 'stalled'; w: string; at: number; until: number }
+  | { e: 'warn'; w: string; at: number; message: string };
+
+/** A message from verify to a worker over IPC. */
+export interface StallMessage {
+  stallMs: number;
+}
+
+export function parseVerifyEvent(line: string): VerifyEvent | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const value = JSON.parse(line) as { e?: unknown; w?: unknown };
+    return typeof value.e === 'string' && typeof value.w === 'string'
+      ? (value as VerifyEvent)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,131 @@
+// One worker process of `leasehold verify`: a LeaseManager over the run's resources that, for every
+// lease it holds, keeps writing rows to the downstream SQLite file through a SqliteFence, and
+// reports every belief and write on stdout (pipe writes are synchronous: nothing is lost on exit).
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseStoreUrl } from '../../core/store-url.js';
+import { LeaseManager, SqliteFence, type HeldLease, type LeaseStore } from '../../index.js';
+import { SqliteStore } from '../../stores/sqlite/sqlite-store.js';
+import { parseSqliteUrl } from '../../stores/sqlite/sqlite-url.js';
+import { openQuietly } from '../open-quietly.js';
+import { insertWrite, openDownstream } from '../demo/downstream.js';
+import { hostNow, workerClock } from './host-clock.js';
+import {
+  VERIFY_WORKER_ENV,
+  type StallMessage,
+  type VerifyEvent,
+  type VerifyWorkerConfig,
+} from './worker-protocol.js';
+
+const config = JSON.parse(process.env[VERIFY_WORKER_ENV] ?? 'null') as VerifyWorkerConfig | null;
+if (!config) {
+  process.stderr.write(
+    `${VERIFY_WORKER_ENV} is not set: this worker is started by leasehold verify\n`,
+  );
+  process.exit(2);
+}
+const w = config.id;
+const clock = workerClock(config.skewMs);
+
+function report(event: VerifyEvent): void {
+  process.stdout.write(`${JSON.stringify(event)}\n`);
+}
+
+function fact(lease: HeldLease): { w: string; resource: string; token: number; at: number } {
+  return { w, resource: lease.resource, token: lease.token, at: hostNow() };
+}
+
+process.on('disconnect', () => process.exit(1));
+process.stdout.on('error', () => process.exit(1));
+// The `stall` fault: a long synchronous call that blocks the event loop, timers and all.
+process.on('message', (message: StallMessage) => {
+  if (typeof message?.stallMs !== 'number') return;
+  const at = hostNow();
+  const until = at + message.stallMs;
+  while (hostNow() < until) {
+    // busy: nothing else in this process runs
+  }
+  report({ e: 'stalled', w, at, until: hostNow() });
+});
+
+/**
+ * The work tied to a lease: a write every few hundred ms, deliberately NOT preceded by
+ * `lease.isValid()`: a write already in flight when the process froze still goes out when it
+ * wakes, and only the fence stops it.
+ */
+function writeLoop(downstream: string): (lease: HeldLease) => Promise<void> {
+  const fence = new SqliteFence(openDownstream(downstream));
+  let insert: ReturnType<typeof insertWrite> | undefined;
+  const [min, max] = config!.writeEveryMs;
+  return async (lease) => {
+    const signal = lease.signal;
+    for (let seq = 1; !signal.aborted; seq++) {
+      await sleep(min + Math.random() * (max - min));
+      try {
+        const result = await fence.write(lease.resource, lease.token, (db) => {
+          insert ??= insertWrite(db);
+          return insert.run(lease.resource, lease.token, w, seq, hostNow());
+        });
+        report({
+          e: 'write',
+          ...fact(lease),
+          outcome: result.accepted ? 'accepted' : 'rejected',
+          ...(result.accepted ? { commit: Number(result.value.lastInsertRowid) } : {}),
+        });
+      } catch (error) {
+        report({ e: 'write', ...fact(lease), outcome: 'error' });
+        warn(`write failed: ${message(error)}`);
+      }
+    }
+  };
+}
+
+/** A SQLite store gets this worker's clock (its expiry is decided on the caller's wall clock). */
+async function openStoreFor(url: string): Promise<LeaseStore> {
+  const parsed = parseStoreUrl(url);
+  if (parsed.scheme === 'sqlite') {
+    const { path, options } = parseSqliteUrl(parsed);
+    return SqliteStore.open(path, { ...options, clock });
+  }
+  return openQuietly(url);
+}
+
+async function join(): Promise<void> {
+  const store = await openStoreFor(config!.store);
+  const manager = new LeaseManager({
+    store,
+    owner: w,
+    group: config!.group,
+    resources: config!.resources,
+    ttlMs: config!.ttlMs,
+    heartbeatMs: config!.heartbeatMs,
+    reconcileMs: config!.reconcileMs,
+    clock,
+    onAcquired: writeLoop(config!.downstream),
+  });
+  manager.on('acquired', (lease) => {
+    report({ e: 'acquired', ...fact(lease), until: lease.validUntil });
+    lease.on('renewed', () => report({ e: 'renewed', ...fact(lease), until: lease.validUntil }));
+  });
+  manager.on('released', (lease) =>
+    report({ e: 'released', ...fact(lease), until: lease.validUntil }),
+  );
+  manager.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: lease.validUntil }));
+  manager.on('reconcile-failed', (error) => warn(`reconcile failed: ${message(error)}`));
+  manager.on('work-failed', (_lease, error) => warn(`work failed: ${message(error)}`));
+  manager.installShutdownHandlers();
+  await manager.start();
+  report({ e: 'ready', w, pid: process.pid, at: hostNow() });
+}
+
+function warn(text: string): void {
+  report({ e: 'warn', w, at: hostNow(), message: text });
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+join().catch((error: unknown) => {
+  process.stderr.write(`${message(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,65 @@
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../harness/processes.js';
+import { faultEvidence, verify } from '../verify/run-verify.js';
+
+const dir = tempDir('leasehold-verify-sqlite-');
+afterAll(() => dir.cleanup());
+
+describe('leasehold verify on SQLite', () => {
+  it('stays safe through kill, stop, pause, stall and skew within the bound, and the faults happened', async () => {
+    const run = await verify(`sqlite:${join(dir.path, 'leases.db')}`, join(dir.path, 'safe'), [
+      '--duration',
+      '10s',
+      '--ttl',
+      '1s',
+      '--workers',
+      '4',
+      '--resources',
+      '12',
+      '--seed',
+      '11',
+    ]);
+    expect(run.out.overlaps).toEqual([]);
+    expect(run.out.tokenOrder).toEqual([]);
+    expect(run.out.staleAccepted).toEqual([]);
+    expect(run.code).toBe(0);
+    expect(run.out.safe).toBe(true);
+    expect(run.out.skewBeyond).toBe(false);
+    // Offsets within ±maxClockSkewMs/2: two workers never disagree by more than the store allows.
+    const skews = run.records.flatMap((r) =>
+      r.type === 'fault' && r.kind === 'skew' ? [r.skewMs!] : [],
+    );
+    expect(skews.length).toBeGreaterThanOrEqual(4);
+    expect(Math.max(...skews) - Math.min(...skews)).toBeLessThanOrEqual(50);
+    expect(skews.some((s) => s !== 0)).toBe(true);
+    const evidence = faultEvidence(run.records);
+    expect(evidence.killed).toBeGreaterThanOrEqual(1);
+    expect(evidence.pauses + evidence.stalledMs.length).toBeGreaterThanOrEqual(1);
+    for (const ms of evidence.stalledMs) expect(ms).toBeGreaterThanOrEqual(1000);
+    expect(run.out.takeover.kill.count).toBeGreaterThanOrEqual(1);
+    expect(run.out.writes.accepted).toBeGreaterThan(50);
+    expect(run.out.handovers).toBeGreaterThan(0);
+    expect(run.html).toContain('verdict: SAFE');
+    expect(run.html).toContain('<svg');
+  }, 60_000);
+
+  it('with skew beyond the bound, finds the overlaps and counts the stale writes the fence rejected', async () => {
+    // Offsets up to ±2 s against an allowance of 50 ms: a worker whose clock runs ahead takes over
+    // records its peers still hold and still believe in.
+    const run = await verify(`sqlite:${join(dir.path, 'skewed.db')}`, join(dir.path, 'skewed'), [
+      ...['--duration', '10s', '--ttl', '1s', '--workers', '4', '--resources', '12'],
+      ...['--faults', 'skew,kill', '--skew', '4s', '--seed', '3'],
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.out.safe).toBe(false);
+    expect(run.out.skewBeyond).toBe(true);
+    expect(run.out.overlaps.length).toBeGreaterThanOrEqual(1);
+    for (const o of run.out.overlaps) expect(o.first.owner).not.toBe(o.second.owner);
+    // The fence is what keeps the data right: stale writes rejected, none accepted.
+    expect(run.out.writes.rejected).toBeGreaterThanOrEqual(1);
+    expect(run.out.staleAccepted).toEqual([]);
+    expect(run.html).toContain('class="bad"');
+    expect(run.html).toMatch(/The fence rejected \d+ stale writes; 0 stale writes were accepted/);
+  }, 60_000);
+});
