@@ -1,4 +1,5 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { untilReady } from '../worker-ready.js';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -71,31 +72,14 @@ export class Fleet extends EventEmitter<FleetEvents> {
       if (worker.status !== 'killed') worker.status = 'exited';
       this.emit('exit', worker);
     });
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => fail('did not join the fleet in time'), readyTimeoutMs);
-      const onEvent = (event: WorkerEvent): void => {
-        if (event.e === 'ready' && event.w === letter) done();
-      };
-      const onExit = (exited: WorkerProcess): void => {
-        if (exited === worker) fail('exited before joining the fleet');
-      };
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        this.off('event', onEvent);
-        this.off('exit', onExit);
-      };
-      const done = (): void => {
-        cleanup();
-        resolve(worker);
-      };
-      const fail = (why: string): void => {
-        cleanup();
-        const detail = worker.stderr.trim().split('\n').at(-1) ?? '';
-        reject(new Error(`worker ${letter} ${why}${detail ? `: ${detail}` : ''}`));
-      };
-      this.on('event', onEvent);
-      this.on('exit', onExit);
-    });
+    return untilReady(
+      this,
+      worker,
+      letter,
+      (event: WorkerEvent) => event.e === 'ready' && event.w === letter,
+      readyTimeoutMs,
+      'join the fleet',
+    );
   }
 
   /** Sends a signal to a worker and notes what it does to it. */

@@ -1,4 +1,5 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { untilReady } from '../worker-ready.js';
 import { EventEmitter } from 'node:events';
 import { createInterface } from 'node:readline';
 import {
@@ -75,31 +76,13 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
       this.guards.get(id)?.kill('SIGKILL');
       this.emit('exit', worker, signal ? `signal ${signal}` : `code ${code}`);
     });
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => fail('did not join in time'), readyTimeoutMs);
-      const onEvent = (event: VerifyEvent): void => {
-        if (event.e === 'ready' && event.w === id) done();
-      };
-      const onExit = (exited: VerifyWorker): void => {
-        if (exited === worker) fail('exited before joining');
-      };
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        this.off('event', onEvent);
-        this.off('exit', onExit);
-      };
-      const done = (): void => {
-        cleanup();
-        resolve(worker);
-      };
-      const fail = (why: string): void => {
-        cleanup();
-        const detail = worker.stderr.trim().split('\n').at(-1) ?? '';
-        reject(new Error(`worker ${id} ${why}${detail ? `: ${detail}` : ''}`));
-      };
-      this.on('event', onEvent);
-      this.on('exit', onExit);
-    });
+    return untilReady(
+      this,
+      worker,
+      id,
+      (event: VerifyEvent) => event.e === 'ready' && event.w === id,
+      readyTimeoutMs,
+    );
   }
 
   running(): VerifyWorker[] {
