@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
-import { ErrorCode, LeaseError } from '../core/errors.js';
+import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
+import { checkKnownKeys, describe, optionKeys } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
+import type { Clock } from '../core/time.js';
 import { DEFAULT_STORE_URL, parseStoreUrl, type StoreUrl } from '../core/store-url.js';
 
 /** How `openStore` opens the store a URL names. */
@@ -17,14 +19,26 @@ export interface OpenStoreOptions {
    * @default false
    */
   requireExplicit?: boolean;
+  /**
+   * Where "now" comes from, for the stores that judge expiry on the caller's clock (SQLite,
+   * DynamoDB, NATS KV, S3, memory); stores with a clock of their own ignore it. For tests and for
+   * `leasehold verify`, which runs workers with skewed clocks. @default the system clock
+   */
+  clock?: Clock;
 }
+
+const OPEN_KEYS = optionKeys<OpenStoreOptions>({
+  create: true,
+  requireExplicit: true,
+  clock: true,
+});
 
 type Opener = (url: StoreUrl, options: OpenStoreOptions) => Promise<LeaseStore & AsyncDisposable>;
 
 // Each store (and its driver) is loaded only when a URL names it.
 const openers = new Map<string, Opener>([
-  ['memory', async (url) => (await import('./memory/open.js')).openMemory(url)],
-  ['sqlite', async (url) => (await import('./sqlite/open.js')).openSqlite(url)],
+  ['memory', async (url, options) => (await import('./memory/open.js')).openMemory(url, options)],
+  ['sqlite', async (url, options) => (await import('./sqlite/open.js')).openSqlite(url, options)],
   ['postgres', async (url) => (await import('./postgres/open.js')).openPostgres(url)],
   ['postgresql', async (url) => (await import('./postgres/open.js')).openPostgres(url)],
   ['mysql', async (url) => (await import('./mysql/open.js')).openMysql(url)],
@@ -36,7 +50,7 @@ const openers = new Map<string, Opener>([
     async (url, options) => (await import('./dynamodb/open.js')).openDynamodb(url, options),
   ],
   ['etcd', async (url) => (await import('./etcd/open.js')).openEtcd(url)],
-  ['nats', async (url) => (await import('./nats/open.js')).openNats(url)],
+  ['nats', async (url, options) => (await import('./nats/open.js')).openNats(url, options)],
   ['zookeeper', async (url) => (await import('./zookeeper/open.js')).openZookeeper(url)],
   ['s3', async (url, options) => (await import('./s3/open.js')).openS3(url, options)],
 ]);
@@ -57,6 +71,11 @@ export async function openStore(
   url?: string,
   options: OpenStoreOptions = {},
 ): Promise<LeaseStore & AsyncDisposable> {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('openStore options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('openStore options', options, OPEN_KEYS);
+  if (options.clock !== undefined && typeof options.clock?.now !== 'function')
+    throw invalidArgument('clock', 'must be a Clock (an object with a now() method)');
   const text = url ?? process.env.LEASEHOLD_STORE ?? defaultStoreUrl(options);
   const parsed = parseStoreUrl(text);
   const opener = openers.get(parsed.scheme);

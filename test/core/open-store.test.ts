@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LeaseError, MemoryStore, openStore, SqliteStore } from '../../src/index.js';
 import { parseStoreUrl, redact, takeParams } from '../../src/core/store-url.js';
 import { tempDir } from '../harness/processes.js';
+import { ManualClock } from '../../src/testing/index.js';
 
 async function code(p: Promise<unknown>): Promise<string> {
   return p.then(
@@ -26,6 +27,27 @@ describe('openStore', () => {
     expect(await inMemory.tryAcquire('r', 'o', 1000)).toMatchObject({ token: 1 });
     await inMemory.close();
     dir.cleanup();
+  });
+
+  it("gives the stores that judge expiry on the caller's clock the clock passed in, and names a mistyped option", async () => {
+    const clock = new ManualClock();
+    const dir = tempDir();
+    for (const url of ['memory:', `sqlite:${dir.path}/clock.db?maxClockSkewMs=0`]) {
+      const store = await openStore(url, { clock });
+      const lease = await store.tryAcquire('r', 'a', 1000);
+      expect(lease?.expiresAt, url).toBe(clock.now() + 1000);
+      expect(await store.tryAcquire('r', 'b', 1000), url).toBeNull();
+      await clock.advance(1001);
+      expect(await store.tryAcquire('r', 'b', 1000), url).toMatchObject({ owner: 'b', token: 2 });
+      await store.close();
+    }
+    dir.cleanup();
+    expect(await code(openStore('memory:', { clok: clock } as never))).toMatch(
+      /^INVALID_ARGUMENT: .*clok.*clock/,
+    );
+    expect(await code(openStore('memory:', { clock: 5 } as never))).toMatch(
+      /^INVALID_ARGUMENT: clock/,
+    );
   });
 
   it('falls back to LEASEHOLD_STORE', async () => {

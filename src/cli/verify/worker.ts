@@ -2,10 +2,7 @@
 // lease it holds, keeps writing rows to the downstream SQLite file through a SqliteFence, and
 // reports every belief and write on stdout (pipe writes are synchronous: nothing is lost on exit).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseStoreUrl } from '../../core/store-url.js';
 import { LeaseManager, SqliteFence, type HeldLease, type LeaseStore } from '../../index.js';
-import { SqliteStore } from '../../stores/sqlite/sqlite-store.js';
-import { parseSqliteUrl } from '../../stores/sqlite/sqlite-url.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from '../demo/downstream.js';
 import { hostNow, workerClock } from './host-clock.js';
@@ -79,14 +76,12 @@ function writeLoop(downstream: string): (lease: HeldLease) => Promise<void> {
   };
 }
 
-/** A SQLite store gets this worker's clock (its expiry is decided on the caller's wall clock). */
+/**
+ * The store, on this worker's clock: the stores that judge expiry on the caller's clock (SQLite,
+ * DynamoDB, NATS KV, S3) then write and judge `expiresAt` with the worker's skew.
+ */
 async function openStoreFor(url: string): Promise<LeaseStore> {
-  const parsed = parseStoreUrl(url);
-  if (parsed.scheme === 'sqlite') {
-    const { path, options } = parseSqliteUrl(parsed);
-    return SqliteStore.open(path, { ...options, clock });
-  }
-  return openQuietly(url);
+  return openQuietly(url, { clock });
 }
 
 async function join(): Promise<void> {

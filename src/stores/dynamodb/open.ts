@@ -1,4 +1,5 @@
 import type { StoreUrl } from '../../core/store-url.js';
+import type { Clock } from '../../core/time.js';
 import { DynamodbStore } from './dynamodb-store.js';
 import { parseDynamodbUrl } from './dynamodb-url.js';
 
@@ -9,9 +10,10 @@ import { parseDynamodbUrl } from './dynamodb-url.js';
  */
 export async function openDynamodb(
   url: StoreUrl,
-  options: { create?: boolean } = {},
+  options: { create?: boolean; clock?: Clock } = {},
 ): Promise<DynamodbStore> {
   const target = parseDynamodbUrl(url);
   if (options.create) target.store.createTable = true;
+  if (options.clock) target.store.clock = options.clock;
   return DynamodbStore.connect(target);
 }

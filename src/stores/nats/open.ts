@@ -1,4 +1,5 @@
 import type { StoreUrl } from '../../core/store-url.js';
+import type { Clock } from '../../core/time.js';
 import { NatsStore } from './nats-store.js';
 import { parseNatsUrl } from './nats-url.js';
 
@@ -7,6 +8,6 @@ import { parseNatsUrl } from './nats-url.js';
  * `?bucket=leasehold&maxClockSkewMs=1000&timeoutMs=5000&createBucket=true&concurrency=16`.
  * Connects, opens the bucket (creating it when missing, unless `createBucket=false`) and checks it.
  */
-export async function openNats(url: StoreUrl): Promise<NatsStore> {
-  return NatsStore.connect(parseNatsUrl(url));
+export async function openNats(url: StoreUrl, given: { clock?: Clock } = {}): Promise<NatsStore> {
+  return NatsStore.connect(parseNatsUrl(url), given.clock ? { clock: given.clock } : {});
 }

@@ -1,4 +1,5 @@
 import type { StoreUrl } from '../../core/store-url.js';
+import type { Clock } from '../../core/time.js';
 import { S3Store } from './s3-store.js';
 import { parseS3Url } from './s3-url.js';
 
@@ -7,8 +8,12 @@ import { parseS3Url } from './s3-url.js';
  * Credentials come from the user info, else the AWS SDK's default chain. `create` creates a
  * missing bucket, as `createBucket=true` does.
  */
-export async function openS3(url: StoreUrl, options: { create?: boolean } = {}): Promise<S3Store> {
+export async function openS3(
+  url: StoreUrl,
+  options: { create?: boolean; clock?: Clock } = {},
+): Promise<S3Store> {
   const target = parseS3Url(url);
   if (options.create) target.store.createBucket = true;
+  if (options.clock) target.store.clock = options.clock;
   return S3Store.connect(target);
 }
