@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the server binaries the store tests start privately are installed:
 # PostgreSQL, MariaDB, Redis, etcd, ZooKeeper and Ceph's S3 gateway (radosgw); nats-server for NATS;
-# and the spin model checker (with gcc) for the protocol model.
+# the spin model checker (with gcc) for the protocol model; Chromium for the dashboard's browser test.
 # Installs missing Debian packages when it can (root with apt-get); otherwise says what is missing.
 # The tests never use the system's running instances: they start their own on free loopback ports.
 set -u
@@ -19,6 +19,7 @@ command -v ceph-osd >/dev/null 2>&1 || missing+=(ceph-osd)
 command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
 command -v spin >/dev/null 2>&1 || missing+=(spin)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
