@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
-import { knownSchemes } from '../index.js';
+import { ErrorCode, isLeaseError, knownSchemes } from '../index.js';
 import { registerAcquire } from './commands/acquire.js';
 import { registerCheck } from './commands/check.js';
 import { registerDemo } from './commands/demo.js';
@@ -13,6 +13,7 @@ import { registerRun } from './commands/run.js';
 import { registerTour } from './commands/tour.js';
 import { registerVerify } from './commands/verify.js';
 import { CliFailure, errorLine, scrubPassword } from './output.js';
+import { RUN_EXIT } from './run/exit-codes.js';
 import { checkOpenedStore } from './store.js';
 import { checkTtlFits } from './ttl-fit.js';
 
@@ -35,7 +36,9 @@ Store URLs (--store, else $LEASEHOLD_STORE, else sqlite:./leasehold.db):
   e.g. sqlite:./leasehold.db  postgres://user:pass@host:5432/db  redis://127.0.0.1:6379
 
 Durations take a unit: 500ms, 20s, 1.5s, 2m, 1h.
-Exit codes: 0 ok, 1 the operation failed (LEASE_UNAVAILABLE, not found, ...), 2 usage error.`,
+Exit codes: 0 ok, 1 the operation failed (store unreachable, not found, not yours, ...), 2 usage
+error, 75 the lease is held by another owner (acquire and run, after --wait). With --json an error
+is also written to stdout as {"error": {"code", "message", "exitCode"}}.`,
     );
   // A --ttl must leave room for the clock-skew allowance of the store, known once it is open:
   // withStore checks it (`demo`, which opens its store elsewhere, checks its own).
@@ -68,14 +71,35 @@ async function run(argv: string[]): Promise<number> {
     // Commander has already printed its message (and the usage hint) for its own errors.
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
     const url = program.args.length > 0 ? storeUrlOf(program) : undefined;
-    process.stderr.write(`${scrubPassword(errorLine(error), url)}\n`);
-    return error instanceof CliFailure ? error.exitCode : 1;
+    const line = scrubPassword(errorLine(error), url);
+    process.stderr.write(`${line}\n`);
+    const code = exitCodeOf(error);
+    if (commandOf(program)?.opts<{ json?: boolean }>().json === true)
+      process.stdout.write(`${JSON.stringify({ error: errorJson(error, line, code) })}\n`);
+    return code;
   }
+}
+
+/** 75 (EX_TEMPFAIL, as `run` uses) when another owner holds the lease; else 1 or the failure's own. */
+function exitCodeOf(error: unknown): number {
+  if (error instanceof CliFailure) return error.exitCode;
+  return isLeaseError(error, ErrorCode.LEASE_UNAVAILABLE) ? RUN_EXIT.unavailable : 1;
+}
+
+/** A failure for `--json` readers: the error code where there is one, and the message as printed. */
+function errorJson(error: unknown, line: string, exitCode: number): object {
+  const code = isLeaseError(error) ? error.code : error instanceof CliFailure ? 'FAILED' : 'ERROR';
+  const message = line.replace(/^leasehold: /, '').replace(`${code}: `, '');
+  return { code, message, exitCode };
+}
+
+function commandOf(program: Command): Command | undefined {
+  return program.commands.find((c) => c.name() === program.args[0]);
 }
 
 /** The store URL the command that ran was given, for scrubbing a password from messages. */
 function storeUrlOf(program: Command): string | undefined {
-  const command = program.commands.find((c) => c.name() === program.args[0]);
+  const command = commandOf(program);
   // The default URL holds no password (and resolving it again could throw), so it is not needed.
   const options = command?.opts<{ store?: string }>();
   return options ? (options.store ?? process.env.LEASEHOLD_STORE) : undefined;

@@ -18,6 +18,7 @@ import {
   type StoreOptions,
 } from '../store.js';
 import { hasUnsafe, quoted, visible } from '../escape.js';
+import { acquireSayingWait } from '../waiting.js';
 
 interface AcquireOptions extends StoreOptions {
   owner: string;
@@ -29,6 +30,10 @@ export function registerAcquire(program: Command): void {
   withCommonOptions(
     program
       .command('acquire')
+      .addHelpText(
+        'after',
+        `\nExamples:\n  leasehold acquire nightly-report --owner ops --ttl 10m\n  leasehold acquire deploy --owner ci-42 --ttl 5m --wait 2m   # waits while another owner holds it\n  leasehold acquire job --owner me || echo "exit $?"   # 75: held by another owner`,
+      )
       .description(
         'acquire a lease and exit without releasing it: it lapses at its TTL unless released with "leasehold release"',
       )
@@ -95,7 +100,7 @@ async function acquireOrExplain(
   const onSigint = (): void => interrupt.abort(new CliFailure('interrupted while waiting', 130));
   process.once('SIGINT', onSigint);
   try {
-    return await client.acquire(resource, { waitMs, signal: interrupt.signal });
+    return await acquireSayingWait(client, store, resource, waitMs, interrupt.signal);
   } catch (error) {
     if (!isLeaseError(error, ErrorCode.LEASE_UNAVAILABLE)) throw error;
     const record = await store.get(resource);

@@ -15,7 +15,12 @@ export function registerCheck(program: Command): void {
     .option('--json', 'print the findings as JSON')
     .addHelpText(
       'after',
-      '\nExit codes: 0 safe, 1 a safety violation, 2 the file could not be read or parsed.',
+      `
+Exit codes: 0 safe, 1 a safety violation, 2 the file could not be read or parsed.
+
+Examples:
+  leasehold check ./verify-out/history.jsonl
+  leasehold check history.jsonl --json`,
     )
     .action((file: string, options: { json?: boolean }) => {
       let text: string;

@@ -45,7 +45,12 @@ export function registerDemo(program: Command): void {
     .addHelpText(
       'after',
       `
-Exit codes: 0 safe and every fault recovered, 1 unsafe or a fault not recovered, 2 usage error.`,
+Exit codes: 0 safe and every fault recovered, 1 unsafe or a fault not recovered, 2 usage error.
+
+Examples:
+  leasehold demo
+  leasehold demo --quick --json
+  leasehold demo --store postgres://app@127.0.0.1/app --workers 6 --resources 48`,
     )
     .action(async (options: DemoOptions) => {
       if (options.resources < options.workers) {

@@ -8,6 +8,10 @@ export function registerGet(program: Command): void {
   withCommonOptions(
     program
       .command('get')
+      .addHelpText(
+        'after',
+        `\nExamples:\n  leasehold get nightly-report --store postgres://app@db/app\n  leasehold get shard/7 --json`,
+      )
       .description('show the lease record of one resource (exit 1 when there is none)')
       .argument('<resource>', 'the resource name'),
   ).action((resource: string, options: StoreOptions) =>

@@ -12,6 +12,10 @@ export function registerInit(program: Command): void {
   withCommonOptions(
     program
       .command('init')
+      .addHelpText(
+        'after',
+        `\nExamples:\n  leasehold init --store 'dynamodb://leases?region=eu-west-1'\n  leasehold init --store 's3://my-bucket/leases?region=eu-west-1'`,
+      )
       .description(
         'create the store’s tables (or schema) if missing, ahead of first use; safe to run again',
       ),

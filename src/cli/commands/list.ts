@@ -18,6 +18,10 @@ export function registerList(program: Command): void {
   withCommonOptions(
     program
       .command('list')
+      .addHelpText(
+        'after',
+        `\nExamples:\n  leasehold list --prefix shard/ --store redis://127.0.0.1:6379\n  leasehold list --limit 20\n  leasehold list --json > leases.json`,
+      )
       .description('list lease records in resource order, reading the store a page at a time')
       .option('--prefix <prefix>', 'only resources starting with this text (matched literally)')
       .addOption(

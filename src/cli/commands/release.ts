@@ -13,6 +13,7 @@ export function registerRelease(program: Command): void {
   withCommonOptions(
     program
       .command('release')
+      .addHelpText('after', `\nExamples:\n  leasehold release nightly-report --owner ops --token 7`)
       .description('give a lease up; only its owner with its current token can')
       .argument('<resource>', 'the resource name')
       .requiredOption('--owner <id>', 'the owner the lease was acquired for')

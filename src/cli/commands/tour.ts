@@ -18,6 +18,10 @@ interface TourOptions {
 export function registerTour(program: Command): void {
   program
     .command('tour')
+    .addHelpText(
+      'after',
+      `\nExamples:\n  leasehold tour\n  leasehold tour --store postgres://app@db/app`,
+    )
     .description(
       'a short narrated run: two workers, heartbeats, a freeze, takeover with a higher token, a fenced stale write',
     )

@@ -11,6 +11,7 @@ import { CliFailure } from '../output.js';
 import { RUN_EXIT, signalExitCode } from './exit-codes.js';
 import type { SignalRelay } from './signal-relay.js';
 import { quoted } from '../escape.js';
+import { acquireSayingWait } from '../waiting.js';
 
 /**
  * Waits up to `waitMs` for the lease. A signal ends the wait with exit 128+N; a lease still held by
@@ -33,7 +34,7 @@ export async function acquireForRun(
     );
   let held: HeldLease;
   try {
-    held = await client.acquire(resource, { waitMs, signal: interrupt.signal });
+    held = await acquireSayingWait(client, store, resource, waitMs, interrupt.signal);
   } catch (error) {
     if (!isLeaseError(error, ErrorCode.LEASE_UNAVAILABLE)) throw error;
     throw new CliFailure(await unavailableLine(store, resource, waitMs), RUN_EXIT.unavailable);
