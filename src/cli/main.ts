@@ -74,7 +74,8 @@ async function run(argv: string[]): Promise<number> {
     const line = scrubPassword(errorLine(error), url);
     process.stderr.write(`${line}\n`);
     const code = exitCodeOf(error);
-    if (commandOf(program)?.opts<{ json?: boolean }>().json === true)
+    const reported = error instanceof CliFailure && error.reported;
+    if (!reported && commandOf(program)?.opts<{ json?: boolean }>().json === true)
       process.stdout.write(`${JSON.stringify({ error: errorJson(error, line, code) })}\n`);
     return code;
   }

@@ -4,12 +4,17 @@ import { terminalSafe } from './escape.js';
 
 /** An outcome the command reports as a failure without a `LeaseError` code (not found, not released). */
 export class CliFailure extends Error {
+  /** The command already printed its outcome (its `--json` document): no JSON error follows it. */
+  readonly reported: boolean;
+
   constructor(
     message: string,
     readonly exitCode = 1,
+    options: { reported?: boolean } = {},
   ) {
     super(message);
     this.name = 'CliFailure';
+    this.reported = options.reported ?? false;
   }
 }
 

@@ -41,6 +41,9 @@ Examples:
         const run = records.find((r): r is RunRecord => r.type === 'run');
         process.stdout.write(`${checkText(result, run?.startedAt ?? 0)}\n`);
       }
-      if (!result.safe) throw new CliFailure('the history shows a safety violation (see above)', 1);
+      if (!result.safe)
+        throw new CliFailure('the history shows a safety violation (see above)', 1, {
+          reported: true,
+        });
     });
 }

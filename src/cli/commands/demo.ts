@@ -84,6 +84,8 @@ Examples:
           report.safe
             ? 'a fault did not recover in time'
             : 'the safety check failed (see the report)',
+          1,
+          { reported: true },
         );
       }
     });

@@ -5,6 +5,7 @@ import { CliFailure, printJson } from '../output.js';
 import { requireShared } from '../store.js';
 import { DEFAULT_FAULTS, parseFaults, type FaultName } from '../verify/faults.js';
 import { runVerify } from '../verify/run-verify.js';
+import { privateServerScheme } from '../verify/servers/index.js';
 import { checkText } from '../verify/verdict-text.js';
 
 interface VerifyFlags {
@@ -26,7 +27,10 @@ export function registerVerify(program: Command): void {
     .description(
       'a bounded chaos run on your store: worker processes, fenced writes, injected faults, a checked history',
     )
-    .requiredOption('--store <url>', 'the store to verify (a URL every worker process can open)')
+    .requiredOption(
+      '--store <url>',
+      'the store to verify: a URL every worker process can open, or redis, postgres or etcd alone for a private server verify starts, pauses and restarts',
+    )
     .option(
       '--duration <duration>',
       'how long faults are injected',
@@ -37,7 +41,7 @@ export function registerVerify(program: Command): void {
     .option('--resources <n>', 'resources the workers share', integerOption(1, 1000), 20)
     .option(
       '--faults <list>',
-      'faults to inject: kill, stop, pause, stall, skew (store-pause, store-restart: only for a server verify started)',
+      'faults to inject: kill, stop, pause, stall, skew, store-pause, store-restart (the last two only on a private server: --store redis|postgres|etcd)',
       parseFaults,
       parseFaults(DEFAULT_FAULTS),
     )
@@ -63,18 +67,19 @@ export function registerVerify(program: Command): void {
       'after',
       `
 Exit codes: 0 safe, 1 a safety violation, 2 could not run (bad input, store unreachable).
-A SAFE verdict means no violation was seen in this run; it proves nothing about runs not made.`,
+A SAFE verdict means no violation was seen in this run; it proves nothing about runs not made.
+
+Examples:
+  leasehold verify --store postgres://app:pw@db:5432/app --duration 60s --report ./verify-out
+  leasehold verify --store redis --faults kill,pause,store-pause,store-restart   # a private Redis
+  leasehold verify --store sqlite:/tmp/v.db --skew 4s --seed 7   # skew beyond the bound: fencing must hold`,
     )
     .action(async (flags: VerifyFlags, command: Command) => {
       const store = requireShared(
         flags.store!,
         "verify's worker processes need a store they share",
       );
-      if (!store.includes(':'))
-        throw new CliFailure(
-          `--store ${store}: give a store URL (e.g. redis://127.0.0.1:6379); starting a private server from a scheme name is not supported`,
-          2,
-        );
+      privateServerScheme(store); // a bare word it cannot start a server for: exit 2 now
       if (flags.resources < flags.workers)
         throw new CliFailure(
           `--resources (${flags.resources}) must be at least --workers (${flags.workers})`,
@@ -120,6 +125,7 @@ A SAFE verdict means no violation was seen in this run; it proves nothing about 
         );
         process.stdout.write(`${lines.join('\n')}\n`);
       }
-      if (!result.safe) throw new CliFailure('the safety check failed (see the report)', 1);
+      if (!result.safe)
+        throw new CliFailure('the safety check failed (see the report)', 1, { reported: true });
     });
 }

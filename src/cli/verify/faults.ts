@@ -2,9 +2,16 @@ import { InvalidArgumentError } from 'commander';
 
 /** Faults the nemesis injects while the run lasts. */
 export const TIMED_FAULTS = ['kill', 'stop', 'pause', 'stall'] as const;
+/** Faults on the store's server, injected only into a private server verify started itself. */
+export const STORE_FAULTS = ['store-pause', 'store-restart'] as const;
 /** Every fault name `--faults` accepts. */
-export const FAULT_NAMES = [...TIMED_FAULTS, 'skew', 'store-pause', 'store-restart'] as const;
+export const FAULT_NAMES = [...TIMED_FAULTS, 'skew', ...STORE_FAULTS] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];
+export type StoreFault = (typeof STORE_FAULTS)[number];
+
+export function isStoreFault(name: string): name is StoreFault {
+  return (STORE_FAULTS as readonly string[]).includes(name);
+}
 export const DEFAULT_FAULTS = 'kill,stop,pause,stall,skew';
 
 /** A commander parser for `--faults kill,pause,...`. */

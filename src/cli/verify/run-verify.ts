@@ -12,7 +12,7 @@ import { CliFailure } from '../output.js';
 import { checkTtlFits } from '../ttl-fit.js';
 import { Beliefs } from './beliefs.js';
 import { checkRecords, type CheckResult } from './checker.js';
-import { TIMED_FAULTS, type FaultName } from './faults.js';
+import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
 import { VerifyFleet, type VerifyWorker } from './fleet.js';
 import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from './host-clock.js';
 import {
@@ -24,10 +24,13 @@ import {
 } from './history-format.js';
 import { htmlReport } from './html-report.js';
 import { seededRandom } from './random.js';
+import { privateServerScheme, startPrivateServer, type PrivateServer } from './servers/index.js';
+import { injectStoreFault } from './servers/store-fault.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
 
 export interface VerifyOptions {
+  /** A store URL, or a scheme alone (`redis`, `postgres`, `etcd`): verify starts a private server. */
   store: string;
   durationMs: number;
   workers: number;
@@ -54,21 +57,54 @@ export interface VerifyOutcome {
   skewBeyond: boolean;
 }
 
+/** What must not outlive verify: its worker processes and the server it started. */
+interface Running {
+  fleet?: VerifyFleet;
+  server?: PrivateServer;
+  interrupted?: boolean;
+}
+
 /**
  * `leasehold verify`: worker processes run a LeaseManager with fenced writes on the user's store
- * while a seeded nemesis kills, stops, pauses and stalls them (and skews their clocks); the
- * recorded history is then checked.
+ * (or on a private server verify starts, when `store` names only a scheme) while a seeded nemesis
+ * kills, stops, pauses and stalls them (and skews their clocks, and pauses and restarts the private
+ * server); the recorded history is then checked.
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> {
+  const scheme = privateServerScheme(options.store);
+  const running: Running = {};
+  const uninstall = installKill(running);
+  try {
+    if (scheme !== undefined) {
+      const server = await startPrivateServer(
+        scheme,
+        (s) => (running.server = s),
+        () => running.interrupted === true,
+      );
+      options.say(
+        `verify: started a private ${server.program} (pid ${server.pid}) on 127.0.0.1:${server.port} in ${server.dir}`,
+      );
+    }
+    return await verifyOn(options, running);
+  } finally {
+    running.fleet?.killAll();
+    await running.server?.stop();
+    uninstall();
+  }
+}
+
+async function verifyOn(options: VerifyOptions, running: Running): Promise<VerifyOutcome> {
   const { ttlMs } = options;
+  const { server } = running;
+  const store = server?.url ?? options.store;
   const notes: string[] = [];
-  const shown = redact(options.store);
+  const shown = redact(store);
   let maxClockSkewMs: number;
   let storeClock: 'store' | 'local';
   const run = randomBytes(3).toString('hex');
   const resources = resourceNames(`verify-${run}/`, options.resources);
   try {
-    const probe = await openQuietly(options.store);
+    const probe = await openQuietly(store);
     try {
       checkTtlFits({ ms: ttlMs, isDefault: options.ttlIsDefault }, probe);
       maxClockSkewMs = probe.maxClockSkewMs;
@@ -80,11 +116,16 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> 
   } catch (error) {
     throw new CliFailure(`could not run: ${shown}: ${(error as Error).message}`, 2);
   }
-  for (const f of options.faults)
-    if (f === 'store-pause' || f === 'store-restart')
-      notes.push(
-        `${f} skipped: verify did not start ${shown} itself, so it does not pause or restart it`,
-      );
+  if (server)
+    notes.push(
+      `store: a private ${server.program} verify started on 127.0.0.1:${server.port} in ${server.dir}, stopped and removed at the end`,
+    );
+  else
+    for (const f of options.faults)
+      if (isStoreFault(f))
+        notes.push(
+          `${f} skipped: verify did not start ${shown} itself, so it does not pause or restart it`,
+        );
 
   const dir = resolve(options.reportDir ?? mkdtempSync(join(tmpdir(), 'leasehold-verify-')));
   mkdirSync(dir, { recursive: true });
@@ -99,14 +140,10 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> 
     notes.push(
       `skew: ${shown} decides expiry on its own clock, so worker clock offsets (up to ±${skewMs / 2} ms) must not matter`,
     );
-  if (skewOn && storeClock === 'local' && !options.store.startsWith('sqlite:'))
-    notes.push(
-      `skew: only a SQLite store takes a worker's clock here; ${shown} opens on the system clock, so the offsets do not reach its expiry decisions`,
-    );
   const heartbeatMs = Math.floor(ttlMs / 4);
   const reconcileMs = Math.round(ttlMs / 2);
   const fleet = new VerifyFleet(WORKER_ENTRY, {
-    store: options.store,
+    store,
     group: `verify-${run}`,
     resources,
     ttlMs,
@@ -171,7 +208,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> 
     return fleet.start(id, offset, 20_000);
   };
 
-  const stopOnSignal = installKill(fleet);
+  running.fleet = fleet;
   let startedAt: number;
   try {
     try {
@@ -183,13 +220,12 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> 
     options.say(
       `verify: ${options.workers} workers on ${options.resources} resources of ${shown}, TTL ${ttlMs} ms, faults ${options.faults.join(',')}, seed ${options.seed}`,
     );
-    await nemesis({ fleet, options, random, records, stalls, start, startedAt, notes });
+    await nemesis({ fleet, server, options, random, records, stalls, start, startedAt, notes });
     records.push({ type: 'end', at: hostNow() });
     options.say('verify: stopping the workers (each releases its leases)');
     await fleet.stopAll(Math.max(5000, 3 * ttlMs));
   } finally {
     fleet.killAll();
-    stopOnSignal();
   }
 
   records.push(...beliefs.records());
@@ -224,6 +260,8 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> 
 
 interface NemesisContext {
   fleet: VerifyFleet;
+  /** The private server verify started, for `store-pause` and `store-restart`. */
+  server: PrivateServer | undefined;
   options: VerifyOptions;
   random: () => number;
   records: HistoryRecord[];
@@ -237,9 +275,14 @@ interface NemesisContext {
 async function nemesis(ctx: NemesisContext): Promise<void> {
   const { fleet, options, random, records } = ctx;
   const { ttlMs } = options;
-  const kinds = options.faults.filter((f) => (TIMED_FAULTS as readonly string[]).includes(f));
+  const kinds = options.faults.filter(
+    (f) => (TIMED_FAULTS as readonly string[]).includes(f) || (ctx.server && isStoreFault(f)),
+  );
   const endAt = ctx.startedAt + options.durationMs;
   const pending: Promise<unknown>[] = [];
+  // One store fault at a time; one that fails (the server did not come back) ends the run.
+  let storeBusy = false;
+  let storeFailure: Error | undefined;
   const replace = (): void => {
     pending.push(
       ctx
@@ -249,13 +292,22 @@ async function nemesis(ctx: NemesisContext): Promise<void> {
   };
   // Let the fleet settle for a TTL before the first fault.
   await wait(Math.min(ttlMs, endAt - hostNow()));
-  while (hostNow() < endAt) {
+  while (hostNow() < endAt && !storeFailure) {
     const running = fleet.running();
     if (kinds.length > 0 && running.length >= 2) {
       const kind = kinds[Math.floor(random() * kinds.length)]!;
       const victim = running[Math.floor(random() * running.length)]!;
       const at = hostNow();
-      if (kind === 'kill') {
+      if (isStoreFault(kind)) {
+        if (!storeBusy && ctx.server) {
+          storeBusy = true;
+          pending.push(
+            injectStoreFault(kind, ctx.server, { ttlMs, random, records })
+              .catch((error: unknown) => (storeFailure = error as Error))
+              .finally(() => (storeBusy = false)),
+          );
+        }
+      } else if (kind === 'kill') {
         records.push({ type: 'fault', kind, worker: victim.id, at });
         fleet.signal(victim.id, 'SIGKILL');
         replace();
@@ -279,6 +331,8 @@ async function nemesis(ctx: NemesisContext): Promise<void> {
     await wait(Math.min(ttlMs * (0.75 + random()), endAt - hostNow()));
   }
   await Promise.all(pending);
+  if (storeFailure)
+    throw new CliFailure(`could not run: store-restart: ${storeFailure.message}`, 2);
 }
 
 /** Accepted writes in the downstream that no worker reported (it died right after committing). */
@@ -322,13 +376,27 @@ function wait(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, Math.max(0, ms)));
 }
 
-/** No worker outlives verify: a Ctrl-C or SIGTERM kills them all. Returns the uninstaller. */
-function installKill(fleet: VerifyFleet): () => void {
-  const onExit = (): void => fleet.killAll();
+/**
+ * No worker and no private server outlives verify: a Ctrl-C or SIGTERM kills the workers, stops the
+ * server (SIGKILL of its tree if it takes too long) and removes its folder; a second signal, or an
+ * exit from anywhere, kills both at once. Returns the uninstaller.
+ */
+function installKill(running: Running): () => void {
+  const onExit = (): void => {
+    running.fleet?.killAll();
+    running.server?.killNow();
+  };
   const onSignal = (signal: NodeJS.Signals): void => {
-    fleet.killAll();
-    process.stderr.write(`leasehold: verify interrupted by ${signal}; worker processes killed\n`);
-    process.exit(2);
+    if (running.interrupted) process.exit(2); // the exit handler kills what is left
+    running.interrupted = true;
+    running.fleet?.killAll();
+    const server = running.server;
+    process.stderr.write(
+      `leasehold: verify interrupted by ${signal}; worker processes killed${server ? `, stopping the private ${server.program}` : ''}\n`,
+    );
+    if (!server) process.exit(2);
+    setTimeout(() => process.exit(2), 8000).unref();
+    void server.stop(3000).finally(() => process.exit(2));
   };
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
   process.on('exit', onExit);

@@ -1,0 +1,95 @@
+import { execFileSync } from 'node:child_process';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { delimiter, join } from 'node:path';
+
+/** Every pid in the process tree under `pid`, `pid` first (PostgreSQL backends are their own groups). */
+export function processTree(pid: number): number[] {
+  let table: string;
+  try {
+    table = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' });
+  } catch {
+    return [pid];
+  }
+  const children = new Map<number, number[]>();
+  for (const line of table.trim().split('\n')) {
+    const [p, pp] = line.trim().split(/\s+/).map(Number);
+    if (p === undefined || pp === undefined) continue;
+    children.set(pp, [...(children.get(pp) ?? []), p]);
+  }
+  const out: number[] = [];
+  const walk = (p: number): void => {
+    out.push(p);
+    for (const c of children.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return out;
+}
+
+/** Sends `signal` to each pid, ignoring those already gone. */
+export function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
+  for (const p of pids) {
+    try {
+      process.kill(p, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Whether `pid` has ended (a zombie waiting for its reaper counts as ended). */
+export function hasEnded(pid: number): boolean {
+  try {
+    return /^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  }
+}
+
+/** Waits until every pid has ended; false when `timeoutMs` passed first. */
+export async function untilEnded(pids: readonly number[], timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (!pids.every(hasEnded)) {
+    if (Date.now() > end) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return true;
+}
+
+/** The path of an executable `name` on `PATH`, or `undefined`. */
+export function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const file = join(dir, name);
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (listen on 0, read it, close). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address
+          ? resolve(address.port)
+          : reject(new Error('no free port on 127.0.0.1')),
+      );
+    });
+  });
+}
