@@ -65,6 +65,32 @@ export {
   type S3Client,
   type S3SdkOption,
 } from './stores/s3/index.js';
+export {
+  LeaseholdChannel,
+  prometheusMetrics,
+  openTelemetryMetrics,
+  type LeaseholdChannelName,
+  type LeaseLossCause,
+  type AcquireResult,
+  type StoreOperation,
+  type LeaseMessage,
+  type LeaseAcquiredMessage,
+  type LeaseRenewedMessage,
+  type LeaseAtRiskMessage,
+  type LeaseLostMessage,
+  type LeaseReleasedMessage,
+  type AcquireAttemptMessage,
+  type StoreErrorMessage,
+  type FleetHandoffMessage,
+  type FleetTakeoverMessage,
+  type LeaseholdLogger,
+  type MetricsSubscription,
+  type PrometheusMetricsOptions,
+  type PrometheusRegistry,
+  type OpenTelemetryMetricsOptions,
+  type OpenTelemetryMeter,
+  type OpenTelemetryInstrumentOptions,
+} from './observability/index.js';
 export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
 export type { LeaseClientOptions, AcquireOptions } from './client/client-options.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';

@@ -12,6 +12,7 @@ import {
 } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import { driftMs, systemClock, type Clock } from '../core/time.js';
+import { checkLogger, type LeaseholdLogger } from '../observability/logger.js';
 
 /** How a `LeaseClient` acquires and keeps its leases. */
 export interface LeaseClientOptions {
@@ -29,6 +30,12 @@ export interface LeaseClientOptions {
   autoRenew?: boolean;
   /** Where time comes from; inject a `ManualClock` in tests. @default the system clock */
   clock?: Clock;
+  /**
+   * Where to log what happens to the leases (pino-style `(fields, message)`; a pino logger or
+   * `console` fits): lost, at-risk and store errors at `warn`, acquired and released at `debug`.
+   * @default none (silent)
+   */
+  logger?: LeaseholdLogger;
 }
 
 export interface ResolvedClientOptions {
@@ -39,6 +46,7 @@ export interface ResolvedClientOptions {
   readonly maxClockSkewMs: number;
   readonly autoRenew: boolean;
   readonly clock: Clock;
+  readonly logger: LeaseholdLogger | undefined;
 }
 
 export const CLIENT_DEFAULTS = Object.freeze({
@@ -55,6 +63,7 @@ const CLIENT_KEYS = optionKeys<LeaseClientOptions>({
   maxClockSkewMs: true,
   autoRenew: true,
   clock: true,
+  logger: true,
 });
 
 const STORE_METHODS = [
@@ -114,7 +123,8 @@ export function resolveClientOptions(options: LeaseClientOptions): ResolvedClien
   if (typeof autoRenew !== 'boolean')
     throw invalidArgument('autoRenew', `must be a boolean, got ${describe(autoRenew)}`);
   const clock = options.clock ?? systemClock;
-  return { store, owner, ttlMs, heartbeatMs, maxClockSkewMs, autoRenew, clock };
+  const logger = checkLogger(options.logger);
+  return { store, owner, ttlMs, heartbeatMs, maxClockSkewMs, autoRenew, clock, logger };
 }
 
 /** `<hostname>:<pid>:<6 random hex>`: unique per client even with several clients in one process. */

@@ -2,6 +2,7 @@ import type { Lease } from '../core/lease.js';
 import { withDeadline } from '../core/deadline.js';
 import type { LeaseStore } from '../core/store.js';
 import { validUntil, type Clock, type TimerHandle } from '../core/time.js';
+import type { ClientReporter } from '../observability/client-reporter.js';
 import type { HeldLease } from './held-lease.js';
 
 export interface HeartbeatOptions {
@@ -12,6 +13,8 @@ export interface HeartbeatOptions {
   readonly autoRenew: boolean;
   /** Called once for a lease that a late renewal extended after it was declared lost. */
   readonly onLateRenewal: (held: HeldLease) => void;
+  /** Tells the diagnostics channels and the logger of renewals and store errors. */
+  readonly report: ClientReporter;
 }
 
 /**
@@ -69,6 +72,7 @@ export class Heartbeat {
       const result = await this.options.store.renew(held.lease);
       this.apply(held, result, tSent);
     } catch (error) {
+      this.options.report.storeError('renew', error, 1);
       this.failed(held, error);
       throw error;
     } finally {
@@ -147,6 +151,7 @@ export class Heartbeat {
   private async renewBatch(batch: HeldLease[]): Promise<void> {
     const tSent = this.options.clock.monotonic();
     for (const held of batch) held.lastSentAt = tSent;
+    let gaveUp = false; // a call already reported as unanswered is not reported again when it fails
     const call = Promise.resolve()
       .then(() => this.options.store.renewMany(batch.map((h) => h.lease)))
       .then(
@@ -156,6 +161,7 @@ export class Heartbeat {
         },
         (error: unknown) => {
           this.failures++;
+          if (!gaveUp) this.options.report.storeError('renewMany', error, batch.length);
           for (const held of batch) this.failed(held, error);
         },
       )
@@ -170,6 +176,8 @@ export class Heartbeat {
     );
     if (!answered) {
       this.failures++;
+      gaveUp = true;
+      this.options.report.storeTimeout('renewMany', patience, batch.length);
       for (const held of batch) this.failed(held, 'the store has not answered for two heartbeats');
     }
   }
@@ -178,11 +186,13 @@ export class Heartbeat {
     if (result === null) {
       held.markLost(
         'the store no longer shows it as ours (it expired and was taken, or was released)',
+        'taken',
       );
       return;
     }
     const until = validUntil(tSent, result.ttlMs, this.options.maxClockSkewMs);
-    if (!held.markRenewed(result, until) && held.state === 'lost') this.options.onLateRenewal(held);
+    if (held.markRenewed(result, until)) this.options.report.renewed(held, tSent);
+    else if (held.state === 'lost') this.options.onLateRenewal(held);
   }
 
   private failed(held: HeldLease, error: unknown): void {
@@ -203,6 +213,7 @@ export class Heartbeat {
       if (now >= held.validUntil) {
         held.markLost(
           `its validity deadline passed without a successful renewal${held.failing ? ' (renewals were failing)' : ''}`,
+          held.failing ? 'store-error' : 'expired',
         );
       } else if (now >= held.atRiskAt) {
         held.markAtRisk(

@@ -3,6 +3,7 @@ import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { Lease } from '../core/lease.js';
 import { safeEmit } from '../core/safe-emit.js';
 import type { Clock } from '../core/time.js';
+import type { LeaseLossCause } from '../observability/channels.js';
 
 /**
  * Where a `HeldLease` is: `held`, `at-risk` (renewals failing or little validity left; back to
@@ -56,6 +57,10 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   failing = false;
   /** @internal Monotonic time the last renewal was sent. */
   lastSentAt: number;
+  /** @internal Monotonic time the request that granted the lease was sent. */
+  readonly grantedAt: number;
+  /** @internal Why the lease was lost, once it is. */
+  lossCause: LeaseLossCause | undefined;
   /** A third of the validity window (ttl − drift − skew): at-risk when less than this is left. */
   private readonly riskMs: number;
 
@@ -80,6 +85,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     this.current = lease;
     this.deadline = validUntil;
     this.lastSentAt = tSent;
+    this.grantedAt = tSent;
     this.riskMs = (validUntil - tSent) / 3;
   }
 
@@ -191,10 +197,15 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     this.emit('at-risk', reason);
   }
 
-  /** @internal */
-  markLost(message: string, cause?: unknown): LeaseError | undefined {
+  /** @internal `why` is reported to the diagnostics channels; `cause` becomes the error's cause. */
+  markLost(
+    message: string,
+    why: LeaseLossCause = 'expired',
+    cause?: unknown,
+  ): LeaseError | undefined {
     if (this.isTerminal) return undefined;
     this.status = 'lost';
+    this.lossCause = why;
     const error = quietError(
       ErrorCode.LEASE_LOST,
       `lease on ${JSON.stringify(this.resource)} (token ${this.token}) lost: ${message}`,

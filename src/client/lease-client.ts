@@ -5,6 +5,8 @@ import { checkResource, checkResources } from '../core/options.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { sleep, validUntil } from '../core/time.js';
+import { ClientReporter } from '../observability/client-reporter.js';
+import type { StoreOperation } from '../observability/channels.js';
 import {
   checkAcquireOptions,
   resolveClientOptions,
@@ -55,6 +57,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   private readonly heartbeat: Heartbeat;
   private readonly leases = new Map<string, HeldLease>();
   private readonly keeper: LeaseKeeper;
+  private readonly report: ClientReporter;
   private closing: Promise<void> | undefined;
 
   /** Checks `options` (throws `INVALID_ARGUMENT` naming the field) and applies the defaults. */
@@ -67,9 +70,11 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       heartbeatMs: this.heartbeatMs,
       maxClockSkewMs: this.maxClockSkewMs,
     } = this.options);
+    this.report = new ClientReporter(this.owner, this.options.clock, this.options.logger);
     this.heartbeat = new Heartbeat({
       ...this.options,
       onLateRenewal: (held) => void this.releaseQuietly(held),
+      report: this.report,
     });
     this.keeper = {
       clock: this.options.clock,
@@ -80,9 +85,16 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
           this.heartbeat.end(held);
           if (this.leases.get(held.resource) === held) this.leases.delete(held.resource);
         }
-        if (state === 'at-risk') this.emit('at-risk', held, detail as string);
-        else if (state === 'lost') this.emit('lost', held, detail as LeaseError);
-        else this.emit('released', held);
+        if (state === 'at-risk') {
+          this.report.atRisk(held, detail as string, held.remainingMs());
+          this.emit('at-risk', held, detail as string);
+        } else if (state === 'lost') {
+          this.report.lost(held, held.lossCause ?? 'expired', detail);
+          this.emit('lost', held, detail as LeaseError);
+        } else {
+          this.report.released(held, held.grantedAt);
+          this.emit('released', held);
+        }
       },
     };
   }
@@ -104,20 +116,31 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     this.assertNotHeld(checkResource(resource));
     const { store, owner, ttlMs, clock } = this.options;
     const tSent = clock.monotonic();
-    const lease = await store.tryAcquire(resource, owner, ttlMs);
-    if (!lease) return null;
-    const held = this.grant(lease, tSent);
-    if (!held.isValid()) {
-      // The answer came after the deadline measured from when the request left: never hand it out.
-      await this.releaseQuietly(held);
+    let lease: Lease | null;
+    try {
+      lease = await store.tryAcquire(resource, owner, ttlMs);
+    } catch (error) {
+      this.report.attempt(resource, 'error', tSent, { error });
+      this.report.storeError('tryAcquire', error, 1);
+      throw error;
+    }
+    if (!lease) {
+      this.report.attempt(resource, 'held-by-other', tSent);
       return null;
     }
-    if (this.closing) {
+    const held = this.grant(lease, tSent);
+    if (!held.isValid() || this.closing) {
+      this.report.attempt(resource, 'too-late', tSent, { token: held.token });
+      // The answer came after the deadline measured from when the request left (or the client
+      // is closing): never hand it out.
       await this.releaseQuietly(held);
       this.assertOpen();
+      return null;
     }
+    this.report.attempt(resource, 'acquired', tSent, { token: held.token });
     this.leases.set(resource, held);
     this.heartbeat.add(held);
+    this.report.acquired(held);
     this.emit('acquired', held);
     return held;
   }
@@ -131,15 +154,27 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     for (const resource of checkResources(resources)) this.assertNotHeld(resource);
     const { store, owner, ttlMs, clock } = this.options;
     const tSent = clock.monotonic();
-    const outcomes = await store.acquireMany(resources, owner, ttlMs);
+    let outcomes;
+    try {
+      outcomes = await store.acquireMany(resources, owner, ttlMs);
+    } catch (error) {
+      for (const resource of resources) this.report.attempt(resource, 'error', tSent, { error });
+      this.report.storeError('acquireMany', error, resources.length);
+      throw error;
+    }
     const late: HeldLease[] = [];
     const result = outcomes.map((outcome): HeldOutcome => {
-      if (!outcome.lease) return outcome as HeldOutcome;
+      if (!outcome.lease) {
+        this.report.attempt(outcome.resource, 'held-by-other', tSent);
+        return outcome as HeldOutcome;
+      }
       const held = this.grant(outcome.lease, tSent);
       if (!held.isValid() || this.closing || this.leases.has(held.resource)) {
+        this.report.attempt(outcome.resource, 'too-late', tSent, { token: held.token });
         late.push(held);
         return { resource: outcome.resource, lease: null };
       }
+      this.report.attempt(outcome.resource, 'acquired', tSent, { token: held.token });
       return { resource: outcome.resource, lease: held };
     });
     if (late.length > 0) await this.releaseManyQuietly(late);
@@ -148,7 +183,11 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       this.leases.set(lease.resource, lease);
       this.heartbeat.add(lease);
     }
-    for (const { lease } of result) if (lease) this.emit('acquired', lease);
+    for (const { lease } of result) {
+      if (!lease) continue;
+      this.report.acquired(lease);
+      this.emit('acquired', lease);
+    }
     return result;
   }
 
@@ -201,9 +240,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     try {
       result = await fn(held.signal, held);
     } catch (error) {
-      await held
-        .release()
-        .catch((releaseError: unknown) => this.emit('release-failed', held, releaseError));
+      await held.release().catch((releaseError: unknown) => this.releaseFailed(held, releaseError));
       throw error;
     }
     // `isValid()` reads the clock: a frozen event loop may have kept the watchdog from running.
@@ -212,9 +249,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     }
     if (held.state === 'lost') throw held.signal.reason;
     // The work is done; a failed release only means the lease lapses at its TTL, so it is reported, not thrown.
-    await held
-      .release()
-      .catch((releaseError: unknown) => this.emit('release-failed', held, releaseError));
+    await held.release().catch((releaseError: unknown) => this.releaseFailed(held, releaseError));
     return result;
   }
 
@@ -228,6 +263,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     await this.bounded(
       this.options.store.releaseMany(live.map((h) => h.lease)),
       `releaseMany of ${live.length} leases`,
+      'releaseMany',
+      live.length,
     );
   }
 
@@ -282,6 +319,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     await this.bounded(
       this.options.store.releaseMany(held.map((h) => h.lease)),
       'releaseMany on close',
+      'releaseMany',
+      held.length,
     );
   }
 
@@ -296,6 +335,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     await this.bounded(
       this.options.store.release(held.lease),
       `release of ${JSON.stringify(held.resource)}`,
+      'release',
+      1,
     );
   }
 
@@ -306,9 +347,11 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       await this.bounded(
         this.options.store.release(held.lease),
         `release of ${JSON.stringify(held.resource)}`,
+        'release',
+        1,
       );
     } catch (error) {
-      this.emit('release-failed', held, error);
+      this.releaseFailed(held, error);
     }
   }
 
@@ -319,15 +362,33 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       await this.bounded(
         this.options.store.releaseMany(leases.map((h) => h.lease)),
         `releaseMany of ${leases.length} leases`,
+        'releaseMany',
+        leases.length,
       );
     } catch (error) {
-      for (const held of leases) this.emit('release-failed', held, error);
+      for (const held of leases) this.releaseFailed(held, error);
     }
   }
 
-  private bounded<T>(call: Promise<T>, what: string): Promise<T> {
+  /** One store call bounded by the TTL; a failure (or no answer in time) is reported once. */
+  private bounded<T>(
+    call: Promise<T>,
+    what: string,
+    operation: StoreOperation,
+    count: number,
+  ): Promise<T> {
     const { ttlMs, clock } = this.options;
-    return withDeadline(call, ttlMs, () => noAnswer(what, ttlMs), { clock });
+    return withDeadline(call, ttlMs, () => noAnswer(what, ttlMs), { clock }).catch(
+      (error: unknown) => {
+        this.report.storeError(operation, error, count);
+        throw error;
+      },
+    );
+  }
+
+  private releaseFailed(held: HeldLease, error: unknown): void {
+    this.report.releaseFailed(held, error);
+    this.emit('release-failed', held, error);
   }
 
   /** A handle on a granted lease, valid until its deadline measured from `tSent` (design rule 2). */

@@ -14,6 +14,8 @@ import type { LeaseStore } from '../core/store.js';
 import { systemClock, type Clock, type TimerHandle } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
+import { FleetReporter } from '../observability/fleet-reporter.js';
+import { TakeoverTracker } from '../observability/takeover-tracker.js';
 import { assign, type Assignment, type Member } from './assign.js';
 import { findFree } from './find-free.js';
 import {
@@ -22,7 +24,7 @@ import {
   type LeaseManagerOptions,
 } from './manager-options.js';
 import { MemberView } from './member-view.js';
-import { liveMembers, membersKey, membersPrefix, slotsToTry } from './members.js';
+import { generationKey, liveMembers, membersKey, membersPrefix, slotsToTry } from './members.js';
 import { plan } from './plan.js';
 import { Taker } from './taker.js';
 import { commonPrefix, listAll, settleWithin, shuffle } from './util.js';
@@ -74,6 +76,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private readonly membersPrefix: string;
   private readonly settleMs: number;
   private readonly taker: Taker;
+  private readonly report: FleetReporter;
+  /** Tells takeovers of expired leases apart, for the diagnostics channels and the logger. */
+  private readonly takeovers: TakeoverTracker;
   private readonly memberView: MemberView;
   private readonly work = new Map<HeldLease, Promise<void>>();
   private readonly timers = new Map<string, TimerHandle>();
@@ -116,6 +121,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       heartbeatMs: options.heartbeatMs,
       maxClockSkewMs: options.maxClockSkewMs,
       clock: options.clock,
+      logger: options.logger,
     });
     this.owner = this.client.owner;
     this.store = options.store;
@@ -123,7 +129,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.reconcileMs = options.reconcileMs ?? MANAGER_DEFAULTS.reconcileMs;
     this.balance = options.balance ?? MANAGER_DEFAULTS.balance;
     this.maxLeases = options.maxLeases ?? Infinity;
-    this.membersPrefix = membersPrefix(options.group ?? MANAGER_DEFAULTS.group);
+    const group = options.group ?? MANAGER_DEFAULTS.group;
+    this.membersPrefix = membersPrefix(group);
+    this.report = new FleetReporter(this.owner, group, this.clock, options.logger);
+    this.takeovers = new TakeoverTracker(this.owner, this.report);
     this.settleMs =
       options.settleMs ?? Math.min(this.client.heartbeatMs, MANAGER_DEFAULTS.settleMaxMs);
     this.taker = new Taker({
@@ -137,9 +146,12 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       recheckMs: Math.max(10, Math.round(this.client.heartbeatMs / 4)),
       onRefused: (resource, holder) => {
         this.refusedAt.set(resource, this.clock.monotonic());
-        if (holder) this.armTakeover(holder);
+        if (holder) {
+          this.noteHolder(holder);
+          this.armTakeover(holder);
+        }
       },
-      onError: (error) => !this.stopping && this.emit('reconcile-failed', error),
+      onError: (error) => !this.stopping && this.reconcileFailed(error),
     });
     this.memberView = new MemberView({
       store: this.store,
@@ -193,6 +205,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     // Bulk work that fails from here on is reported (`reconcile-failed`) and retried with backoff.
     this.scanning = true;
     await this.reconcile();
+    this.report.started(this.held().length);
   }
 
   /** Lets the process exit while the manager runs (as `server.unref()` does). Returns the manager. */
@@ -259,13 +272,16 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       await settleWithin([this.running], timeoutMs, this.clock);
       for (const lease of this.held()) lease.revoke('the manager is stopping');
       await settleWithin([...this.work.values()], timeoutMs, this.clock);
+      const releasing = this.held().length;
       await this.client.close();
+      this.report.stopped(releasing);
       // Peers re-read the membership at their next scan (at once where the store can watch). One
       // attempt: a stop is not held up, and a peer announcing at the same instant or the
       // sampling tells the others as well.
       await this.memberView.announce(1).catch(() => undefined);
     } finally {
       clearInterval(this.keepAlive);
+      this.takeovers.clear();
     }
   }
 
@@ -330,7 +346,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       next = await pass;
       this.failures = 0;
     } catch (error) {
-      this.emit('reconcile-failed', error);
+      this.reconcileFailed(error);
       // Back off while the store struggles: slower convergence, never lost leases (the heartbeat
       // keeps what is held on its own timer).
       this.failures++;
@@ -416,11 +432,19 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
 
   private async readMembers(): Promise<Member[]> {
     const records = await listAll(this.store, this.membersPrefix, PAGE);
-    const members = liveMembers(
-      records,
-      this.membersPrefix,
-      this.storeNow(),
-      this.client.maxClockSkewMs,
+    const storeNow = this.storeNow();
+    const skewMs = this.client.maxClockSkewMs;
+    const members = liveMembers(records, this.membersPrefix, storeNow, skewMs);
+    // Members that died (their record expired rather than being released on stop).
+    const generation = generationKey(this.membersPrefix);
+    this.takeovers.membersExpired(
+      records.filter(
+        (r) =>
+          r.resource !== generation &&
+          r.owner !== '' &&
+          r.expiresAt > 0 &&
+          !isLive(r, storeNow, skewMs),
+      ),
     );
     if (!members.some((m) => m.id === this.owner))
       members.push({ id: this.owner, limit: this.maxLeases });
@@ -438,14 +462,18 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     if (wantedChanged) {
       this.wantedList = wanted;
       this.wanted = new Set(wanted);
+      this.takeovers.keepOnly(this.wanted);
     }
     let newcomers = new Set<string>();
     const newView = key !== this.membersKey;
     if (wantedChanged || newView || !this.assignment) {
+      const before = this.assignment;
       newcomers = new Set(this.view.size === 0 ? [] : members.map((m) => m.id));
       for (const id of this.view) newcomers.delete(id);
       this.assignment = await assign(wanted, members);
       this.membersKey = key;
+      if (before && newView)
+        this.takeovers.membersLeft(before.targetOf, new Set(members.map((m) => m.id)));
       // When members only left, nobody sheds (every share rises): free records, theirs, may be
       // searched for at once instead of a scan later.
       const onlyLeft = !wantedChanged && newcomers.size === 0 && members.length < this.view.size;
@@ -456,7 +484,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     const share = this.balance
       ? Math.min(this.maxLeases, assignment.shares.get(this.owner) ?? 0)
       : this.maxLeases;
-    if (newView) this.emit('members', assignment.members, share);
+    if (newView) {
+      this.report.members(assignment.members, share);
+      this.emit('members', assignment.members, share);
+    }
     this.share = share;
     // Leases already being handed over are decided: a scan while they go must not shed again.
     const held = new Map(
@@ -512,10 +543,17 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       wanted: this.wanted,
       skip: new Set(this.held().map((l) => l.resource)),
       enough: 2 * room(),
-      isFree: (r) => !isLive(r, storeNow, skewMs),
+      isFree: (record) => {
+        const free = !isLive(record, storeNow, skewMs);
+        if (free && record.expiresAt > 0) this.noteHolder(record); // expired, not released
+        return free;
+      },
       pageSize: PAGE,
     });
-    for (const record of found.live) this.armTakeover(record);
+    for (const record of found.live) {
+      this.noteHolder(record);
+      this.armTakeover(record);
+    }
     return this.taker.take(shuffle(found.free), room);
   }
 
@@ -604,6 +642,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
 
   /** Starts the work of a lease just taken. */
   private begin(lease: HeldLease): void {
+    this.takeovers.granted(lease);
     if (this.stopping || !this.wanted.has(lease.resource)) {
       void lease.release().catch(() => undefined);
       return;
@@ -614,6 +653,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     const running = Promise.resolve()
       .then(() => work(lease))
       .catch((error: unknown) => {
+        this.report.workFailed(lease, error);
         this.emit('work-failed', lease, error);
         if (!lease.isTerminal) return lease.release().catch(() => undefined);
       })
@@ -634,6 +674,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
 
   private async handOver(leases: HeldLease[], reason: 'balance' | 'unwanted'): Promise<void> {
     const why = reason === 'balance' ? 'handed to a less loaded worker' : 'no longer wanted';
+    const startedAt = this.clock.monotonic();
     for (const lease of leases) lease.revoke(why);
     await settleWithin(
       leases.map((lease) => this.work.get(lease)),
@@ -642,9 +683,24 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     );
     const live = leases.filter((lease) => !lease.isTerminal);
     for (const lease of live) this.emit('handoff', lease, reason);
-    await this.client
-      .releaseMany(live)
-      .catch((error: unknown) => this.emit('reconcile-failed', error));
+    try {
+      await this.client.releaseMany(live);
+    } catch (error) {
+      this.reconcileFailed(error);
+      return;
+    }
+    for (const lease of live)
+      if (lease.state === 'released') this.report.handoff(lease, reason, startedAt);
+  }
+
+  private reconcileFailed(error: unknown): void {
+    this.report.reconcileFailed(error);
+    this.emit('reconcile-failed', error);
+  }
+
+  /** A record of a resource seen held (or left expired) by someone: its holder, should we take it over. */
+  private noteHolder(record: LeaseRecord): void {
+    if (this.wanted.has(record.resource)) this.takeovers.seen(record);
   }
 
   private leaseLost(lease: HeldLease, error: LeaseError): void {

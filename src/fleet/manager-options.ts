@@ -11,6 +11,7 @@ import type { LeaseStore } from '../core/store.js';
 import type { Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import type { LeaseError } from '../core/errors.js';
+import { checkLogger, type LeaseholdLogger } from '../observability/logger.js';
 
 /** The resources a fleet wants owned: a fixed list, or a function read again at every reconcile. */
 export type WantedResources =
@@ -57,6 +58,13 @@ export interface LeaseManagerOptions {
   maxInFlight?: number;
   /** Where time comes from; inject a `ManualClock` in tests. @default the system clock */
   clock?: Clock;
+  /**
+   * Where to log (pino-style `(fields, message)`; a pino logger or `console` fits), handed to the
+   * manager's `LeaseClient` too: lost leases, store errors and failed reconciles at `warn`, a
+   * throwing `onAcquired` at `error`, start, stop, membership changes and takeovers at `info`,
+   * acquired, released and handed-off leases at `debug`. @default none (silent)
+   */
+  logger?: LeaseholdLogger;
 }
 
 export const MANAGER_DEFAULTS = Object.freeze({
@@ -85,6 +93,7 @@ const MANAGER_KEYS = optionKeys<LeaseManagerOptions>({
   batchSize: true,
   maxInFlight: true,
   clock: true,
+  logger: true,
 });
 
 export function checkManagerOptions(options: LeaseManagerOptions): void {
@@ -115,6 +124,7 @@ export function checkManagerOptions(options: LeaseManagerOptions): void {
     throw invalidArgument('onAcquired', 'must be a function');
   if (onLost !== undefined && typeof onLost !== 'function')
     throw invalidArgument('onLost', 'must be a function');
+  checkLogger(options.logger);
 }
 
 function checkCount(field: string, value: unknown, min: number, max: number): void {
