@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { ErrorCode, isLeaseError, knownSchemes } from '../index.js';
 import { registerAcquire } from './commands/acquire.js';
 import { registerCheck } from './commands/check.js';
+import { registerDashboard } from './commands/dashboard.js';
 import { registerDemo } from './commands/demo.js';
 import { registerGet } from './commands/get.js';
 import { registerInit } from './commands/init.js';
@@ -12,6 +13,7 @@ import { registerRelease } from './commands/release.js';
 import { registerRun } from './commands/run.js';
 import { registerTour } from './commands/tour.js';
 import { registerVerify } from './commands/verify.js';
+import { registerWatch } from './commands/watch.js';
 import { CliFailure, errorLine, scrubPassword } from './output.js';
 import { RUN_EXIT } from './run/exit-codes.js';
 import { checkOpenedStore } from './store.js';
@@ -58,6 +60,8 @@ is also written to stdout as {"error": {"code", "message", "exitCode"}}.`,
   registerTour(program);
   registerVerify(program);
   registerCheck(program);
+  registerWatch(program);
+  registerDashboard(program);
   return program;
 }
 

@@ -14,6 +14,7 @@ interface DemoOptions {
   ttl?: number;
   quick?: boolean;
   json?: boolean;
+  dashboard?: number | true;
 }
 
 export function registerDemo(program: Command): void {
@@ -42,6 +43,11 @@ export function registerDemo(program: Command): void {
     )
     .option('--quick', 'a shorter run (TTL 1s, shorter settle waits): under 20 s')
     .option('--json', 'print only the final report, as JSON')
+    .option(
+      '--dashboard [port]',
+      "serve the live dashboard on the demo's store while it runs (default port 7878; 0 picks a free one)",
+      integerOption(0, 65535),
+    )
     .addHelpText(
       'after',
       `
@@ -50,6 +56,7 @@ Exit codes: 0 safe and every fault recovered, 1 unsafe or a fault not recovered,
 Examples:
   leasehold demo
   leasehold demo --quick --json
+  leasehold demo --dashboard        # open http://127.0.0.1:7878/ to watch it
   leasehold demo --store postgres://app@127.0.0.1/app --workers 6 --resources 48`,
     )
     .action(async (options: DemoOptions) => {
@@ -76,6 +83,7 @@ Examples:
         store: options.store,
         ttlIsDefault: options.ttl === undefined,
         mode,
+        dashboardPort: options.dashboard === true ? 7878 : options.dashboard,
       });
       if (options.json) printJson(report);
       else process.stdout.write(`${reportText(report)}\n`);

@@ -34,6 +34,8 @@ export interface DemoReport {
   store: string;
   /** The store is the fresh SQLite file the demo made (no `--store`). */
   embeddedStore: boolean;
+  /** Where `--dashboard` served the live page while the demo ran. */
+  dashboard?: string;
   downstream: string;
   /** The folder holding the demo's files (kept for inspection). */
   dir: string;

@@ -17,6 +17,7 @@ import { Monitor } from './monitor.js';
 import { allRecovered, phaseReport, safetyReport, type DemoReport } from './report.js';
 import { runScenario } from './scenario.js';
 import { sqlitePath } from './sqlite-lock.js';
+import { startDashboard } from '../dashboard/server.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
 
@@ -27,6 +28,8 @@ export interface FleetDemoOptions {
   /** `--ttl` was not given: `settings.ttlMs` is the default. */
   ttlIsDefault?: boolean;
   mode: ViewMode;
+  /** Serve `leasehold dashboard` on the demo's store on this port while it runs (`0`: any free one). */
+  dashboardPort?: number;
 }
 
 /**
@@ -38,6 +41,7 @@ export async function runFleetDemo({
   store,
   ttlIsDefault,
   mode,
+  dashboardPort,
 }: FleetDemoOptions): Promise<DemoReport> {
   const startedAt = wallNow();
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-demo-'));
@@ -81,6 +85,12 @@ export async function runFleetDemo({
     `downstream: ${downstream} (every lease writes a row every 100-200 ms through a SqliteFence)`,
   );
 
+  // The dashboard reads the store through a connection of its own, so it can be watched live.
+  const watched = dashboardPort === undefined ? undefined : await openQuietly(url);
+  const dashboard =
+    watched && (await startDashboard({ store: watched, storeUrl: url, port: dashboardPort }));
+  if (dashboard) view.header(`dashboard: ${dashboard.url} (live while the demo runs)`);
+
   const release = killOnExit(fleet, view);
   let phases;
   view.start();
@@ -100,6 +110,8 @@ export async function runFleetDemo({
     fleet.killAll();
     view.stop();
     release();
+    await dashboard?.close();
+    await watched?.close();
   }
 
   const tenures = monitor.history.tenures();
@@ -112,6 +124,7 @@ export async function runFleetDemo({
     recovered,
     store: redact(url),
     embeddedStore: store === undefined,
+    ...(dashboard ? { dashboard: dashboard.url } : {}),
     downstream,
     dir,
     workers: settings.workers,

@@ -1,0 +1,75 @@
+import { isLive, type LeaseRecord } from '../../core/lease.js';
+import { shares } from '../../fleet/assign.js';
+import { liveMembers } from '../../fleet/members.js';
+import { INTERNAL_PREFIX } from './lease-state.js';
+
+/** Where every group's membership records live (`membersPrefix(group)` is under it). */
+const MEMBERS_ROOT = `${INTERNAL_PREFIX}members/`;
+
+export interface FleetMember {
+  readonly id: string;
+  readonly group: string;
+  /** The member's `maxLeases`, or `null` when unlimited. */
+  readonly limit: number | null;
+  /** Live leases it holds (outside `leasehold/`). */
+  readonly leases: number;
+  /** What `LeaseManager` would give it of the live leases seen. */
+  readonly fairShare: number;
+}
+
+export interface FleetView {
+  readonly members: FleetMember[];
+  /** Owners of live leases that are no live member of any group (a CLI `acquire`, a `LeaseClient`). */
+  readonly others: { readonly id: string; readonly leases: number }[];
+  /** Live leases outside `leasehold/`. */
+  readonly leases: number;
+}
+
+/**
+ * The fleet as the records show it: the live members of every group (`liveMembers`, on the
+ * membership records under `leasehold/members/<group>/`), how many live leases each holds, and
+ * its fair share (`shares`, as the fleet splits them) of what the members hold plus the lapsed
+ * records waiting to be taken again; leases of owners that are no member are left out. Exact for
+ * one fleet per store, a guide when several groups share one.
+ */
+export function fleetView(records: Iterable<LeaseRecord>, now: number, skewMs: number): FleetView {
+  const byGroup = new Map<string, LeaseRecord[]>();
+  const held = new Map<string, number>();
+  let leases = 0;
+  let lapsed = 0;
+  for (const record of records) {
+    if (record.resource.startsWith(MEMBERS_ROOT)) {
+      const slash = record.resource.indexOf('/', MEMBERS_ROOT.length);
+      if (slash < 0) continue;
+      const group = record.resource.slice(MEMBERS_ROOT.length, slash);
+      byGroup.set(group, [...(byGroup.get(group) ?? []), record]);
+    } else if (record.resource.startsWith(INTERNAL_PREFIX) || record.owner === '') {
+      continue;
+    } else if (isLive(record, now, skewMs)) {
+      leases++;
+      held.set(record.owner, (held.get(record.owner) ?? 0) + 1);
+    } else lapsed++;
+  }
+  const grouped = [...byGroup].flatMap(([group, list]) =>
+    liveMembers(list, `${MEMBERS_ROOT}${group}/`, now, skewMs).map((m) => ({ ...m, group })),
+  );
+  const ids = new Set(grouped.map((m) => m.id));
+  // What the members share: what they hold, and what lapsed and is waiting to be taken again.
+  let shared = lapsed;
+  for (const [owner, n] of held) if (ids.has(owner)) shared += n;
+  const share = shares(grouped, shared);
+  const members = grouped
+    .map((m) => ({
+      id: m.id,
+      group: m.group,
+      limit: Number.isFinite(m.limit) ? m.limit : null,
+      leases: held.get(m.id) ?? 0,
+      fairShare: share.get(m.id) ?? 0,
+    }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const others = [...held]
+    .filter(([id]) => !ids.has(id))
+    .map(([id, n]) => ({ id, leases: n }))
+    .sort((a, b) => b.leases - a.leases);
+  return { members, others, leases };
+}

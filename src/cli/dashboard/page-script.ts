@@ -1,0 +1,334 @@
+import { TIMELINE_SCRIPT } from './page-timeline.js';
+
+/**
+ * The page's script (inline; no build step, nothing loaded from elsewhere). It keeps the records,
+ * spans and events the server streams, and redraws the lease table (virtualised: only the rows in
+ * view exist), the timeline (a canvas) and the fleet panel. Names only ever reach the DOM through
+ * `textContent` and `dataset`, never as HTML. States are judged as `leaseState` does on the server.
+ */
+export const PAGE_SCRIPT = String.raw`
+'use strict';
+(function () {
+  var ROW_H = 26, LANE_H = 16, AXIS_H = 18, LABEL_W = 170, MAX_RESOURCE_LANES = 40, MAX_LANES = 80;
+  var S = { settings: null, offset: 0, recs: new Map(), spans: new Map(), events: [], fleet: null, error: null };
+  var view = { sort: 'resource', dir: 1, prefix: '', owner: '', internal: false, list: [], dirty: true };
+  var $ = function (id) { return document.getElementById(id); };
+  var el = function (tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  var now = function () { return Date.now() + S.offset; };
+
+  // -- state, as the server's leaseState judges it ------------------------------------------
+  function stateOf(x, t) {
+    if (x.o === '') return 'released';
+    if (t > x.e + S.settings.skewMs) return 'expired';
+    var left = x.e - t;
+    return left < 0 || left < x.ttl / 2 ? 'at-risk' : 'held';
+  }
+  var STATE_ORDER = { 'expired': 0, 'at-risk': 1, 'held': 2, 'released': 3 };
+
+  function fmtMs(ms) {
+    var a = Math.abs(ms);
+    if (a < 1000) return Math.round(ms) + 'ms';
+    if (a < 60000) return (Math.round(ms / 100) / 10) + 's';
+    if (a < 3600000) return (Math.round(ms / 6000) / 10) + 'm';
+    return (Math.round(ms / 360000) / 10) + 'h';
+  }
+  function fmtTime(t) {
+    var d = new Date(t);
+    var p = function (n, w) { return String(n).padStart(w || 2, '0'); };
+    return p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds()) + '.' + p(d.getMilliseconds(), 3);
+  }
+  function hue(name) {
+    var h = 0x811c9dc5;
+    for (var i = 0; i < name.length; i++) { h ^= name.charCodeAt(i); h = Math.imul(h, 0x01000193); }
+    h ^= h >>> 16; h = Math.imul(h, 0x85ebca6b); h ^= h >>> 13; h = Math.imul(h, 0xc2b2ae35); h ^= h >>> 16;
+    return (h >>> 0) % 360;
+  }
+  function colour(owner, alpha) {
+    return 'hsla(' + hue(owner) + ', 62%, 48%, ' + (alpha === undefined ? 1 : alpha) + ')';
+  }
+  function isInternal(name) { return name.indexOf('leasehold/') === 0; }
+
+  // -- data from the stream ------------------------------------------------------------------
+  function putRecord(w) {
+    S.recs.set(w[0], { r: w[0], o: w[1], t: w[2], e: w[3], ttl: w[4] });
+  }
+  function putSpans(spans) {
+    Object.keys(spans).forEach(function (r) {
+      if (spans[r].length === 0) S.spans.delete(r); else S.spans.set(r, spans[r]);
+    });
+  }
+  function onSnapshot(m) {
+    S.settings = m.settings;
+    S.offset = m.serverNow - Date.now();
+    S.recs = new Map();
+    S.spans = new Map();
+    m.records.forEach(putRecord);
+    putSpans(m.spans);
+    S.events = m.events.slice();
+    S.fleet = m.fleet;
+    S.error = m.error;
+    view.dirty = true;
+    renderAll();
+    document.body.dataset.ready = '1';
+  }
+  function onUpdate(m) {
+    S.offset = m.serverNow - Date.now();
+    m.records.forEach(putRecord);
+    m.removed.forEach(function (r) { S.recs.delete(r); });
+    putSpans(m.spans);
+    if (m.events.length) {
+      S.events = S.events.concat(m.events);
+      if (S.events.length > 500) S.events = S.events.slice(-500);
+    }
+    S.fleet = m.fleet;
+    S.error = m.error;
+    view.dirty = true;
+    renderAll();
+  }
+
+  // -- the lease table -----------------------------------------------------------------------
+  function visibleRecord(x) {
+    if (!view.internal && isInternal(x.r)) return false;
+    if (view.prefix && x.r.indexOf(view.prefix) !== 0) return false;
+    if (view.owner && x.o.indexOf(view.owner) < 0) return false;
+    return true;
+  }
+  function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
+  function rebuild() {
+    var t = now();
+    var list = [];
+    S.recs.forEach(function (x) { if (visibleRecord(x)) list.push(x); });
+    var key = view.sort, dir = view.dir;
+    list.forEach(function (x) { x.st = stateOf(x, t); });
+    list.sort(function (a, b) {
+      var d = 0;
+      if (key === 'owner') d = cmp(a.o, b.o);
+      else if (key === 'token') d = a.t - b.t;
+      else if (key === 'left') d = (a.o === '' ? Infinity : a.e) - (b.o === '' ? Infinity : b.e);
+      else if (key === 'state') d = STATE_ORDER[a.st] - STATE_ORDER[b.st];
+      if (d !== d) d = 0;
+      return dir * (d || cmp(a.r, b.r));
+    });
+    view.list = list;
+    view.dirty = false;
+    var total = 0;
+    S.recs.forEach(function (x) { if (view.internal || !isInternal(x.r)) total++; });
+    $('count').textContent = list.length === total ? total + ' records' : list.length + ' of ' + total + ' records';
+  }
+  var pool = [];
+  function renderRows() {
+    var vp = $('viewport'), rows = $('rows');
+    var list = view.list;
+    $('spacer').style.height = Math.max(list.length * ROW_H, ROW_H) + 'px';
+    var first = Math.max(0, Math.floor(vp.scrollTop / ROW_H) - 4);
+    var last = Math.min(list.length, first + Math.ceil(vp.clientHeight / ROW_H) + 8);
+    rows.style.top = first * ROW_H + 'px';
+    var empty = $('empty-note');
+    if (list.length === 0) {
+      if (!empty) { empty = el('div', 'empty'); empty.id = 'empty-note'; rows.appendChild(empty); }
+      empty.textContent = S.recs.size === 0 ? 'no lease records' : 'no records match the filters';
+    } else if (empty) empty.remove();
+    var t = now();
+    var n = last - first;
+    while (pool.length < n) { pool.push(newRow()); rows.appendChild(pool[pool.length - 1]); }
+    for (var i = 0; i < pool.length; i++) {
+      if (i < n) { pool[i].hidden = false; fillRow(pool[i], list[first + i], t); }
+      else pool[i].hidden = true;
+    }
+  }
+  // Rows are made once and refilled, so a button under the pointer survives the redraws.
+  function newRow() {
+    var row = el('div', 'grid row');
+    row.setAttribute('role', 'row');
+    var name = el('div', 'res');
+    var owner = el('div', 'own');
+    var dot = el('span', 'dot');
+    owner.appendChild(dot);
+    owner.appendChild(document.createTextNode(''));
+    var left = el('div');
+    var bar = el('div', 'bar');
+    bar.appendChild(el('i'));
+    var none = el('span', 'left', '-');
+    left.appendChild(bar);
+    left.appendChild(none);
+    var stc = el('div');
+    stc.appendChild(el('span'));
+    var act = el('div');
+    if (S.settings.admin) {
+      var b = el('button', 'release', 'release');
+      b.title = 'force-release this lease (its holder loses it)';
+      b.addEventListener('click', function () { forceRelease(row.dataset.resource, Number(row.dataset.token)); });
+      act.appendChild(b);
+    }
+    [name, owner, el('div', 'num'), left, stc, act].forEach(function (c) { row.appendChild(c); });
+    return row;
+  }
+  function setText(node, text) { if (node.textContent !== text) node.textContent = text; }
+  function fillRow(row, x, t) {
+    var st = stateOf(x, t);
+    row.dataset.resource = x.r;
+    row.dataset.owner = x.o;
+    row.dataset.state = st;
+    row.dataset.token = String(x.t);
+    var c = row.children;
+    setText(c[0], x.r);
+    c[0].title = x.r;
+    var dot = c[1].firstChild;
+    dot.hidden = x.o === '';
+    dot.style.background = x.o === '' ? '' : colour(x.o);
+    dot.nextSibling.data = x.o === '' ? '-' : x.o;
+    c[1].title = x.o;
+    setText(c[2], String(x.t));
+    var bar = c[3].firstChild, none = c[3].lastChild;
+    bar.hidden = x.o === '';
+    none.hidden = x.o !== '';
+    if (x.o !== '') {
+      var fill = bar.firstChild;
+      fill.className = 'fill-' + st;
+      fill.style.width = Math.max(0, Math.min(100, ((x.e - t) / Math.max(x.ttl, 1)) * 100)) + '%';
+      bar.title = 'expires ' + fmtTime(x.e) + ' (' + (x.e >= t ? 'in ' + fmtMs(x.e - t) : fmtMs(t - x.e) + ' ago') + ')';
+    }
+    var badge = c[4].firstChild;
+    badge.className = 'state st-' + st;
+    setText(badge, st);
+    if (S.settings.admin) c[5].firstChild.hidden = x.o === '';
+  }
+
+  // -- force release (only when the server was started with an admin token) -------------------
+  function forceRelease(resource, token) {
+    var key = 'leasehold-admin-token';
+    var secret = sessionStorage.getItem(key) || window.prompt('Admin token (the --admin-token the dashboard was started with):');
+    if (!secret) return;
+    $('status').textContent = 'releasing ' + resource + '…';
+    fetch('/api/release', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Leasehold-Admin-Token': secret },
+      body: JSON.stringify({ resource: resource, token: token })
+    }).then(function (res) {
+      return res.json().then(function (body) { return { status: res.status, body: body }; });
+    }).then(function (r) {
+      if (r.status === 403) sessionStorage.removeItem(key); else sessionStorage.setItem(key, secret);
+      $('status').textContent = r.status === 200
+        ? 'released ' + resource + ' (token ' + token + ')'
+        : 'not released: ' + (r.body.error || r.status);
+    }).catch(function (e) { $('status').textContent = 'release failed: ' + e; });
+  }
+
+${TIMELINE_SCRIPT}
+  // -- the fleet panel -----------------------------------------------------------------------
+  function renderFleet() {
+    var f = S.fleet;
+    var body = document.querySelector('#members tbody');
+    body.textContent = '';
+    if (!f) return;
+    $('fleet-summary').textContent = f.members.length + ' live members, ' + f.leases + ' live leases';
+    var max = 1;
+    f.members.forEach(function (m) { max = Math.max(max, m.leases, m.fairShare); });
+    f.members.forEach(function (m) {
+      var tr = el('tr');
+      tr.dataset.member = m.id;
+      var name = el('td');
+      var dot = el('span', 'dot'); dot.style.background = colour(m.id);
+      name.appendChild(dot);
+      name.appendChild(document.createTextNode(m.id));
+      name.title = 'group ' + m.group + (m.limit === null ? '' : ', at most ' + m.limit + ' leases');
+      tr.appendChild(name);
+      tr.appendChild(el('td', 'num', String(m.leases)));
+      tr.appendChild(el('td', 'num', String(m.fairShare)));
+      var cell = el('td');
+      var share = el('div', 'share');
+      var fill = el('i'); fill.style.width = (m.leases / max) * 100 + '%';
+      var mark = el('span', 'mark'); mark.style.left = (m.fairShare / max) * 100 + '%';
+      share.title = m.leases + ' held, fair share ' + m.fairShare;
+      share.appendChild(fill); share.appendChild(mark);
+      cell.appendChild(share);
+      tr.appendChild(cell);
+      body.appendChild(tr);
+    });
+    f.others.forEach(function (o) {
+      var tr = el('tr');
+      tr.appendChild(el('td', '', o.id + ' (not a member)'));
+      tr.appendChild(el('td', 'num', String(o.leases)));
+      tr.appendChild(el('td', 'num', '-'));
+      tr.appendChild(el('td'));
+      body.appendChild(tr);
+    });
+    var list = $('events');
+    list.textContent = '';
+    var shown = 0;
+    for (var i = S.events.length - 1; i >= 0 && shown < 60; i--) {
+      var e = S.events[i];
+      if (!view.internal && isInternal(e.resource)) continue;
+      shown++;
+      var li = el('li');
+      li.dataset.type = e.type;
+      li.dataset.resource = e.resource;
+      li.dataset.owner = e.owner;
+      li.dataset.token = String(e.token);
+      li.appendChild(el('span', 'left', fmtTime(e.at) + ' '));
+      li.appendChild(el('span', 'k k-' + e.type, e.type));
+      var text = ' ' + e.resource + '  ';
+      if (e.type === 'handoff') text += e.previousOwner + ' → ' + e.owner;
+      else if (e.type === 'acquired' && e.previousOwner && e.previousOwner !== e.owner) text += e.owner + ' (after ' + e.previousOwner + ')';
+      else text += e.owner || '-';
+      text += '  token ' + e.token;
+      li.appendChild(document.createTextNode(text));
+      list.appendChild(li);
+    }
+    if (shown === 0) list.appendChild(el('li', 'left', 'no changes seen yet'));
+  }
+
+  // -- drawing ---------------------------------------------------------------------------------
+  function renderHeader() {
+    var err = $('error');
+    err.hidden = !S.error;
+    err.textContent = S.error || '';
+  }
+  function renderAll() {
+    if (!S.settings) return;
+    if (view.dirty) rebuild();
+    renderRows();
+    drawTimeline();
+    renderFleet();
+    renderHeader();
+  }
+  setInterval(function () {
+    if (!S.settings) return;
+    view.dirty = true;
+    rebuild();
+    renderRows();
+    drawTimeline();
+  }, 250);
+
+  document.querySelectorAll('.thead button').forEach(function (b) {
+    b.addEventListener('click', function () {
+      var key = b.dataset.sort;
+      view.dir = view.sort === key ? -view.dir : 1;
+      view.sort = key;
+      document.querySelectorAll('.thead button').forEach(function (o) { delete o.dataset.dir; });
+      b.dataset.dir = view.dir === 1 ? 'asc' : 'desc';
+      view.dirty = true;
+      renderAll();
+    });
+  });
+  $('f-prefix').addEventListener('input', function (e) { view.prefix = e.target.value; view.dirty = true; $('viewport').scrollTop = 0; renderAll(); });
+  $('f-owner').addEventListener('input', function (e) { view.owner = e.target.value; view.dirty = true; $('viewport').scrollTop = 0; renderAll(); });
+  $('f-internal').addEventListener('change', function (e) { view.internal = e.target.checked; view.dirty = true; renderAll(); });
+  $('t-window').addEventListener('change', drawTimeline);
+  $('viewport').addEventListener('scroll', renderRows);
+  $('timeline').addEventListener('mousemove', showTip);
+  $('timeline').addEventListener('mouseleave', function () { $('tip').hidden = true; });
+  window.addEventListener('resize', drawTimeline);
+
+  var source = new EventSource('/events');
+  source.addEventListener('snapshot', function (e) { onSnapshot(JSON.parse(e.data)); });
+  source.addEventListener('update', function (e) { onUpdate(JSON.parse(e.data)); });
+  source.onopen = function () { $('conn').textContent = 'live'; $('conn').className = 'meta ok'; };
+  source.onerror = function () { $('conn').textContent = 'reconnecting…'; $('conn').className = 'meta bad'; };
+})();
+`;

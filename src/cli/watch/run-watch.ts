@@ -1,0 +1,103 @@
+import type { LeaseStore } from '../../core/store.js';
+import type { ChangeEvent } from '../dashboard/change-event.js';
+import { LeaseObserver, type ObserverUpdate } from '../dashboard/observer.js';
+import { untilSignal } from '../dashboard/until-signal.js';
+import { formatDuration } from '../duration.js';
+import { quoted, visible } from '../escape.js';
+import { colorEnabled } from './color.js';
+import { eventLine } from './event-line.js';
+import { frameLines } from './frame.js';
+
+export type WatchMode = 'tty' | 'plain' | 'json';
+
+export interface WatchOptions {
+  store: LeaseStore;
+  /** The store URL, already redacted. */
+  storeLabel: string;
+  prefix: string;
+  pollMs: number;
+  mode: WatchMode;
+  /** Turns an error into the one line to show (password scrubbed). */
+  describe: (error: unknown) => string;
+  out?: NodeJS.WriteStream;
+}
+
+const REDRAW_MS = 250;
+const KEEP_EVENTS = 20;
+
+/**
+ * Watches until SIGINT or SIGTERM. On a terminal: a table redrawn in place. Piped: one plain line
+ * per change (the records present at the start first, as `seen`). `json`: one JSON object per
+ * change, and `{ "type": "error", … }` when a listing fails.
+ */
+export async function runWatch(options: WatchOptions): Promise<void> {
+  const out = options.out ?? process.stdout;
+  const { mode } = options;
+  const observer = new LeaseObserver({
+    store: options.store,
+    prefix: options.prefix,
+    pollMs: options.pollMs,
+    historyMs: 0,
+  });
+  const recent: ChangeEvent[] = [];
+  let lastError: string | undefined;
+  let drawn = 0;
+  const color = mode === 'tty' && colorEnabled(out);
+  const plainColor = mode === 'plain' && colorEnabled(out);
+  const title = `leasehold watch  ${visible(options.storeLabel)}${options.prefix ? `  prefix ${quoted(options.prefix)}` : ''}  polling every ${formatDuration(options.pollMs)}${options.store.capabilities.watch ? ' + watch' : ''}`;
+
+  const draw = (): void => {
+    const lines = frameLines({
+      title,
+      tracked: observer.tracker.tracked.values(),
+      events: recent.filter((e) => e.type !== 'seen'),
+      now: Date.now(),
+      skewMs: options.store.maxClockSkewMs,
+      error: lastError,
+      columns: out.columns ?? 80,
+      rows: out.rows ?? 24,
+      color,
+    });
+    out.write(`${drawn > 0 ? `\x1b[${drawn}F\x1b[J` : ''}${lines.join('\n')}\n`);
+    drawn = lines.length;
+  };
+
+  const onUpdate = (update: ObserverUpdate): void => {
+    if (!update.ok) {
+      const text = options.describe(update.error);
+      if (mode === 'json') {
+        out.write(`${JSON.stringify({ type: 'error', at: update.at, message: text })}\n`);
+      } else if (mode === 'plain' && text !== lastError)
+        process.stderr.write(`${text}; retrying\n`);
+      lastError = text;
+      if (mode === 'tty') draw();
+      return;
+    }
+    if (lastError !== undefined && mode === 'plain')
+      process.stderr.write('leasehold: the store answers again\n');
+    lastError = undefined;
+    if (mode === 'json') {
+      for (const event of update.events) out.write(`${JSON.stringify(event)}\n`);
+    } else if (mode === 'plain') {
+      for (const event of update.events) out.write(`${eventLine(event, plainColor)}\n`);
+    } else {
+      recent.push(...update.events);
+      if (recent.length > KEEP_EVENTS) recent.splice(0, recent.length - KEEP_EVENTS);
+      draw();
+    }
+  };
+  observer.onUpdate(onUpdate);
+  let timer: NodeJS.Timeout | undefined;
+  if (mode === 'tty') {
+    out.write('\x1b[?25l');
+    timer = setInterval(draw, REDRAW_MS);
+  }
+  try {
+    await observer.start();
+    await untilSignal();
+  } finally {
+    clearInterval(timer);
+    await observer.stop();
+    if (mode === 'tty') out.write('\x1b[?25h');
+  }
+}
