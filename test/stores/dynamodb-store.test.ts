@@ -410,6 +410,29 @@ describeServer('DynamoDB store', dynaliteUnavailable(), () => {
     });
   });
 
+  it('a renewal that lands after a newer one never moves expiresAt backwards, and still succeeds', async () => {
+    const table = freshTable();
+    const t0 = 1_800_000_000_000;
+    const clock = { now: () => t0 };
+    const store = await DynamodbStore.open(server.url(table, { createTable: true }), {
+      clock,
+      maxClockSkewMs: 100,
+    });
+    const lease = (await store.tryAcquire('job', 'holder', 2000))!;
+    clock.now = () => t0 + 1500; // the newer renewal, computed later, lands first
+    expect(await store.renew(lease)).toMatchObject({ expiresAt: t0 + 3500 });
+    clock.now = () => t0 + 500; // the older one, computed earlier, delayed in flight
+    expect(await store.renew(lease)).toMatchObject({
+      owner: 'holder',
+      token: 1,
+      expiresAt: t0 + 3500,
+    });
+    expect((await store.get('job'))!.expiresAt).toBe(t0 + 3500);
+    // Not ours any more: still a plain "no".
+    expect(await store.renew({ ...lease, token: 2 })).toBeNull();
+    await store.close();
+  });
+
   describe('error mapping', () => {
     const map = (error: object) => mapDynamodbError(error, 'renew', 'tbl', '');
     const sdkError = (name: string, status: number, fault: 'client' | 'server') =>

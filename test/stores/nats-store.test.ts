@@ -92,6 +92,24 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
     return { kv, close: () => nc.close() };
   }
 
+  it('a renewal that lands after a newer one never moves expiresAt backwards, and still succeeds', async () => {
+    const bucket = `store_${++buckets}`;
+    const t0 = 1_800_000_000_000;
+    const older = { now: () => t0 };
+    const newer = { now: () => t0 };
+    const url = `${server.url}?bucket=${bucket}&maxClockSkewMs=50&timeoutMs=2000`;
+    const a = await NatsStore.open(url, { clock: older });
+    const b = await NatsStore.open(url, { clock: newer });
+    stores.push(a, b);
+    const lease = (await a.tryAcquire('job', 'holder', 2000))!;
+    newer.now = () => t0 + 1500; // the newer renewal (another handle of the holder) lands first
+    expect(await b.renew(lease)).toMatchObject({ expiresAt: t0 + 3500 });
+    older.now = () => t0 + 500; // the older one, computed earlier, lands after it
+    expect(await a.renew(lease)).toMatchObject({ owner: 'holder', token: 1, expiresAt: t0 + 3500 });
+    expect((await b.get('job'))!.expiresAt).toBe(t0 + 3500);
+    expect(await a.renew({ ...lease, token: 2 })).toBeNull();
+  });
+
   it('declares a local clock, no batch call and a watch', async () => {
     const store = await open();
     expect(store.capabilities).toEqual({ clock: 'local', batch: false, watch: true });

@@ -115,6 +115,22 @@ describeServer('S3 store on Ceph radosgw', cephUnavailable(), () => {
     await ceph?.stop();
   });
 
+  it('a renewal that lands after a newer one never moves expiresAt backwards, and still succeeds', async () => {
+    const prefix = freshPrefix();
+    const t0 = 1_800_000_000_000;
+    const older = { now: () => t0 };
+    const newer = { now: () => t0 };
+    const a = await open(prefix, {}, { clock: older });
+    const b = await open(prefix, {}, { clock: newer });
+    const lease = (await a.tryAcquire('job', 'holder', 2000))!;
+    newer.now = () => t0 + 1500; // the newer renewal (another handle of the holder) lands first
+    expect(await b.renew(lease)).toMatchObject({ expiresAt: t0 + 3500 });
+    older.now = () => t0 + 500; // the older one, computed earlier, lands after it
+    expect(await a.renew(lease)).toMatchObject({ owner: 'holder', token: 1, expiresAt: t0 + 3500 });
+    expect((await b.get('job'))!.expiresAt).toBe(t0 + 3500);
+    expect(await a.renew({ ...lease, token: 2 })).toBeNull();
+  });
+
   it('leasehold run and the demo work with --store s3://…', async () => {
     const url = ceph.url(BUCKET, freshPrefix(), { createBucket: true, maxClockSkewMs: 100 });
     const run = await runCli(

@@ -59,12 +59,17 @@ export function acquireRequest(
  * Renew: owner and token still ours. Nothing else is compared, so a renew whose answer was lost
  * and that is sent again finds the same owner and token and succeeds again.
  */
+/**
+ * Renew: owner and token still ours, and never moving `expiresAt` backwards — an older renewal
+ * delayed in flight that lands after a newer one must not shorten what the newer one granted
+ * (the holder believes the newer deadline). Found by the protocol model (`RENEW_FORWARD_ONLY`).
+ */
 export function renewRequest(table: string, lease: LeaseRef, expiresAt: number): object {
   return {
     TableName: table,
     Key: key(lease.resource),
     UpdateExpression: 'SET #e = :expiresAt',
-    ConditionExpression: '#o = :owner AND #t = :token',
+    ConditionExpression: '#o = :owner AND #t = :token AND #e <= :expiresAt',
     ExpressionAttributeNames: LEASE_NAMES,
     ExpressionAttributeValues: {
       ':owner': { S: lease.owner },

@@ -362,8 +362,17 @@ export class DynamodbStore extends StoreBase {
         new this.sdk.UpdateItemCommand(renewRequest(this.table, lease, expiresAt)),
       );
     } catch (error) {
-      if (isConditionFailed(error)) return null;
-      throw error;
+      if (!isConditionFailed(error)) throw error;
+      // Still ours, with a later expiry than this renewal would write (a newer renewal landed
+      // first)? Then the lease is renewed at least this far: a success, leaving the record be.
+      const record = await this.doGet(lease.resource);
+      if (
+        record?.owner !== lease.owner ||
+        record.token !== lease.token ||
+        record.expiresAt < expiresAt
+      )
+        return null;
+      return { ...lease, expiresAt: record.expiresAt, ttlMs: ttl };
     }
     return {
       resource: lease.resource,

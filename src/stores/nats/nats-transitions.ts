@@ -83,17 +83,25 @@ export class NatsTransitions {
   async renew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
     const expiresAt = this.options.clock.now() + ttl;
+    // Never backwards: an older renewal that lands after a newer one (both in flight) finds the
+    // newer, later expiry and leaves it be — the holder believes the newer deadline.
+    let later: number | undefined;
     const ok = await this.writeOwned(
       lease,
       (nonce) => encodeRecord(lease.owner, lease.token, expiresAt, nonce),
       true,
+      (record) => {
+        if (record.expiresAt < expiresAt) return false;
+        later = record.expiresAt;
+        return true;
+      },
     );
     if (!ok) return null;
     return {
       resource: lease.resource,
       owner: lease.owner,
       token: lease.token,
-      expiresAt,
+      expiresAt: later ?? expiresAt,
       ttlMs: ttl,
     };
   }
@@ -105,13 +113,15 @@ export class NatsTransitions {
 
   /**
    * A write to a record that must still be `ref`'s grant: conditioned on our last write's revision
-   * when we know it, else on a fresh read that shows the same owner and token. A conflict means
+   * when we know it, else on a fresh read that shows the same owner and token (and no write at
+   * all when that read is already `enough`). A conflict means
    * the record moved on (our own earlier write whose answer was lost, or a new grant): read again.
    */
   private async writeOwned(
     ref: LeaseRef,
     value: (nonce: string) => Uint8Array,
     keep: boolean,
+    enough: (record: { expiresAt: number }) => boolean = () => false,
   ): Promise<boolean> {
     const { resource, owner, token } = ref;
     let base: { revision: number; nonce: string } | undefined = this.writes.knownFor(
@@ -126,6 +136,7 @@ export class NatsTransitions {
           this.writes.forgetBefore(resource, stored?.revision);
           return false;
         }
+        if (enough(stored.record)) return true; // nothing to write: it already says as much
         base = stored;
       }
       try {

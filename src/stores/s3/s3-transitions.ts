@@ -89,10 +89,14 @@ export class Transitions {
   /** A PUT of a later `expiresAt`, conditioned on the ETag of a record still at our owner and token. */
   async renew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
-    const renewed = await this.replace('renew', lease, (record) => ({
-      ...record,
-      expiresAt: this.now() + ttl,
-    }));
+    // Never backwards: a record of ours already expiring later (a newer renewal landed first)
+    // is left as it is, and the renewal succeeds.
+    const renewed = await this.replace(
+      'renew',
+      lease,
+      (record) => ({ ...record, expiresAt: this.now() + ttl }),
+      (record) => record.expiresAt >= this.now() + ttl,
+    );
     return renewed && { ...renewed, ttlMs: ttl };
   }
 
@@ -117,6 +121,7 @@ export class Transitions {
     operation: string,
     lease: LeaseRef,
     next: (record: LeaseRecord) => LeaseRecord,
+    enough: (record: LeaseRecord) => boolean = () => false,
   ): Promise<LeaseRecord | null> {
     const key = this.keys.keyOf(lease.resource);
     const mine = new Map<string, LeaseRecord>();
@@ -134,6 +139,10 @@ export class Transitions {
         if (current?.record.owner !== lease.owner || current.record.token !== lease.token) {
           this.forget(lease);
           return null;
+        }
+        if (enough(current.record)) {
+          this.remember(current.record, current.etag);
+          return current.record;
         }
         etag = current.etag;
       }
