@@ -68,7 +68,7 @@ describe('names from the store in human output', () => {
 
     const [name, shown] = NAMES[0];
     const taken = await runCli(['acquire', `job-${name}`, '--owner', 'b', '--store', store]);
-    expect(taken.code).toBe(1);
+    expect(taken.code).toBe(75); // held by another owner
     expect(taken.stdout).toBe('');
     expect(taken.stderr).not.toMatch(RAW);
     expect(taken.stderr).toContain(`lease on "job-${shown}" is held by "owner-${shown}"`);
