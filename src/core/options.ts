@@ -245,3 +245,26 @@ function editDistance(a: string, b: string): number {
   }
   return previous[b.length]!;
 }
+
+/** `value` when it is a boolean; else `INVALID_ARGUMENT` naming `name`. */
+export function checkBoolean(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean')
+    throw invalidArgument(name, `must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
+/** `clock` when it has a `now()` (what stores judging expiry on the caller's clock read). */
+export function checkNowClock<C extends { now(): number }>(clock: C): C {
+  if (typeof (clock as { now?: unknown } | undefined)?.now !== 'function')
+    throw invalidArgument('clock', 'must be an object with a now() method');
+  return clock;
+}
+
+/** How many calls a store keeps in flight for a batch: an integer from 1 to 256. */
+export function checkConcurrency(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value))
+    throw invalidArgument('concurrency', `must be an integer, got ${describe(value)}`);
+  if (value < 1 || value > 256)
+    throw invalidArgument('concurrency', `must be from 1 to 256, got ${value}`);
+  return value;
+}

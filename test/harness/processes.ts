@@ -1,7 +1,8 @@
-import { spawn, execFileSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { processTree } from '../../src/cli/verify/servers/process-tree.js';
 
 /** A fresh folder under the system temp dir, removed by `cleanup`. */
 export function tempDir(prefix = 'leasehold-'): { path: string; cleanup: () => void } {
@@ -25,28 +26,8 @@ export function startProcess(
   return Object.assign(child, { output: () => output });
 }
 
-/** Every pid in the process tree under `pid`, `pid` first. Servers like PostgreSQL put backends in their own groups. */
-export function processTree(pid: number): number[] {
-  let table: string;
-  try {
-    table = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' });
-  } catch {
-    return [pid];
-  }
-  const children = new Map<number, number[]>();
-  for (const line of table.trim().split('\n')) {
-    const [p, pp] = line.trim().split(/\s+/).map(Number);
-    if (p === undefined || pp === undefined) continue;
-    children.set(pp, [...(children.get(pp) ?? []), p]);
-  }
-  const out: number[] = [];
-  const walk = (p: number): void => {
-    out.push(p);
-    for (const c of children.get(p) ?? []) walk(c);
-  };
-  walk(pid);
-  return out;
-}
+// Every pid in the process tree under `pid`, `pid` first: the one `leasehold verify` uses too.
+export { processTree };
 
 /** Sends `signal` to every process in the tree (SIGSTOP/SIGCONT pause and resume a whole server). */
 export function signalTree(pid: number, signal: NodeJS.Signals): void {

@@ -1,5 +1,13 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
+import {
+  checkBoolean,
+  checkConcurrency,
+  checkInteger,
+  checkKnownKeys,
+  checkNowClock,
+  describe,
+  optionKeys,
+} from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
 /** Which table a `DynamodbStore` uses, and its clock, timeouts and concurrency. */
@@ -95,17 +103,12 @@ export function resolveDynamodbOptions(
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('DynamodbStore options', options, DYNAMODB_KEYS);
-  const createTable = options.createTable ?? DYNAMODB_DEFAULTS.createTable;
-  if (typeof createTable !== 'boolean')
-    throw invalidArgument('createTable', `must be a boolean, got ${describe(createTable)}`);
-  const clock = options.clock ?? systemClock;
-  if (typeof clock?.now !== 'function')
-    throw invalidArgument('clock', 'must be an object with a now() method');
-  const concurrency = options.concurrency ?? DYNAMODB_DEFAULTS.concurrency;
-  if (typeof concurrency !== 'number' || !Number.isInteger(concurrency))
-    throw invalidArgument('concurrency', `must be an integer, got ${describe(concurrency)}`);
-  if (concurrency < 1 || concurrency > 256)
-    throw invalidArgument('concurrency', `must be from 1 to 256, got ${concurrency}`);
+  const createTable = checkBoolean(
+    'createTable',
+    options.createTable ?? DYNAMODB_DEFAULTS.createTable,
+  );
+  const clock = checkNowClock(options.clock ?? systemClock);
+  const concurrency = checkConcurrency(options.concurrency ?? DYNAMODB_DEFAULTS.concurrency);
   return {
     table: checkTable(options.table),
     maxClockSkewMs: checkInteger(

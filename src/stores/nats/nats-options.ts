@@ -1,5 +1,13 @@
 import { invalidArgument, type LeaseError } from '../../core/errors.js';
-import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
+import {
+  checkBoolean,
+  checkConcurrency,
+  checkInteger,
+  checkKnownKeys,
+  checkNowClock,
+  describe,
+  optionKeys,
+} from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
 /** Which bucket a `NatsStore` uses, and its clock, deadline and concurrency. */
@@ -81,12 +89,11 @@ export function resolveNatsOptions(options: NatsStoreOptions = {}): ResolvedNats
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('NatsStore options', options, NATS_KEYS);
-  const createBucket = options.createBucket ?? NATS_DEFAULTS.createBucket;
-  if (typeof createBucket !== 'boolean')
-    throw invalidArgument('createBucket', `must be a boolean, got ${describe(createBucket)}`);
-  const clock = options.clock ?? systemClock;
-  if (typeof clock?.now !== 'function')
-    throw invalidArgument('clock', 'must be an object with a now() method');
+  const createBucket = checkBoolean(
+    'createBucket',
+    options.createBucket ?? NATS_DEFAULTS.createBucket,
+  );
+  const clock = checkNowClock(options.clock ?? systemClock);
   const onWatchError = options.onWatchError ?? warn;
   if (typeof onWatchError !== 'function')
     throw invalidArgument('onWatchError', 'must be a function');
@@ -104,15 +111,6 @@ export function resolveNatsOptions(options: NatsStoreOptions = {}): ResolvedNats
     clock,
     onWatchError,
   };
-}
-
-function checkConcurrency(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 256)
-    throw invalidArgument(
-      'concurrency',
-      `must be an integer from 1 to 256, got ${describe(value)}`,
-    );
-  return value;
 }
 
 function warn(error: LeaseError): void {

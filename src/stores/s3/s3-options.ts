@@ -1,5 +1,13 @@
 import { invalidArgument } from '../../core/errors.js';
-import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
+import {
+  checkBoolean,
+  checkConcurrency,
+  checkInteger,
+  checkKnownKeys,
+  checkNowClock,
+  describe,
+  optionKeys,
+} from '../../core/options.js';
 import { systemClock, type Clock } from '../../core/time.js';
 
 /** Which bucket and prefix an `S3Store` uses, and its clock, timeouts and concurrency. */
@@ -114,17 +122,12 @@ export function resolveS3Options(options: S3StoreOptions = {}): ResolvedS3Option
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('S3Store options', options, S3_KEYS);
-  const createBucket = options.createBucket ?? S3_DEFAULTS.createBucket;
-  if (typeof createBucket !== 'boolean')
-    throw invalidArgument('createBucket', `must be a boolean, got ${describe(createBucket)}`);
-  const clock = options.clock ?? systemClock;
-  if (typeof clock?.now !== 'function')
-    throw invalidArgument('clock', 'must be an object with a now() method');
-  const concurrency = options.concurrency ?? S3_DEFAULTS.concurrency;
-  if (typeof concurrency !== 'number' || !Number.isInteger(concurrency))
-    throw invalidArgument('concurrency', `must be an integer, got ${describe(concurrency)}`);
-  if (concurrency < 1 || concurrency > 256)
-    throw invalidArgument('concurrency', `must be from 1 to 256, got ${concurrency}`);
+  const createBucket = checkBoolean(
+    'createBucket',
+    options.createBucket ?? S3_DEFAULTS.createBucket,
+  );
+  const clock = checkNowClock(options.clock ?? systemClock);
+  const concurrency = checkConcurrency(options.concurrency ?? S3_DEFAULTS.concurrency);
   return {
     bucket: checkBucket(options.bucket),
     prefix: checkPrefix(options.prefix ?? S3_DEFAULTS.prefix),
