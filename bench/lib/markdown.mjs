@@ -9,6 +9,7 @@ const STORE_TITLES = {
   redis: 'Redis',
   etcd: 'etcd',
   dynamodb: 'DynamoDB (dynalite)',
+  nats: 'NATS JetStream KV',
 };
 const SUPERSCRIPTS = ['¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
 

@@ -18,6 +18,15 @@ export async function serverFacts(name, server) {
 }
 
 const FACTS = {
+  nats: async (server) => {
+    const varz = await (
+      await fetch(`${server.monitoring}/varz`, { signal: AbortSignal.timeout(2000) })
+    ).json();
+    return {
+      server: `nats-server ${varz.version}`,
+      settings: 'JetStream file storage, one server',
+    };
+  },
   sqlite: async () => {
     const db = new Database(':memory:');
     const version = db.prepare('SELECT sqlite_version() AS v').get().v;

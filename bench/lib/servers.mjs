@@ -8,12 +8,13 @@ import { join } from 'node:path';
 import { startDynalite } from './dynalite-server.mjs';
 import { startEtcd } from './etcd-server.mjs';
 import { startMariadb } from './mariadb-server.mjs';
+import { startNats } from './nats-server.mjs';
 import { startPostgres } from './postgres-server.mjs';
 import { tempDir } from './processes.mjs';
 import { startRedis } from './redis-server.mjs';
 import { serverFacts } from './server-facts.mjs';
 
-export const STORE_NAMES = ['sqlite', 'postgres', 'mysql', 'redis', 'etcd', 'dynamodb'];
+export const STORE_NAMES = ['sqlite', 'postgres', 'mysql', 'redis', 'etcd', 'dynamodb', 'nats'];
 
 const require = createRequire(import.meta.url);
 // The SDK warns once per process that its releases after 2026 need Node 22; the version is pinned.
@@ -27,6 +28,7 @@ export const DRIVERS = {
   redis: 'ioredis',
   etcd: 'etcd3',
   dynamodb: '@aws-sdk/client-dynamodb',
+  nats: '@nats-io/transport-node',
 };
 
 /** The installed version of an npm package (read from its folder: not every one exports it). */
@@ -90,6 +92,10 @@ async function launch(name) {
         url: (tag) =>
           `dynamodb://bench_${tag}?endpoint=${endpoint}&region=us-east-1&createTable=true`,
       };
+    }
+    case 'nats': {
+      const s = await startNats();
+      return { ...s, base: s.url, url: (tag) => `${s.url}?bucket=${tag}` };
     }
     default:
       throw new Error(`unknown store "${name}"; known: ${STORE_NAMES.join(', ')}`);

@@ -34,7 +34,7 @@ describeServer('NATS store requests', natsUnavailable(), () => {
     return (await total()) - before;
   };
 
-  it('acquire is a read and a conditional write, refused a read; renew and release one write', async () => {
+  it('acquire is a read and a conditional write (one write after this store released it), refused a read; renew and release one write', async () => {
     let lease: Lease | null = null;
     expect(
       await requestsOf(async () => {
@@ -49,7 +49,26 @@ describeServer('NATS store requests', natsUnavailable(), () => {
     expect(await requestsOf(() => store.renew({ ...lease!, token: 7 }))).toBe(1);
     expect(await requestsOf(() => store.release(lease!))).toBe(1);
     expect(await store.get('job')).toMatchObject({ owner: '', token: 1, expiresAt: 0 });
-    expect(await requestsOf(() => store.tryAcquire('job', 'b', 5000))).toBe(2);
+    // This store released it last: the next grant is written on that revision, without a read.
+    let next: Lease | null = null;
+    expect(
+      await requestsOf(async () => {
+        next = await store.tryAcquire('job', 'b', 5000);
+      }),
+    ).toBe(1);
+    expect(next).toMatchObject({ owner: 'b', token: 2 });
+    await store.release(next!);
+    // Someone else wrote the key since: that write is refused, then a read and a write.
+    const elsewhere = (await other.tryAcquire('job', 'c', 5000))!;
+    expect(elsewhere).toMatchObject({ token: 3 });
+    await other.release(elsewhere);
+    let after: Lease | null = null;
+    expect(
+      await requestsOf(async () => {
+        after = await store.tryAcquire('job', 'b', 5000);
+      }),
+    ).toBe(3);
+    expect(after).toMatchObject({ owner: 'b', token: 4 });
   });
 
   it('a renew through another handle reads first; one whose known revision went stale reads and writes again', async () => {

@@ -4,8 +4,9 @@
 import * as dynamodb from './dynamodb.mjs';
 import * as etcd from './etcd.mjs';
 import * as mysql from './mysql.mjs';
+import * as nats from './nats.mjs';
 import * as postgres from './postgres.mjs';
 import * as redis from './redis.mjs';
 import * as sqlite from './sqlite.mjs';
 
-export const CONTENDERS = { sqlite, postgres, mysql, redis, etcd, dynamodb };
+export const CONTENDERS = { sqlite, postgres, mysql, redis, etcd, dynamodb, nats };

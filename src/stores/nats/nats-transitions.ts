@@ -25,8 +25,14 @@ export class NatsTransitions {
 
   /** Grants the record when absent, released or expired; else answers with the live holder. */
   async acquire(resource: string, owner: string, ttlMs: number): Promise<AcquireOutcome> {
-    const key = keyOf(resource);
     const clock = this.options.clock;
+    // Released by this store last: write the next grant on that revision without reading first
+    // (one request); anyone's write since makes it fail, and the loop below reads.
+    const free = this.writes.takeReleased(resource);
+    if (free) {
+      const granted = await this.grant(resource, owner, ttlMs, free.token + 1, free.revision);
+      if (granted) return { resource, lease: granted };
+    }
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const { entry, stored } = await this.read(resource);
       const revision = entry?.revision ?? 0;
@@ -40,24 +46,39 @@ export class NatsTransitions {
         continue;
       }
       this.writes.settle(resource, revision, stored?.nonce);
-      const token = nextToken(entry, stored);
-      const nonce = newNonce();
-      const expiresAt = clock.now() + ttlMs;
-      this.writes.sending(resource, nonce, revision);
-      let written: number;
-      try {
-        written = await this.put(key, encodeRecord(owner, token, expiresAt, nonce), revision);
-      } catch (error) {
-        // No answer: the write may land later, and a later read of its nonce will tell.
-        if (!isConflict(error)) throw error;
-        this.writes.answered(resource, nonce);
-        continue;
-      }
-      this.writes.answered(resource, nonce);
-      this.writes.remember(resource, { owner, token, nonce, revision: written });
-      return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
+      const granted = await this.grant(resource, owner, ttlMs, nextToken(entry, stored), revision);
+      if (granted) return { resource, lease: granted };
     }
     return { resource, lease: null };
+  }
+
+  /** Writes a grant of `token` conditioned on `revision`; `null` when that revision is stale. */
+  private async grant(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+    token: number,
+    revision: number,
+  ): Promise<Lease | null> {
+    const nonce = newNonce();
+    const expiresAt = this.options.clock.now() + ttlMs;
+    this.writes.sending(resource, nonce, revision);
+    let written: number;
+    try {
+      written = await this.put(
+        keyOf(resource),
+        encodeRecord(owner, token, expiresAt, nonce),
+        revision,
+      );
+    } catch (error) {
+      // No answer: the write may land later, and a later read of its nonce will tell.
+      if (!isConflict(error)) throw error;
+      this.writes.answered(resource, nonce);
+      return null;
+    }
+    this.writes.answered(resource, nonce);
+    this.writes.remember(resource, { owner, token, nonce, revision: written });
+    return { resource, owner, token, expiresAt, ttlMs };
   }
 
   /** Writes an unsure acquire's record again with a fresh `expiresAt`, if it is still as read. */
@@ -142,7 +163,10 @@ export class NatsTransitions {
       try {
         const revision = await this.put(keyOf(resource), value(base.nonce), base.revision);
         if (keep) this.writes.remember(resource, { owner, token, nonce: base.nonce, revision });
-        else this.writes.forget(resource);
+        else {
+          this.writes.forget(resource);
+          this.writes.rememberReleased(resource, token, revision);
+        }
         return true;
       } catch (error) {
         if (!isConflict(error)) throw error;

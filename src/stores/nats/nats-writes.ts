@@ -23,6 +23,23 @@ const MAX_KNOWN = 100_000;
 export class OwnWrites {
   private readonly known = new Map<string, KnownWrite>();
   private readonly unsure = new Map<string, Unsure[]>();
+  private readonly released = new Map<string, { token: number; revision: number }>();
+
+  /** Our release of `resource` landed at `revision`, leaving `token`: the next acquire may skip its read. */
+  rememberReleased(resource: string, token: number, revision: number): void {
+    if (this.released.size >= MAX_KNOWN && !this.released.has(resource)) this.released.clear();
+    this.released.set(resource, { token, revision });
+  }
+
+  /**
+   * The record as our last release left it, if we released it last (taken: used once). Only the
+   * condition of one write: if anyone wrote the key since, that write fails and the record is read.
+   */
+  takeReleased(resource: string): { token: number; revision: number } | undefined {
+    const released = this.released.get(resource);
+    this.released.delete(resource);
+    return released;
+  }
 
   /** The revision of our last write of this grant, if we made one and nothing said it moved. */
   knownFor(resource: string, owner: string, token: number): KnownWrite | undefined {
