@@ -328,6 +328,26 @@ describeServer('S3 store on Ceph radosgw', cephUnavailable(), () => {
       // This handle's remembered ETag is stale now: one refused PUT, a read, a PUT.
       expect(await requestsOf(() => s.release(renewed!))).toEqual({ PutObject: 2, GetObject: 1 });
       expect(await requestsOf(() => s.release(renewed!))).toEqual({ GetObject: 1 });
+      // This handle released it last: the next grant is one PUT on that ETag, no GET.
+      let again: Lease | null = null;
+      expect(
+        await requestsOf(async () => {
+          again = await s.tryAcquire('job', 'c', 5000);
+        }),
+      ).toEqual({ PutObject: 1 });
+      expect(again).toMatchObject({ owner: 'c', token: 2 });
+      expect(await requestsOf(() => s.release(again!))).toEqual({ PutObject: 1 });
+      // Another handle wrote it since: the PUT on the old ETag is refused, then a GET and a PUT.
+      const elsewhere = (await other.tryAcquire('job', 'd', 5000))!;
+      expect(elsewhere).toMatchObject({ token: 3 });
+      await other.release(elsewhere);
+      let after: Lease | null = null;
+      expect(
+        await requestsOf(async () => {
+          after = await s.tryAcquire('job', 'c', 5000);
+        }),
+      ).toEqual({ PutObject: 2, GetObject: 1 });
+      expect(after).toMatchObject({ owner: 'c', token: 4 });
       await s.tryAcquire('job2', 'a', 5000);
       await s.tryAcquire('job3', 'a', 5000);
       expect(await requestsOf(() => s.list())).toEqual({ ListObjectsV2: 1, GetObject: 3 });

@@ -25,6 +25,8 @@ interface Written {
 export class Transitions {
   /** By resource; bounded, and only a shortcut: a stale entry costs one refused PUT. */
   private readonly written = new Map<string, Written>();
+  /** Records this store released last (token kept, ETag of that write): the next acquire skips its GET. */
+  private readonly released = new Map<string, { token: number; etag: string }>();
 
   constructor(
     private readonly io: ObjectIo,
@@ -51,6 +53,34 @@ export class Transitions {
     operation: string,
   ): Promise<AcquireOutcome> {
     const key = this.keys.keyOf(resource);
+    // Released by this store last: the next grant is a PUT on the ETag of that release, without a
+    // GET (anyone's write since makes it refused, and the read below decides).
+    const free = this.released.get(resource);
+    this.released.delete(resource);
+    if (free) {
+      const write = newWriteId();
+      const lease: Lease = {
+        resource,
+        owner,
+        token: free.token + 1,
+        expiresAt: this.now() + ttlMs,
+        ttlMs,
+      };
+      const result = await this.io.put(operation, key, encodeRecord(lease, write), {
+        etag: free.etag,
+      });
+      if (result.kind === 'written') {
+        this.remember(lease, result.etag);
+        return { resource, lease };
+      }
+      if (result.kind === 'unclear') {
+        const after = await this.read(operation, resource);
+        if (after?.write === write) {
+          this.remember(lease, after.etag);
+          return { resource, lease };
+        }
+      }
+    }
     const current = await this.read(operation, resource);
     if (current && isLive(current.record, this.now(), this.skewMs))
       return { resource, lease: null, holder: current.record };
@@ -181,6 +211,8 @@ export class Transitions {
   private remember(record: LeaseRecord, etag: string): void {
     if (record.owner === '') {
       this.written.delete(record.resource);
+      if (this.released.size >= 10_000) this.released.clear();
+      this.released.set(record.resource, { token: record.token, etag });
       return;
     }
     if (this.written.size >= 10_000) this.written.clear();
