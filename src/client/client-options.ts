@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { invalidArgument } from '../core/errors.js';
 import {
+  checkBoolean,
   checkInteger,
   checkKnownKeys,
   checkOwner,
@@ -119,9 +120,7 @@ export function resolveClientOptions(options: LeaseClientOptions): ResolvedClien
       `leaves a validity window of ${window} ms (ttlMs − drift − maxClockSkewMs), less than two heartbeats (${2 * heartbeatMs} ms); raise ttlMs, or lower heartbeatMs or maxClockSkewMs`,
     );
   }
-  const autoRenew = options.autoRenew ?? CLIENT_DEFAULTS.autoRenew;
-  if (typeof autoRenew !== 'boolean')
-    throw invalidArgument('autoRenew', `must be a boolean, got ${describe(autoRenew)}`);
+  const autoRenew = checkBoolean('autoRenew', options.autoRenew ?? CLIENT_DEFAULTS.autoRenew);
   const clock = options.clock ?? systemClock;
   const logger = checkLogger(options.logger);
   return { store, owner, ttlMs, heartbeatMs, maxClockSkewMs, autoRenew, clock, logger };

@@ -1,5 +1,6 @@
 import { invalidArgument } from '../core/errors.js';
 import {
+  checkBoolean,
   checkInteger,
   checkKnownKeys,
   checkOwner,
@@ -113,8 +114,7 @@ export function checkManagerOptions(options: LeaseManagerOptions): void {
   }
   if (owner !== undefined) checkOwner(owner);
   if (reconcileMs !== undefined) checkInteger('reconcileMs', reconcileMs, 10, LIMITS.ttlMaxMs);
-  if (balance !== undefined && typeof balance !== 'boolean')
-    throw invalidArgument('balance', `must be a boolean, got ${describe(balance)}`);
+  if (balance !== undefined) checkBoolean('balance', balance);
   if (maxLeases !== undefined && maxLeases !== Infinity)
     checkCount('maxLeases', maxLeases, 0, 10_000_000);
   if (group !== undefined && (typeof group !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(group))) {

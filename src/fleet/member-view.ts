@@ -49,6 +49,14 @@ export class MemberView {
 
   /** The live members now: one read of the generation record, and of every record when needed. */
   async current(): Promise<Member[]> {
+    if (this.members && !this.dirty && this.members.length <= FULL_READS_PER_SCAN) {
+      // Every worker of a fleet this small reads every record at every scan: the generation
+      // record would add a read and tell nothing. Forget it, so a larger fleet reads it afresh.
+      this.seen = undefined;
+      this.members = await this.options.readAll();
+      this.key = membersKey(this.members);
+      return this.members;
+    }
     const generation = await this.generation();
     const moved = generation !== this.seen;
     const sampled = this.random() * (this.members?.length ?? 0) < FULL_READS_PER_SCAN;
@@ -60,7 +68,9 @@ export class MemberView {
     this.members = members;
     this.key = membersKey(members);
     // A change nobody announced (a member died, or an announcement failed): tell the others.
-    if (previous !== undefined && !moved && previous !== this.key) await this.announce();
+    // One try here, so the scan is not held up; the retries go on in the background.
+    if (previous !== undefined && !moved && previous !== this.key && !(await this.announce(1)))
+      void this.announce(3).catch(() => false);
     return members;
   }
 
@@ -88,8 +98,10 @@ export class MemberView {
     return false;
   }
 
-  /** Whether the generation record moved since the last full read (one read of one record). */
+  /** Whether the generation record moved since the last full read (one read of one record; none for a small fleet). */
   async moved(): Promise<boolean> {
+    // A small fleet (see `current`) reads everything at every scan and keeps no generation.
+    if (this.seen === undefined) return false;
     return (await this.generation()) !== this.seen;
   }
 

@@ -1,5 +1,6 @@
 import type { startProcess } from './processes.js';
-import { signalTree, stopProcess } from './processes.js';
+import { readFileSync } from 'node:fs';
+import { processTree, signalTree, stopProcess } from './processes.js';
 
 /**
  * The fault controls every private server shares: kill, pause, resume, restart on the same port
@@ -21,9 +22,18 @@ export abstract class ServerProcess {
     this.child = undefined;
   }
 
-  /** SIGSTOP of its whole process tree: the ports stay open, nothing answers. */
+  /**
+   * SIGSTOP of its whole process tree: the ports stay open, nothing answers. Returns once every
+   * process of the tree shows as stopped (at most half a second), so no call made after it can
+   * still be served by a thread that had not stopped yet.
+   */
   pause(): void {
-    if (this.child?.pid) signalTree(this.child.pid, 'SIGSTOP');
+    const pid = this.child?.pid;
+    if (!pid) return;
+    signalTree(pid, 'SIGSTOP');
+    const until = Date.now() + 500;
+    while (Date.now() < until && !processTree(pid).every(stopped))
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
   }
 
   resume(): void {
@@ -34,5 +44,16 @@ export abstract class ServerProcess {
   async restart(): Promise<void> {
     await this.kill();
     await this.launch();
+  }
+}
+
+/** Whether `pid` is stopped (or gone): its state in /proc is T (or t), true where /proc is missing. */
+function stopped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'T' || state === 't' || state === 'Z';
+  } catch {
+    return true;
   }
 }

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { durationOption } from '../duration.js';
 import { integerOption } from '../numbers.js';
 import { CliFailure, printJson } from '../output.js';
+import { terminalSafe } from '../escape.js';
 import { requireShared } from '../store.js';
 import { DEFAULT_FAULTS, parseFaults, type FaultName } from '../verify/faults.js';
 import { runVerify } from '../verify/run-verify.js';
@@ -112,7 +113,7 @@ Examples:
           ...result,
         });
       } else {
-        const lines = [...outcome.notes.map((n) => `note: ${n}`)];
+        const lines = [...outcome.notes.map((n) => `note: ${terminalSafe(n)}`)];
         if (outcome.skewBeyond)
           lines.push(
             `skew beyond the store's allowance (${outcome.run.skewMs} ms > maxClockSkewMs ${outcome.run.maxClockSkewMs} ms): overlapping beliefs are expected; the fence rejected ${result.writes.rejected} stale writes and accepted ${result.staleAccepted.length}`,

@@ -153,6 +153,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   try {
     await once(server, 'listening');
   } catch (error) {
+    if (observed && !(observed instanceof Error)) observed.stop();
     await observer.stop();
     hub.close();
     throw error;

@@ -11,14 +11,6 @@ export function wallNow(): number {
   return hostNow();
 }
 
-/**
- * A monotonic instant of the workers' lease clock as a `wallNow()` instant: the same clock (the
- * workers' `LeaseManager` runs on `hostNow`), so a lease's `validUntil` is taken as is.
- */
-export function toWall(monotonic: number): number {
-  return monotonic;
-}
-
 interface LeaseFact {
   /** The worker's letter. */
   w: string;

@@ -88,7 +88,13 @@ export async function runFleetDemo({
   // The dashboard reads the store through a connection of its own, so it can be watched live.
   const watched = dashboardPort === undefined ? undefined : await openQuietly(url);
   const dashboard =
-    watched && (await startDashboard({ store: watched, storeUrl: url, port: dashboardPort }));
+    watched &&
+    (await startDashboard({ store: watched, storeUrl: url, port: dashboardPort }).catch(
+      async (error: unknown) => {
+        await watched.close();
+        throw error;
+      },
+    ));
   if (dashboard) view.header(`dashboard: ${dashboard.url} (live while the demo runs)`);
 
   const release = killOnExit(fleet, view);

@@ -3,11 +3,11 @@
 // what it does as JSON lines on stdout (writes to a pipe are synchronous, so nothing is lost when it
 // exits right after) and leaves when the demo that started it goes away.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LeaseManager, SqliteFence, systemClock, type HeldLease } from '../../index.js';
-import { hostNow } from '../verify/host-clock.js';
+import { LeaseManager, SqliteFence, type HeldLease } from '../../index.js';
+import { workerClock } from '../verify/host-clock.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from './downstream.js';
-import { toWall, wallNow, type WorkerEvent } from './events.js';
+import { wallNow, type WorkerEvent } from './events.js';
 import { resourceNames } from './demo-settings.js';
 import { decodeWorkerConfig, ownerOf } from './worker-config.js';
 
@@ -63,21 +63,22 @@ async function join(): Promise<void> {
     ttlMs: config.ttlMs,
     heartbeatMs: config.heartbeatMs,
     reconcileMs: config.reconcileMs,
-    // Deadlines on the host's shared monotonic clock, the one every event is reported on.
-    clock: { ...systemClock, monotonic: hostNow },
+    // Deadlines on the host's shared monotonic clock, the one every event is reported on, so a
+    // lease's `validUntil` is reported as it is.
+    clock: workerClock(0),
     onAcquired: writeLoop(config.downstream),
   });
   manager.on('acquired', (lease) => {
-    report({ e: 'acquired', ...fact(lease), validUntilWall: toWall(lease.validUntil) });
+    report({ e: 'acquired', ...fact(lease), validUntilWall: lease.validUntil });
     lease.on('renewed', () =>
-      report({ e: 'renewed', ...fact(lease), validUntilWall: toWall(lease.validUntil) }),
+      report({ e: 'renewed', ...fact(lease), validUntilWall: lease.validUntil }),
     );
   });
   manager.on('released', (lease) =>
-    report({ e: 'released', ...fact(lease), validUntilWall: toWall(lease.validUntil) }),
+    report({ e: 'released', ...fact(lease), validUntilWall: lease.validUntil }),
   );
   manager.on('lost', (lease) =>
-    report({ e: 'lost', ...fact(lease), validUntilWall: toWall(lease.validUntil) }),
+    report({ e: 'lost', ...fact(lease), validUntilWall: lease.validUntil }),
   );
   manager.on('handoff', (lease, reason) => report({ e: 'handoff', ...fact(lease), reason }));
   manager.on('reconcile-failed', (error) => warn(`reconcile failed: ${message(error)}`));

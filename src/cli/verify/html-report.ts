@@ -1,4 +1,5 @@
 import type { CheckResult } from './checker.js';
+import { escapeHtml } from '../dashboard/html-escape.js';
 import type {
   BeliefRecord,
   FaultRecord,
@@ -11,13 +12,6 @@ import { latencyText, verdictLine } from './verdict-text.js';
 const WIDTH = 1100;
 const LABEL = 150;
 const ROW = 18;
-
-function esc(text: string): string {
-  return text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
-}
 
 function colour(owner: string, owners: string[]): string {
   const i = owners.indexOf(owner);
@@ -39,11 +33,18 @@ export function htmlReport(
   const rejected = records.filter(
     (r): r is WriteRecord => r.type === 'write' && r.outcome === 'rejected',
   );
-  const times = records.flatMap((r) =>
-    r.type === 'belief' ? [r.from, r.to] : r.type === 'run' ? [r.startedAt] : [r.at],
-  );
-  const t0 = Math.min(...times);
-  const t1 = Math.max(...times);
+  // A loop, not Math.min(...times): a long run has more times than a call can take as arguments.
+  let t0 = Infinity;
+  let t1 = -Infinity;
+  for (const r of records)
+    for (const t of r.type === 'belief'
+      ? [r.from, r.to]
+      : r.type === 'run'
+        ? [r.startedAt]
+        : [r.at]) {
+      if (t < t0) t0 = t;
+      if (t > t1) t1 = t;
+    }
   const span = Math.max(1, t1 - t0);
   const x = (t: number): number => LABEL + ((t - t0) / span) * (WIDTH - LABEL - 10);
   const resources = [...new Set(beliefs.map((b) => b.resource))].sort();
@@ -53,31 +54,31 @@ export function htmlReport(
   const height = top + resources.length * ROW + 20;
   const parts: string[] = [];
   for (const [r, i] of rowOf)
-    parts.push(`<text x="4" y="${top + i * ROW + 13}" class="lbl">${esc(r)}</text>`);
+    parts.push(`<text x="4" y="${top + i * ROW + 13}" class="lbl">${escapeHtml(r)}</text>`);
   for (const b of beliefs) {
     const y = top + rowOf.get(b.resource)! * ROW + 2;
     parts.push(
-      `<rect x="${x(b.from).toFixed(1)}" y="${y}" width="${Math.max(1, x(b.to) - x(b.from)).toFixed(1)}" height="${ROW - 4}" fill="${colour(b.owner, owners)}"><title>${esc(`${b.owner} token ${b.token}: ${((b.from - t0) / 1000).toFixed(3)}s to ${((b.to - t0) / 1000).toFixed(3)}s (${b.how})`)}</title></rect>`,
+      `<rect x="${x(b.from).toFixed(1)}" y="${y}" width="${Math.max(1, x(b.to) - x(b.from)).toFixed(1)}" height="${ROW - 4}" fill="${colour(b.owner, owners)}"><title>${escapeHtml(`${b.owner} token ${b.token}: ${((b.from - t0) / 1000).toFixed(3)}s to ${((b.to - t0) / 1000).toFixed(3)}s (${b.how})`)}</title></rect>`,
     );
   }
   for (const o of result.overlaps) {
     const row = rowOf.get(o.resource);
     if (row === undefined) continue;
     parts.push(
-      `<rect x="${(x(o.second.from) - 2).toFixed(1)}" y="${top + row * ROW}" width="${Math.max(4, x(o.second.from + o.ms) - x(o.second.from) + 4).toFixed(1)}" height="${ROW}" class="bad"><title>${esc(`overlap ${o.ms.toFixed(3)} ms: ${o.first.owner} (token ${o.first.token}) and ${o.second.owner} (token ${o.second.token})`)}</title></rect>`,
+      `<rect x="${(x(o.second.from) - 2).toFixed(1)}" y="${top + row * ROW}" width="${Math.max(4, x(o.second.from + o.ms) - x(o.second.from) + 4).toFixed(1)}" height="${ROW}" class="bad"><title>${escapeHtml(`overlap ${o.ms.toFixed(3)} ms: ${o.first.owner} (token ${o.first.token}) and ${o.second.owner} (token ${o.second.token})`)}</title></rect>`,
     );
   }
   for (const w of rejected) {
     const row = rowOf.get(w.resource);
     if (row === undefined) continue;
     parts.push(
-      `<line x1="${x(w.at).toFixed(1)}" x2="${x(w.at).toFixed(1)}" y1="${top + row * ROW}" y2="${top + row * ROW + ROW}" class="rej"><title>${esc(`write by ${w.owner} under token ${w.token} rejected by the fence`)}</title></line>`,
+      `<line x1="${x(w.at).toFixed(1)}" x2="${x(w.at).toFixed(1)}" y1="${top + row * ROW}" y2="${top + row * ROW + ROW}" class="rej"><title>${escapeHtml(`write by ${w.owner} under token ${w.token} rejected by the fence`)}</title></line>`,
     );
   }
   for (const f of faults) {
     parts.push(
       `<line x1="${x(f.at).toFixed(1)}" x2="${x(f.at).toFixed(1)}" y1="10" y2="${height - 10}" class="fault"/>`,
-      `<text x="${x(f.at).toFixed(1)}" y="10" class="flbl">${esc(`${f.kind} ${f.worker ?? ''}`)}</text>`,
+      `<text x="${x(f.at).toFixed(1)}" y="10" class="flbl">${escapeHtml(`${f.kind} ${f.worker ?? ''}`)}</text>`,
     );
     if (f.until !== undefined)
       parts.push(
@@ -85,18 +86,22 @@ export function htmlReport(
       );
   }
   const legend = owners
-    .map((o) => `<span class="chip" style="background:${colour(o, owners)}"></span>${esc(o)}`)
+    .map(
+      (o) => `<span class="chip" style="background:${colour(o, owners)}"></span>${escapeHtml(o)}`,
+    )
     .join(' ');
   const skews = records
     .filter((r): r is FaultRecord => r.type === 'fault' && r.kind === 'skew')
-    .map((r) => `${esc(r.worker ?? '?')} ${(r.skewMs ?? 0) > 0 ? '+' : ''}${r.skewMs ?? 0} ms`)
+    .map(
+      (r) => `${escapeHtml(r.worker ?? '?')} ${(r.skewMs ?? 0) > 0 ? '+' : ''}${r.skewMs ?? 0} ms`,
+    )
     .join(', ');
   const list = (title: string, items: string[]): string =>
     items.length === 0
       ? ''
-      : `<h3>${esc(title)}</h3><ul>${items
+      : `<h3>${escapeHtml(title)}</h3><ul>${items
           .slice(0, 50)
-          .map((i) => `<li>${esc(i)}</li>`)
+          .map((i) => `<li>${escapeHtml(i)}</li>`)
           .join('')}</ul>`;
   const rel = (t: number): string => `${((t - t0) / 1000).toFixed(3)}s`;
   return `<!doctype html>
@@ -111,11 +116,11 @@ body{font:14px system-ui,sans-serif;margin:20px;color:#222}
 svg{border:1px solid #ddd;background:#fafafa}
 </style></head><body>
 <h1>leasehold verify</h1>
-<p class="${result.safe ? 'safe' : 'unsafe'}">${esc(verdictLine(result))}</p>
-<p>store ${esc(run?.store ?? '?')} (expiry on the ${esc(run?.storeClock ?? '?')} clock, maxClockSkewMs ${run?.maxClockSkewMs ?? '?'}), TTL ${run?.ttlMs ?? '?'} ms, ${run?.workers ?? '?'} workers, ${run?.resources ?? '?'} resources, seed ${run?.seed ?? '?'}; times on ${esc(run?.clock ?? '?')}, error at most ${run?.clockErrorMs ?? '?'} ms, always widening a belief.</p>
+<p class="${result.safe ? 'safe' : 'unsafe'}">${escapeHtml(verdictLine(result))}</p>
+<p>store ${escapeHtml(run?.store ?? '?')} (expiry on the ${escapeHtml(run?.storeClock ?? '?')} clock, maxClockSkewMs ${run?.maxClockSkewMs ?? '?'}), TTL ${run?.ttlMs ?? '?'} ms, ${run?.workers ?? '?'} workers, ${run?.resources ?? '?'} resources, seed ${run?.seed ?? '?'}; times on ${escapeHtml(run?.clock ?? '?')}, error at most ${run?.clockErrorMs ?? '?'} ms, always widening a belief.</p>
 ${extra.skewBeyond ? `<p class="unsafe">Clock skew went beyond the store's allowance: overlapping beliefs are expected. The fence rejected ${result.writes.rejected} stale writes; ${result.staleAccepted.length} stale writes were accepted.</p>` : ''}
-<p>takeover after kill: ${esc(latencyText(result.takeover.kill))}; after graceful stop: ${esc(latencyText(result.takeover.stop))}</p>
-<p>faults: ${esc(
+<p>takeover after kill: ${escapeHtml(latencyText(result.takeover.kill))}; after graceful stop: ${escapeHtml(latencyText(result.takeover.stop))}</p>
+<p>faults: ${escapeHtml(
     Object.entries(result.faults)
       .map(([k, n]) => `${k} ${n}`)
       .join(', ') || 'none',

@@ -8,7 +8,7 @@ import { redact } from '../../core/store-url.js';
 import { resourceNames } from '../demo/demo-settings.js';
 import { createDownstream, WRITES_TABLE } from '../demo/downstream.js';
 import { openQuietly } from '../open-quietly.js';
-import { CliFailure } from '../output.js';
+import { CliFailure, scrubPassword } from '../output.js';
 import { checkTtlFits } from '../ttl-fit.js';
 import { Beliefs } from './beliefs.js';
 import { checkRecords, type CheckResult } from './checker.js';
@@ -254,7 +254,10 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   const result = checkRecords(ordered);
   const report = join(dir, 'report.html');
   writeFileSync(report, htmlReport(ordered, result, { notes, skewBeyond }));
-  notes.push(...warnings.slice(0, 5).map((w) => `worker warning: ${w}`));
+  // Worker warnings and start failures quote driver messages: never let a password through.
+  notes.push(
+    ...warnings.slice(0, 5).map((w) => `worker warning: ${scrubPassword(w, options.store)}`),
+  );
   return { result, run: runRecord, dir, history, report, notes, skewBeyond };
 }
 
@@ -287,7 +290,11 @@ async function nemesis(ctx: NemesisContext): Promise<void> {
     pending.push(
       ctx
         .start()
-        .catch((error: unknown) => ctx.notes.push(`replacement: ${(error as Error).message}`)),
+        .catch((error: unknown) =>
+          ctx.notes.push(
+            `replacement: ${scrubPassword((error as Error).message, ctx.options.store)}`,
+          ),
+        ),
     );
   };
   // Let the fleet settle for a TTL before the first fault.

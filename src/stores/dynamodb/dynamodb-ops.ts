@@ -56,13 +56,12 @@ export function acquireRequest(
 }
 
 /**
- * Renew: owner and token still ours. Nothing else is compared, so a renew whose answer was lost
- * and that is sent again finds the same owner and token and succeeds again.
- */
-/**
  * Renew: owner and token still ours, and never moving `expiresAt` backwards — an older renewal
  * delayed in flight that lands after a newer one must not shorten what the newer one granted
  * (the holder believes the newer deadline). Found by the protocol model (`RENEW_FORWARD_ONLY`).
+ * A renew whose answer was lost and that is sent again finds the same owner and token and an
+ * expiry no later than its own, and succeeds again. On a failed condition the old item comes back
+ * with the error where the service supports it.
  */
 export function renewRequest(table: string, lease: LeaseRef, expiresAt: number): object {
   return {
@@ -76,6 +75,7 @@ export function renewRequest(table: string, lease: LeaseRef, expiresAt: number):
       ':token': num(lease.token),
       ':expiresAt': num(expiresAt),
     },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }
 

@@ -365,7 +365,8 @@ export class DynamodbStore extends StoreBase {
       if (!isConditionFailed(error)) throw error;
       // Still ours, with a later expiry than this renewal would write (a newer renewal landed
       // first)? Then the lease is renewed at least this far: a success, leaving the record be.
-      const record = await this.doGet(lease.resource);
+      const item = conditionItem(error);
+      const record = item ? toRecord(item) : await this.doGet(lease.resource);
       if (
         record?.owner !== lease.owner ||
         record.token !== lease.token ||
@@ -392,7 +393,8 @@ export class DynamodbStore extends StoreBase {
       if (!wasRetried(error)) return false;
       // Released by an earlier attempt whose answer was lost? Only this lease's holder can have
       // emptied the owner at this token: a later acquire would have raised it.
-      const record = await this.doGet(lease.resource);
+      const item = conditionItem(error);
+      const record = item ? toRecord(item) : await this.doGet(lease.resource);
       return record?.owner === '' && record.token === lease.token;
     }
   }

@@ -83,7 +83,7 @@ export class NatsStore extends StoreBase {
       if (url.scheme !== 'nats')
         throw new LeaseError(
           ErrorCode.STORE_URL_INVALID,
-          `expected a nats:// URL, got ${url.redacted}`,
+          `expected a nats:// URL, got ${url.scheme}: URL`, // a token in it may not look like one
         );
       return NatsStore.connect(parseNatsUrl(url), options);
     }

@@ -33,18 +33,21 @@ export class ObjectIo {
 
   /** The object's body and bare ETag, or `null` when there is none. */
   async get(operation: string, key: string): Promise<{ body: string; etag: string } | null> {
-    let answer: { Body?: { transformToString(): Promise<string> }; ETag?: string };
+    type Answer = { Body?: { transformToString(): Promise<string> }; ETag?: string };
     try {
-      answer = (await this.send(
+      // The body is read under the same deadline as the request: a stalled body is no answer.
+      return (await this.send(
         operation,
         new this.sdk.GetObjectCommand({ Bucket: this.bucket, Key: key }),
-      )) as typeof answer;
+        async (answer) => {
+          const { Body, ETag } = answer as Answer;
+          return { body: (await Body?.transformToString()) ?? '', etag: bareEtag(ETag) };
+        },
+      )) as { body: string; etag: string };
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;
     }
-    const body = (await answer.Body?.transformToString()) ?? '';
-    return { body, etag: bareEtag(answer.ETag) };
   }
 
   /** A PUT that lands only if the object is absent, or still has the ETag given. */
@@ -139,12 +142,18 @@ export class ObjectIo {
    * call about then too; a client you made keeps its own timeouts, so its calls are aborted at the
    * deadline. Either way a write whose answer did not come may still land.
    */
-  send(operation: string, command: S3Command): Promise<unknown> {
+  send(
+    operation: string,
+    command: S3Command,
+    then: (answer: unknown) => unknown = (answer) => answer,
+  ): Promise<unknown> {
     const ms = this.requestTimeoutMs;
     const controller = this.ownsClient ? undefined : new AbortController();
-    const call = controller
-      ? this.client.send(command, { abortSignal: controller.signal })
-      : this.client.send(command);
+    const call = (
+      controller
+        ? this.client.send(command, { abortSignal: controller.signal })
+        : this.client.send(command)
+    ).then(then);
     return withDeadline(call, ms, () => {
       controller?.abort();
       return new LeaseError(

@@ -57,6 +57,7 @@ export class Transitions {
     // GET (anyone's write since makes it refused, and the read below decides).
     const free = this.released.get(resource);
     this.released.delete(resource);
+    let seen: Versioned | null | undefined; // the object as a read after an unclear PUT found it
     if (free) {
       const write = newWriteId();
       const lease: Lease = {
@@ -74,14 +75,14 @@ export class Transitions {
         return { resource, lease };
       }
       if (result.kind === 'unclear') {
-        const after = await this.read(operation, resource);
-        if (after?.write === write) {
-          this.remember(lease, after.etag);
+        seen = await this.read(operation, resource);
+        if (seen?.write === write) {
+          this.remember(lease, seen.etag);
           return { resource, lease };
         }
       }
     }
-    const current = await this.read(operation, resource);
+    const current = seen !== undefined ? seen : await this.read(operation, resource);
     if (current && isLive(current.record, this.now(), this.skewMs))
       return { resource, lease: null, holder: current.record };
     const write = newWriteId();
