@@ -47,11 +47,14 @@ export class SqliteRunner {
 
   constructor(private readonly options: RunnerOptions) {}
 
-  /** `attempt` as one step, once the file is confirmed and it is this call's turn. */
-  async run<T>(operation: string, attempt: () => T): Promise<T> {
+  /**
+   * `attempt` as one step, once the file is confirmed and it is this call's turn. `operation` names
+   * the call in errors; renewals and releases are `urgent` (they go first) unless told otherwise.
+   */
+  async run<T>(operation: string, attempt: () => T, urgent = URGENT.has(operation)): Promise<T> {
     const checking = this.options.identity?.confirm(operation);
     if (checking) await checking;
-    return this.step(operation, attempt);
+    return this.step(operation, attempt, urgent);
   }
 
   /**
@@ -72,7 +75,8 @@ export class SqliteRunner {
       const checking = this.options.identity?.confirm(operation);
       if (checking) await checking;
       const chunk = items.slice(start, start + rows);
-      for (const result of await this.step(operation, () => attempt(chunk))) results.push(result);
+      const step = this.step(operation, () => attempt(chunk), URGENT.has(operation));
+      for (const result of await step) results.push(result);
     }
     return results;
   }
@@ -84,9 +88,8 @@ export class SqliteRunner {
    * that wait too (once the first gives up, those behind it get one more attempt each), while
    * time spent behind steps that were simply working counts for nothing.
    */
-  private async step<T>(operation: string, attempt: () => T): Promise<T> {
+  private async step<T>(operation: string, attempt: () => T, urgent: boolean): Promise<T> {
     const { busyTimeoutMs } = this.options;
-    const urgent = URGENT.has(operation);
     const since = performance.now();
     // Asked after a busy attempt only, so the file is locked now.
     const waitingSince = (): number => Math.max(since, (this.lockedSince ??= performance.now()));

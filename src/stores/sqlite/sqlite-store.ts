@@ -16,7 +16,8 @@ import { mapSqliteError } from './sqlite-errors.js';
 import { FileIdentity } from './sqlite-file-identity.js';
 import { readPaged } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
-import { RENEW_ROWS, SqliteRunner } from './sqlite-runner.js';
+import { applyEach, TransitionGroup } from './sqlite-group.js';
+import { BATCH_ROWS, RENEW_ROWS, SqliteRunner } from './sqlite-runner.js';
 import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
 import { eventStatements, statements } from './sqlite-ops.js';
 import { ReleaseWatch } from './sqlite-watch.js';
@@ -53,9 +54,7 @@ export class SqliteStore extends StoreBase {
   private readonly sql: { [K in keyof ReturnType<typeof statements>]: SqliteStatement };
   private readonly releases: ReleaseWatch;
   private readonly runner: SqliteRunner;
-  private readonly acquireTx: Transaction<
-    (resource: string, owner: string, ttlMs: number) => Lease | null
-  >;
+  private readonly transitions: TransitionGroup;
   private readonly acquireBatch: Transaction<
     (resources: readonly string[], owner: string, ttlMs: number) => AcquireOutcome[]
   >;
@@ -141,16 +140,11 @@ export class SqliteStore extends StoreBase {
     } catch (error) {
       throw this.mapError(error, 'open');
     }
-    this.acquireTx = db.transaction((resource: string, owner: string, ttlMs: number) => {
-      const row = this.sql.acquire.get({
-        resource,
-        owner,
-        ttl: ttlMs,
-        now: this.clock.now(),
-        skew: this.maxClockSkewMs,
-      }) as { token: number; expiresAt: number } | undefined;
-      return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
-    });
+    this.transitions = new TransitionGroup(
+      (label, urgent, attempt) => this.runner.run(label, attempt, urgent),
+      db.transaction(applyEach),
+      BATCH_ROWS,
+    );
     this.acquireBatch = db.transaction(
       (resources: readonly string[], owner: string, ttlMs: number) => {
         const params = {
@@ -187,12 +181,17 @@ export class SqliteStore extends StoreBase {
     return this.releases.add(prefix, listener);
   }
 
+  /**
+   * Single-lease transitions asked for together (many callers at once) share one transaction and
+   * one commit; each is still its own statement, applied in the order asked (see
+   * `TransitionGroup`).
+   */
   protected async doTryAcquire(
     resource: string,
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
-    return this.runner.run('tryAcquire', () => this.acquireTx.immediate(resource, owner, ttlMs));
+    return this.transitions.add('tryAcquire', () => this.grant(resource, owner, ttlMs));
   }
 
   /**
@@ -211,16 +210,13 @@ export class SqliteStore extends StoreBase {
   }
 
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    const [result] = await this.runner.run('renew', () =>
-      this.renewBatch.immediate([lease], ttlMs),
-    );
-    return result ?? null;
+    return this.transitions.add('renew', () => this.renewOne(lease, ttlMs, this.clock.now()));
   }
 
   protected override async doRelease(lease: LeaseRef): Promise<boolean> {
-    const [released] = await this.runner.run('release', () => this.releaseBatch.immediate([lease]));
+    const released = await this.transitions.add('release', () => this.releaseOne(lease));
     if (released) this.releases.poke();
-    return released ?? false;
+    return released;
   }
 
   /** One transaction per chunk of `RENEW_ROWS` leases: one lock, one commit each. */
@@ -282,6 +278,18 @@ export class SqliteStore extends StoreBase {
 
   protected override mapError(error: unknown, operation: string): LeaseError {
     return mapSqliteError(error, operation);
+  }
+
+  /** A single acquire's compare-and-set, on the clock as the statement runs. */
+  private grant(resource: string, owner: string, ttlMs: number): Lease | null {
+    const row = this.sql.acquire.get({
+      resource,
+      owner,
+      ttl: ttlMs,
+      now: this.clock.now(),
+      skew: this.maxClockSkewMs,
+    }) as { token: number; expiresAt: number } | undefined;
+    return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
   }
 
   /** One resource of `acquireMany`; the holder is read in the same transaction when refused. */

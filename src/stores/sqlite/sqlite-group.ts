@@ -1,0 +1,68 @@
+import type { Transaction } from './sqlite-driver.js';
+
+/** The single-lease operations that may share a transaction. */
+export type GroupedOperation = 'tryAcquire' | 'renew' | 'release';
+
+export interface GroupMember {
+  readonly operation: GroupedOperation;
+  /** The member's statement, run inside the group's transaction; its result is the member's. */
+  readonly apply: () => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Runs a step (one transaction) the way the store's runner does: in turn, waiting out locks. */
+export type RunStep = <T>(label: string, urgent: boolean, attempt: () => T) => Promise<T>;
+
+/**
+ * Group commit for single-lease transitions. With `synchronous=FULL` each commit is an fsync of the
+ * log, so many callers transitioning one lease each cost one fsync apiece. The calls asked for in
+ * one run of the microtask queue (callers resumed by the same event answer and ask again before
+ * it drains) are applied in one IMMEDIATE transaction instead, each statement exactly as it would
+ * run alone, in the order asked: one lock and one commit for all of them. A lone call is applied
+ * as its own transaction, as before; it waits for nothing but the microtasks already queued.
+ *
+ * A failure inside the transaction rolls all of it back, so every member of that group fails with
+ * the same error and none of them took effect: the same outcome as each failing alone.
+ */
+export class TransitionGroup {
+  private queue: GroupMember[] = [];
+
+  constructor(
+    private readonly runStep: RunStep,
+    /** Applies each member in one transaction; better-sqlite3's `db.transaction`. */
+    private readonly applyAll: Transaction<(members: readonly GroupMember[]) => unknown[]>,
+    /** Members per transaction at most, so one step holds the event loop briefly. */
+    private readonly maxMembers: number,
+  ) {}
+
+  add<T>(operation: GroupedOperation, apply: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.queue.length === 0) queueMicrotask(() => this.flush());
+      this.queue.push({ operation, apply, resolve: resolve as (value: unknown) => void, reject });
+    });
+  }
+
+  private flush(): void {
+    const queue = this.queue;
+    this.queue = [];
+    for (let start = 0; start < queue.length; start += this.maxMembers)
+      this.send(queue.slice(start, start + this.maxMembers));
+  }
+
+  private send(members: GroupMember[]): void {
+    const operations = [...new Set(members.map((m) => m.operation))];
+    const urgent = operations.some((op) => op !== 'tryAcquire');
+    this.runStep(operations.join('/'), urgent, () => this.applyAll.immediate(members)).then(
+      (results) => members.forEach((m, k) => m.resolve(results[k])),
+      (error: unknown) => {
+        for (const m of members) m.reject(error);
+      },
+    );
+  }
+}
+
+/** The transaction body for `TransitionGroup`: each member's statement, in order. */
+export function applyEach(members: readonly { apply: () => unknown }[]): unknown[] {
+  return members.map((m) => m.apply());
+}
