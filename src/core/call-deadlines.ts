@@ -3,6 +3,8 @@ interface Pending {
   readonly at: number;
   readonly operation: string;
   readonly reject: (error: unknown) => void;
+  /** What the call gives up when its deadline passes first (a connection it holds), if anything. */
+  abandon: (() => void) | void;
   prev: Pending | undefined;
   next: Pending | undefined;
   linked: boolean;
@@ -26,18 +28,20 @@ export class CallDeadlines {
 
   /**
    * Calls `start` with a `resolve` and a `reject` that settle the returned promise, which rejects
-   * with `timeoutError(operation)` instead if neither came within `ms`. Taking callbacks rather
+   * with `timeoutError(operation)` instead if neither came within `ms`; then the function `start`
+   * returned, if any, is called (to drop a connection that never answered). Taking callbacks rather
    * than a promise saves the call a promise and a turn of the microtask queue.
    */
   bound<T>(
     operation: string,
-    start: (resolve: (value: T) => void, reject: (error: unknown) => void) => void,
+    start: (resolve: (value: T) => void, reject: (error: unknown) => void) => (() => void) | void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const entry: Pending = {
         at: performance.now() + this.ms,
         operation,
         reject,
+        abandon: undefined,
         prev: this.tail,
         next: undefined,
         linked: true,
@@ -51,7 +55,7 @@ export class CallDeadlines {
         reject(error);
       };
       try {
-        start((value) => {
+        entry.abandon = start((value) => {
           this.unlink(entry);
           resolve(value); // a no-op once the deadline rejected it
         }, fail);
@@ -83,6 +87,7 @@ export class CallDeadlines {
       const late = this.head;
       this.unlink(late);
       late.reject(this.timeoutError(late.operation));
+      late.abandon?.();
     }
     if (this.head) this.timer = this.arm(this.head.at - now);
   }

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { CallDeadlines } from '../../src/stores/redis/redis-deadlines.js';
+import { CallDeadlines } from '../../src/core/call-deadlines.js';
 import { sleep } from '../harness/expect-error.js';
 
 const late = (operation: string): Error => new Error(`${operation}: late`);
 
-describe('call deadlines of a redis store', () => {
+describe('call deadlines of a store', () => {
   it('rejects each call that got no answer by its own deadline, and only those', async () => {
     const deadlines = new CallDeadlines(150, late);
     const outcomes: string[] = [];
@@ -40,10 +40,28 @@ describe('call deadlines of a redis store', () => {
       }),
     ).rejects.toThrow('bad input');
     let answer: ((value: string) => void) | undefined;
-    const slow = deadlines.bound<string>('slow', (resolve) => (answer = resolve));
+    const slow = deadlines.bound<string>('slow', (resolve) => {
+      answer = resolve;
+    });
     await expect(slow).rejects.toThrow('slow: late');
     answer!('too late');
     await expect(slow).rejects.toThrow('slow: late');
     await expect(deadlines.bound('next', (resolve) => resolve('fine'))).resolves.toBe('fine');
+  });
+
+  it('calls what a late call returned to abandon, once, and not for calls that settled', async () => {
+    const deadlines = new CallDeadlines(60, late);
+    const abandoned: string[] = [];
+    const call = (name: string, settle: boolean): Promise<unknown> =>
+      deadlines
+        .bound<string>(name, (resolve) => {
+          if (settle) setTimeout(() => resolve('ok'), 10);
+          return () => abandoned.push(name);
+        })
+        .catch((error: Error) => error.message);
+    const outcomes = await Promise.all([call('answered', true), call('silent', false)]);
+    expect(outcomes).toEqual(['ok', 'silent: late']);
+    await sleep(100);
+    expect(abandoned).toEqual(['silent']);
   });
 });

@@ -9,6 +9,7 @@ import {
   type ListOptions,
 } from '../../src/index.js';
 import { PostgresStore, type PgPool } from '../../src/stores/postgres/index.js';
+import type { PgPoolClient } from '../../src/stores/postgres/postgres-driver.js';
 import { statements } from '../../src/stores/postgres/postgres-ops.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
@@ -56,6 +57,7 @@ describeServer('PostgresStore', unavailable, () => {
     const inner = new pg.Pool({ connectionString: server.url, max: 4 });
     let sent = 0;
     let ready = 0;
+    const wrapped = new WeakSet<object>();
     inner.on('connect', (client) => {
       const connection = (client as unknown as { connection: pg.Connection }).connection;
       connection.on('readyForQuery', () => ready++);
@@ -65,7 +67,21 @@ describeServer('PostgresStore', unavailable, () => {
         sent++;
         return inner.query(config);
       },
-      connect: () => inner.connect(),
+      // The store's statements go through checked-out connections: count on each, once.
+      connect: async () => {
+        const client = await inner.connect();
+        if (!wrapped.has(client)) {
+          wrapped.add(client);
+          const query = client.query.bind(client) as PgPoolClient['query'];
+          Object.assign(client, {
+            query: (config: Parameters<PgPoolClient['query']>[0]) => {
+              sent++;
+              return query(config);
+            },
+          });
+        }
+        return client as unknown as PgPoolClient;
+      },
       end: () => inner.end(),
     };
     return { pool, statements: () => sent, roundTrips: () => ready };

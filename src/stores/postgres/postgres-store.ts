@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
+import { CallDeadlines } from '../../core/call-deadlines.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { redact } from '../../core/store-url.js';
 import {
@@ -10,7 +11,13 @@ import {
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
-import type { PgConnection, PgModule, PgPool, PgQueryResult } from './postgres-driver.js';
+import type {
+  PgConnection,
+  PgModule,
+  PgPool,
+  PgPoolClient,
+  PgQueryResult,
+} from './postgres-driver.js';
 import { mapPgError } from './postgres-errors.js';
 import {
   resolvePostgresOptions,
@@ -34,6 +41,8 @@ type Row = PgQueryResult['rows'][number];
 interface Statement {
   readonly text: string;
   readonly name: string | undefined;
+  /** The operation it serves, for errors. */
+  readonly operation: string;
 }
 
 /**
@@ -51,6 +60,7 @@ export class PostgresStore extends StoreBase {
   private readonly channel: string;
   private readonly notifier: Notifier | undefined;
   private readonly ownsPool: boolean;
+  private readonly deadlines: CallDeadlines;
   private initialized: Promise<void> | undefined;
   /** The schema is known to be current: calls go straight to the pool. */
   private migrated = false;
@@ -97,11 +107,21 @@ export class PostgresStore extends StoreBase {
       throw invalidArgument('pool', 'must be a pg.Pool (or use PostgresStore.open with a URL)');
     this.options = resolvePostgresOptions(options);
     this.ownsPool = ownsPool;
+    const { label, statementTimeoutMs } = this.options;
+    this.deadlines = new CallDeadlines(
+      statementTimeoutMs,
+      (operation) =>
+        new LeaseError(
+          ErrorCode.STORE_UNAVAILABLE,
+          `${label} ${operation} failed: no answer within ${statementTimeoutMs} ms (statementTimeoutMs)`,
+          { retryable: true },
+        ),
+    );
     const { schema, table, notify, prepare } = this.options;
     this.sql = Object.fromEntries(
       Object.entries(statements(schema, table, notify)).map(([key, text]) => [
         key,
-        { text, name: prepare ? statementName(key, text) : undefined },
+        { text, name: prepare ? statementName(key, text) : undefined, operation: key },
       ]),
     ) as PostgresStore['sql'];
     this.channel = channelName(schema, table);
@@ -262,9 +282,45 @@ export class PostgresStore extends StoreBase {
    * is a fair share of its cost when the server is near.
    */
   private run(statement: Statement, values: unknown[]): Promise<PgQueryResult> {
-    const query = { ...statement, values, query_timeout: this.options.statementTimeoutMs };
-    if (this.migrated) return this.pool.query(query);
-    return this.ready().then(() => this.pool.query(query));
+    if (this.migrated) return this.send(statement, values);
+    return this.ready().then(() => this.send(statement, values));
+  }
+
+  /**
+   * One statement on a pooled connection under the store's call deadline, which covers waiting for
+   * a connection too. One timer serves every call (node-postgres' `query_timeout` arms one per
+   * statement, measured at about a fifth of a transition's client time); a connection that gave
+   * no answer by the deadline is closed, not reused, as `query_timeout` would have it.
+   */
+  private send(statement: Statement, values: unknown[]): Promise<PgQueryResult> {
+    return this.deadlines.bound<PgQueryResult>(statement.operation, (resolve, reject) => {
+      let client: PgPoolClient | undefined;
+      let late = false;
+      let released = false;
+      const release = (error?: Error): void => {
+        if (released) return;
+        released = true;
+        client!.release(error);
+      };
+      this.pool.connect().then((checkedOut) => {
+        if (late) return checkedOut.release(); // came after the deadline: unused, still good
+        client = checkedOut;
+        checkedOut.query({ text: statement.text, name: statement.name, values }).then(
+          (result) => {
+            release();
+            resolve(result);
+          },
+          (error: unknown) => {
+            release(error instanceof Error ? error : new Error(String(error)));
+            reject(error);
+          },
+        );
+      }, reject);
+      return () => {
+        late = true;
+        if (client) release(new Error('no answer by the call deadline'));
+      };
+    });
   }
 
   private ready(): Promise<void> {

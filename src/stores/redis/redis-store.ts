@@ -20,7 +20,7 @@ import {
 } from './redis-driver.js';
 import { connectRedis } from './redis-connect.js';
 import { Coalescer } from './redis-coalesce.js';
-import { CallDeadlines } from './redis-deadlines.js';
+import { CallDeadlines } from '../../core/call-deadlines.js';
 import { mapRedisError } from './redis-errors.js';
 import { RedisKeys } from './redis-keys.js';
 import { listRange, mergePages } from './redis-list.js';
