@@ -24,12 +24,15 @@ function tree(root) {
   return out;
 }
 
-/** User + system CPU of `pid` and its descendants, in µs; 0 without a pid or without /proc. */
+/**
+ * User + system CPU of `pid` (or of each of several pids) and their descendants, in µs; 0 without
+ * a pid or without /proc.
+ */
 export function treeCpuUs(pid) {
   if (!pid) return 0;
   let ticks = 0;
   try {
-    for (const p of tree(pid)) {
+    for (const p of [pid].flat().flatMap(tree)) {
       try {
         const fields = stat(p);
         ticks += Number(fields[11]) + Number(fields[12]);

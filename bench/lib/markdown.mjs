@@ -10,6 +10,8 @@ const STORE_TITLES = {
   etcd: 'etcd',
   dynamodb: 'DynamoDB (dynalite)',
   nats: 'NATS JetStream KV',
+  s3: 'S3 (Ceph radosgw)',
+  zookeeper: 'ZooKeeper',
 };
 const SUPERSCRIPTS = ['¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
 
@@ -80,7 +82,7 @@ function header(result) {
     ([store, f]) =>
       `- ${title(store)}: ${f.server ?? '?'}${f.settings ? ` (${f.settings})` : ''}; ${f.driver}`,
   );
-  const peers = ['redlock', 'redis-semaphore', 'etcd3']
+  const peers = ['redlock', 'redis-semaphore', 'etcd3', 'dynamodb-lock-client']
     .map((p) => `${p} ${lib.packages[p] ?? '?'}`)
     .join(', ');
   return [
@@ -219,8 +221,9 @@ function transitionSection(rows, stores, mark) {
     '',
     ...[...bare].map(([store, text]) => `- ${title(store)}: ${text}`),
     '',
-    'Peers: redis-semaphore and redlock on Redis, etcd3’s Lock and Election on etcd; none on the ' +
-      'other stores (dynamodb-lock-client is not among the development dependencies).',
+    'Peers: redis-semaphore and redlock on Redis, etcd3’s Lock and Election on etcd, ' +
+      'dynamodb-lock-client on DynamoDB (with the aws-sdk v2 DocumentClient it is written for); ' +
+      'none on the other stores.',
   ].join('\n');
 }
 

@@ -15,8 +15,12 @@ const PACKAGES = [
   'etcd3',
   '@aws-sdk/client-dynamodb',
   'dynalite',
+  '@aws-sdk/client-s3',
+  'node-zookeeper-client',
   'redlock',
   'redis-semaphore',
+  'dynamodb-lock-client',
+  'aws-sdk',
 ];
 
 export function machineInfo() {

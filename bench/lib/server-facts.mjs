@@ -1,10 +1,12 @@
 // What each store's server is and how it is set up, for the results file: version and the
 // settings that decide durability.
+import { execFileSync } from 'node:child_process';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { createRequire } from 'node:module';
+import { fourLetter } from './zookeeper-server.mjs';
 
 const require = createRequire(import.meta.url);
 const { fetch, AbortSignal } = globalThis;
@@ -83,6 +85,20 @@ const FACTS = {
     });
     const version = (await response.json()).etcdserver;
     return { server: `etcd ${version}`, settings: 'one member, data on tmpfs, heartbeat 10 ms' };
+  },
+  s3: async () => {
+    const version = execFileSync('radosgw', ['--version'], { encoding: 'utf8' });
+    return {
+      server: `radosgw ${/ceph version (\S+)/.exec(version)?.[1] ?? '?'}`,
+      settings: 'one monitor, one memstore OSD (objects in memory), one replica',
+    };
+  },
+  zookeeper: async (server) => {
+    const srvr = await fourLetter(server.port, 'srvr');
+    return {
+      server: `ZooKeeper ${/^Zookeeper version: ([^-,\s]+)/m.exec(srvr)?.[1] ?? '?'}`,
+      settings: 'standalone, data on tmpfs, tickTime 200 ms',
+    };
   },
   dynamodb: async () => ({
     server: `dynalite ${require('dynalite/package.json').version}`,

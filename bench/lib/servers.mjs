@@ -1,10 +1,13 @@
 // One private server per store for a whole `npm run bench`, and how to name a fresh namespace on
 // it: every section (and every size within one) gets its own file, table or key prefix, so it
 // starts from empty records without restarting the server. PostgreSQL and MariaDB run durable as
-// shipped; etcd keeps its data in memory; dynalite runs in a child process.
+// shipped; etcd and ZooKeeper keep their data on tmpfs; dynalite runs in a child process; S3 is a
+// one-OSD Ceph whose radosgw serves one bucket, a key prefix per namespace.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { URLSearchParams } from 'node:url';
+import { CEPH_S3_USER, startCeph } from './ceph-server.mjs';
 import { startDynalite } from './dynalite-server.mjs';
 import { startEtcd } from './etcd-server.mjs';
 import { startMariadb } from './mariadb-server.mjs';
@@ -13,10 +16,23 @@ import { startPostgres } from './postgres-server.mjs';
 import { tempDir } from './processes.mjs';
 import { startRedis } from './redis-server.mjs';
 import { serverFacts } from './server-facts.mjs';
+import { startZookeeper } from './zookeeper-server.mjs';
 
-export const STORE_NAMES = ['sqlite', 'postgres', 'mysql', 'redis', 'etcd', 'dynamodb', 'nats'];
+export const STORE_NAMES = [
+  'sqlite',
+  'postgres',
+  'mysql',
+  'redis',
+  'etcd',
+  'dynamodb',
+  'nats',
+  's3',
+  'zookeeper',
+];
 
 const require = createRequire(import.meta.url);
+/** The one bucket of the S3 runs (made by the first store that opens it); a prefix per namespace. */
+export const S3_BUCKET = 'leasehold-bench';
 // The SDK warns once per process that its releases after 2026 need Node 22; the version is pinned.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -29,6 +45,8 @@ export const DRIVERS = {
   etcd: 'etcd3',
   dynamodb: '@aws-sdk/client-dynamodb',
   nats: '@nats-io/transport-node',
+  s3: '@aws-sdk/client-s3',
+  zookeeper: 'node-zookeeper-client',
 };
 
 /** The installed version of an npm package (read from its folder: not every one exports it). */
@@ -48,7 +66,7 @@ export function packageVersion(name) {
 /**
  * Starts `name`'s server. Answers `{ name, url(tag), pid, endpoint?, port?, stop() }`: `url(tag)`
  * opens a namespace of its own (`tag`: letters, digits and `_`), `pid` is the server process (for
- * its CPU time), `null` for SQLite, which has none.
+ * its CPU time; several for Ceph's daemons), `null` for SQLite, which has none.
  */
 export async function startServer(name) {
   const server = await launch(name);
@@ -96,6 +114,21 @@ async function launch(name) {
     case 'nats': {
       const s = await startNats();
       return { ...s, base: s.url, url: (tag) => `${s.url}?bucket=${tag}` };
+    }
+    case 's3': {
+      const s = await startCeph();
+      const user = `${CEPH_S3_USER.accessKeyId}:${CEPH_S3_USER.secretAccessKey}`;
+      const query = new URLSearchParams({
+        region: 'us-east-1',
+        endpoint: s.endpoint,
+        forcePathStyle: 'true',
+        createBucket: 'true',
+      });
+      return { ...s, url: (tag) => `s3://${user}@${S3_BUCKET}/${tag}/?${query}` };
+    }
+    case 'zookeeper': {
+      const s = await startZookeeper();
+      return { ...s, url: (tag) => `zookeeper://${s.endpoint}/bench_${tag}` };
     }
     default:
       throw new Error(`unknown store "${name}"; known: ${STORE_NAMES.join(', ')}`);

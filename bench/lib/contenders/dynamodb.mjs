@@ -1,8 +1,9 @@
 // DynamoDB (dynalite): leasehold beside the bare compare-and-set of the same shape: one
 // conditional UpdateItem that takes an absent, released or expired item and bumps its token,
 // one conditional UpdateItem that gives it back; the caller's clock deciding expiry, with the
-// same 1 s skew allowance as leasehold's default.
+// same 1 s skew allowance as leasehold's default. And the peer dynamodb-lock-client.
 import { DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { dynamodbLockClient } from './dynamodb-lock-client.mjs';
 import { leaseholdContenders } from './leasehold.mjs';
 
 const SKEW_MS = 1000;
@@ -67,5 +68,6 @@ export function contenders({ server, libs, ttlMs }) {
         };
       },
     },
+    dynamodbLockClient({ server, libs, ttlMs, credentials }),
   ];
 }

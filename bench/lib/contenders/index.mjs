@@ -7,6 +7,8 @@ import * as mysql from './mysql.mjs';
 import * as nats from './nats.mjs';
 import * as postgres from './postgres.mjs';
 import * as redis from './redis.mjs';
+import * as s3 from './s3.mjs';
 import * as sqlite from './sqlite.mjs';
+import * as zookeeper from './zookeeper.mjs';
 
-export const CONTENDERS = { sqlite, postgres, mysql, redis, etcd, dynamodb, nats };
+export const CONTENDERS = { sqlite, postgres, mysql, redis, etcd, dynamodb, nats, s3, zookeeper };
