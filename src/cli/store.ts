@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { parseStoreUrl } from '../core/store-url.js';
+import { parseStoreUrl, type StoreUrl } from '../core/store-url.js';
 import { DEFAULT_STORE_URL, type LeaseStore } from '../index.js';
 import { defaultStoreUrl } from '../stores/open-store.js';
+import { parseSqliteUrl } from '../stores/sqlite/sqlite-url.js';
 import { openQuietly } from './open-quietly.js';
 import { CliFailure } from './output.js';
 
@@ -78,8 +79,24 @@ export function requireShared(url: string, needs: string): string {
   } catch {
     return url; // opening it reports what is wrong
   }
-  if (parsed.scheme === 'memory' || (parsed.scheme === 'sqlite' && parsed.rest === ':memory:')) {
+  if (parsed.scheme === 'memory' || (parsed.scheme === 'sqlite' && isPrivateSqlite(parsed))) {
     throw new CliFailure(`${parsed.redacted} lives inside one process; ${needs}`, 2);
   }
   return url;
+}
+
+/**
+ * Whether a `sqlite:` URL opens a database no other process can see. better-sqlite3 trims the path
+ * and opens `:memory:` in memory and an empty path as a private temporary file, so
+ * `sqlite://:memory:`, `sqlite: :memory:` and `sqlite: ` are as private as `sqlite::memory:`.
+ */
+function isPrivateSqlite(url: StoreUrl): boolean {
+  let path;
+  try {
+    path = parseSqliteUrl(url).path;
+  } catch {
+    return false; // opening it reports what is wrong
+  }
+  const file = path.trim();
+  return file === '' || file === ':memory:';
 }

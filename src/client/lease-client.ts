@@ -112,6 +112,12 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    * store answered so late that the lease's validity deadline had already passed: it is released).
    */
   async tryAcquire(resource: string): Promise<HeldLease | null> {
+    const outcome = await this.tryOnce(resource);
+    return typeof outcome === 'string' ? null : outcome;
+  }
+
+  /** One acquisition attempt: the lease, or why there is none. */
+  private async tryOnce(resource: string): Promise<HeldLease | 'held-by-other' | 'too-late'> {
     this.assertOpen();
     this.assertNotHeld(checkResource(resource));
     const { store, owner, ttlMs, clock } = this.options;
@@ -126,7 +132,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     }
     if (!lease) {
       this.report.attempt(resource, 'held-by-other', tSent);
-      return null;
+      return 'held-by-other';
     }
     const held = this.grant(lease, tSent);
     if (!held.isValid() || this.closing) {
@@ -135,7 +141,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       // is closing): never hand it out.
       await this.releaseQuietly(held);
       this.assertOpen();
-      return null;
+      return 'too-late';
     }
     this.report.attempt(resource, 'acquired', tSent, { token: held.token });
     this.leases.set(resource, held);
@@ -194,6 +200,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   /**
    * Acquires `resource`, waiting with jittered backoff while another holder has it.
    * Throws `LEASE_UNAVAILABLE` when `waitMs` runs out; rejects with `signal.reason` when aborted.
+   * When the last attempt was granted but answered too late to use, the message says so instead.
    */
   async acquire(resource: string, options?: AcquireOptions): Promise<HeldLease> {
     const { waitMs, signal } = checkAcquireOptions(options);
@@ -203,7 +210,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     const maxDelay = Math.min(1000, Math.max(25, Math.floor(ttlMs / 4)));
     for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
-      const held = await this.tryAcquire(resource);
+      const outcome = await this.tryOnce(resource);
+      const held = typeof outcome === 'string' ? null : outcome;
       if (held && signal?.aborted) {
         await this.releaseQuietly(held); // aborted while the store was answering
         signal.throwIfAborted();
@@ -211,9 +219,14 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       if (held) return held;
       const left = deadline - clock.monotonic();
       if (left <= 0) {
+        const waited = waitMs > 0 ? ` (waited ${waitMs} ms)` : '';
+        const why =
+          outcome === 'too-late'
+            ? `was granted, but the store answered after its validity deadline, so it was given back${waited}: a longer ttlMs leaves more room for the store's latency`
+            : `is held by another owner${waited}`;
         throw new LeaseError(
           ErrorCode.LEASE_UNAVAILABLE,
-          `lease on ${JSON.stringify(resource)} is held by another owner${waitMs > 0 ? ` (waited ${waitMs} ms)` : ''}`,
+          `lease on ${JSON.stringify(resource)} ${why}`,
           {
             resource,
             retryable: true,

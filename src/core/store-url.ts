@@ -70,6 +70,13 @@ function findUserinfo(text: string): Userinfo | undefined {
   }
   const userinfo = text.slice(start, at);
   const colon = userinfo.indexOf(':');
+  // An `@` inside the user info is malformed (a user name spells it `%40`): most likely a `:` typed
+  // as `@` (`user@password@host`), so whatever follows the first `@` or `:` is hidden.
+  const inner = userinfo.indexOf('@');
+  // No scheme, or `scheme://`: the user info starts at `start` (else see below).
+  const plain = head[1] === undefined || head[2] !== '';
+  if (inner !== -1 && plain && (colon === -1 || inner < colon))
+    return { password: start + inner + 1, at, queryInPassword };
   if (colon !== -1) return { password: start + colon + 1, at, queryInPassword };
   // `user@host` after `scheme://` names a user only; without the `//` (`user:pw@host` with no
   // scheme, or `postgres:pw@host`) the first `:` was taken for the scheme's.
@@ -100,7 +107,7 @@ export function urlPassword(text: string): string | undefined {
  * URLs nested in parameters and the values of parameters named like a secret (`password=`,
  * `secret=`). Malformed URLs are redacted too: a misspelt scheme or one without `//`
  * (`postgres:/user:pw@host`, `user:pw@host`), and a password with unencoded `@`, `/`, `?`, `#` or
- * spaces is hidden whole.
+ * spaces is hidden whole; so is what follows an `@` typed for the `:` (`user@pw@host`).
  */
 export function redact(text: string): string {
   const userinfo = findUserinfo(text);

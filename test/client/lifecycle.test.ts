@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LeaseClient, LeaseError, MemoryStore, type HeldLease } from '../../src/index.js';
+import { ManualClock } from '../../src/testing/index.js';
 import type { FaultyStore } from '../harness/faulty-store.js';
 import { rig } from './setup.js';
 
@@ -27,6 +28,39 @@ async function code(promise: Promise<unknown>): Promise<string | undefined> {
 }
 
 describe('acquire', () => {
+  it('says a grant that came too late to use was given back, not that another owner holds it', async () => {
+    const clock = new ManualClock();
+    class LateAnswers extends MemoryStore {
+      override async tryAcquire(resource: string, owner: string, ttlMs: number) {
+        const lease = await super.tryAcquire(resource, owner, ttlMs);
+        // The client's answers arrive after the lease's validity deadline.
+        if (owner === 'me') clock.jump(ttlMs);
+        return lease;
+      }
+    }
+    const store = new LateAnswers({ clock });
+    const client = new LeaseClient({ store, owner: 'me', ttlMs: 1000, heartbeatMs: 250, clock });
+    cleanups.push(() => client.close());
+    const late = await client.acquire('job', { waitMs: 0 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(late).toBeInstanceOf(LeaseError);
+    expect((late as LeaseError).code).toBe('LEASE_UNAVAILABLE');
+    expect((late as LeaseError).message).toMatch(
+      /^lease on "job" was granted, but the store answered after its validity deadline, so it was given back: a longer ttlMs/,
+    );
+    expect((await store.get('job'))?.owner).toBe(''); // released, not left to lapse
+
+    // Held by someone else: the message says so, as before.
+    await store.tryAcquire('other-job', 'them', 60_000);
+    const held = await client.acquire('other-job', { waitMs: 0 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((held as LeaseError).message).toBe('lease on "other-job" is held by another owner');
+  });
+
   it('waits while another owner holds it and gets it after the release, with the next token', async () => {
     const { clock, client, other } = tracked();
     const theirs = (await other.tryAcquire('job'))!;

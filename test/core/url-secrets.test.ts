@@ -26,12 +26,15 @@ const MALFORMED: readonly (readonly [string, RegExp])[] = [
   ['postgres://user:pw1SECRET@127.0.0.1:1 /db', /not a PostgreSQL URL/],
   [' postgres://user:pw1SECRET@127.0.0.1:1/db', /has no scheme/],
   ['user:pw1SECRET@127.0.0.1:1/db', /unknown store scheme "user:"/],
+  // A `:` typed as `@`: an `@` in the user info is malformed, and what follows it may be a password.
+  ['redis://user@pw1SECRET@127.0.0.1:1', /redis:\/\/user@\*\*\*@127\.0\.0\.1:1/],
+  ['user@pw1SECRET@127.0.0.1:1/db', /has no scheme/],
 ];
 
 /** The secret, and each part of it a malformed URL splits it into. */
 function secretParts(url: string): string[] {
   const parts = [SECRET, 'SECRET'];
-  return url.includes(SECRET) ? parts : [...parts, 'pw1?', 'pw1#', 'pw1/', 'pw1 '];
+  return url.includes(SECRET) ? parts : [...parts, 'pw1?', 'pw1#', 'pw1/', 'pw1 ', 'pw1:'];
 }
 
 describe('store URL secrets in messages', () => {
@@ -47,6 +50,20 @@ describe('store URL secrets in messages', () => {
     const redacted = redact(url);
     expect(redacted).not.toContain('SECRET');
     expect(redacted).toContain('***');
+  });
+
+  it.each([
+    'postgres://user@pw1SECRET@127.0.0.1:1/db',
+    'postgres://user@pw1:SECRET@127.0.0.1:1/db',
+  ])('a store opened from %j fails its first call without the password', async (url) => {
+    const store = await openStore(url);
+    try {
+      const error = await rejection(store.list());
+      for (const part of secretParts(url)) expect(error.message).not.toContain(part);
+      expect(error.message).toContain('postgres://user@***@127.0.0.1:1/db');
+    } finally {
+      await store.close();
+    }
   });
 
   it('still reads the query of a URL with an unencoded "?" in its password', () => {

@@ -37,7 +37,10 @@ export async function acquireForRun(
     held = await acquireSayingWait(client, store, resource, waitMs, interrupt.signal);
   } catch (error) {
     if (!isLeaseError(error, ErrorCode.LEASE_UNAVAILABLE)) throw error;
-    throw new CliFailure(await unavailableLine(store, resource, waitMs), RUN_EXIT.unavailable);
+    throw new CliFailure(
+      await unavailableLine(store, resource, waitMs, error.message),
+      RUN_EXIT.unavailable,
+    );
   } finally {
     signals.onSignal = () => undefined;
   }
@@ -49,15 +52,19 @@ export async function acquireForRun(
   return held;
 }
 
+/**
+ * The line for a lease not acquired: its live holder when the store shows one, else the client's
+ * own account (held by an owner gone since, or granted too late to use).
+ */
 async function unavailableLine(
   store: LeaseStore,
   resource: string,
   waitMs: number,
+  clientMessage: string,
 ): Promise<string> {
   const waited = waitMs > 0 ? ` (waited ${formatDuration(waitMs)})` : '';
   const record = await store.get(resource).catch(() => null);
-  if (!record || record.owner === '')
-    return `${ErrorCode.LEASE_UNAVAILABLE}: lease on ${quoted(resource)} is held by another owner${waited}`;
+  if (!record || record.owner === '') return `${ErrorCode.LEASE_UNAVAILABLE}: ${clientMessage}`;
   const view = viewRecord(record, Date.now(), store.maxClockSkewMs);
   return `${ErrorCode.LEASE_UNAVAILABLE}: lease on ${quoted(resource)} is held by ${quoted(record.owner)} with token ${record.token}, expiring ${expiresText(view)}${waited}`;
 }
