@@ -24,15 +24,37 @@ export interface FindFreeResult {
 }
 
 /**
+ * Where paging may resume after `after` without passing a wanted name: just before the first
+ * wanted name above `after` (that name less its last character sorts before it, and no wanted name
+ * lies between), or `undefined` when no wanted name is left above `after`.
+ */
+function resumeAfter(sorted: readonly string[], after: string): string | undefined {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (compareResources(sorted[mid]!, after) <= 0) low = mid + 1;
+    else high = mid;
+  }
+  const next = sorted[low];
+  if (next === undefined) return undefined;
+  const shorter = Array.from(next).slice(0, -1).join('');
+  return compareResources(shorter, after) > 0 ? shorter : after;
+}
+
+/**
  * Finds wanted resources nobody holds by paging through the records from a random point and
  * wrapping around, stopping once `enough` are found, so workers short of their share do not all
- * read the same pages and, together, read about one table's worth. Wanted resources without any
- * record count as free only after a full lap (only then is their absence known).
+ * read the same pages and, together, read about one table's worth. Pages jump over stretches of
+ * records between wanted names, so unrelated records under the same prefix (or the whole store,
+ * when the wanted names share none) are not read. Wanted resources without any record count as
+ * free only after a full lap (only then is their absence known).
  */
 export async function findFree(input: FindFreeInput): Promise<FindFreeResult> {
   const { store, prefix, wanted, skip, enough, isFree, pageSize } = input;
   const random = input.random ?? Math.random;
   const names = [...wanted];
+  const sorted = [...names].sort(compareResources);
   const start = names.length === 0 ? '' : names[Math.floor(random() * names.length)]!;
   const free: string[] = [];
   const live: LeaseRecord[] = [];
@@ -43,8 +65,8 @@ export async function findFree(input: FindFreeInput): Promise<FindFreeResult> {
     [start, undefined],
     ['', start],
   ] as const) {
-    let after = from;
-    for (;;) {
+    let after = resumeAfter(sorted, from);
+    while (after !== undefined && (until === undefined || compareResources(after, until) < 0)) {
       const page = await store.list({ prefix, limit: pageSize, after });
       recordsRead += page.length;
       let passedEnd = false;
@@ -60,7 +82,7 @@ export async function findFree(input: FindFreeInput): Promise<FindFreeResult> {
       }
       if (free.length >= enough) return { free, live, recordsRead };
       if (passedEnd || page.length < pageSize) break;
-      after = page.at(-1)!.resource;
+      after = resumeAfter(sorted, page.at(-1)!.resource);
     }
   }
   for (const name of names) if (!seen.has(name) && !skip.has(name)) free.push(name);
