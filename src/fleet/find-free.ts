@@ -23,12 +23,11 @@ export interface FindFreeResult {
   readonly recordsRead: number;
 }
 
-/**
- * Where paging may resume after `after` without passing a wanted name: just before the first
- * wanted name above `after` (that name less its last character sorts before it, and no wanted name
- * lies between), or `undefined` when no wanted name is left above `after`.
- */
-function resumeAfter(sorted: readonly string[], after: string): string | undefined {
+/** The smallest page asked for: records between wanted names cost little up to this many. */
+const MIN_PAGE = 16;
+
+/** How many of `sorted` sort after `after`. */
+function countAbove(sorted: readonly string[], after: string): number {
   let low = 0;
   let high = sorted.length;
   while (low < high) {
@@ -36,9 +35,20 @@ function resumeAfter(sorted: readonly string[], after: string): string | undefin
     if (compareResources(sorted[mid]!, after) <= 0) low = mid + 1;
     else high = mid;
   }
-  const next = sorted[low];
-  if (next === undefined) return undefined;
-  const shorter = Array.from(next).slice(0, -1).join('');
+  return sorted.length - low;
+}
+
+/**
+ * Where paging may resume after `after` without passing a wanted name: just before the first
+ * wanted name above `after` (that name less its last character sorts before it, and no wanted name
+ * lies between), or `undefined` when no wanted name is left above `after`.
+ */
+function resumeAfter(sorted: readonly string[], after: string): string | undefined {
+  const left = countAbove(sorted, after);
+  if (left === 0) return undefined;
+  const shorter = Array.from(sorted[sorted.length - left]!)
+    .slice(0, -1)
+    .join('');
   return compareResources(shorter, after) > 0 ? shorter : after;
 }
 
@@ -46,8 +56,8 @@ function resumeAfter(sorted: readonly string[], after: string): string | undefin
  * Finds wanted resources nobody holds by paging through the records from a random point and
  * wrapping around, stopping once `enough` are found, so workers short of their share do not all
  * read the same pages and, together, read about one table's worth. Pages jump over stretches of
- * records between wanted names, so unrelated records under the same prefix (or the whole store,
- * when the wanted names share none) are not read. Wanted resources without any record count as
+ * records between wanted names and are no longer than the wanted names left, so unrelated records
+ * under the same prefix (or the whole store, when the wanted names share none) are mostly not read. Wanted resources without any record count as
  * free only after a full lap (only then is their absence known).
  */
 export async function findFree(input: FindFreeInput): Promise<FindFreeResult> {
@@ -67,7 +77,10 @@ export async function findFree(input: FindFreeInput): Promise<FindFreeResult> {
   ] as const) {
     let after = resumeAfter(sorted, from);
     while (after !== undefined && (until === undefined || compareResources(after, until) < 0)) {
-      const page = await store.list({ prefix, limit: pageSize, after });
+      // No more records than wanted names are left to find (but a few): a sparse wanted set among
+      // many records reads short pages.
+      const limit = Math.min(pageSize, Math.max(MIN_PAGE, countAbove(sorted, after)));
+      const page = await store.list({ prefix, limit, after });
       recordsRead += page.length;
       let passedEnd = false;
       for (const record of page) {
@@ -81,7 +94,7 @@ export async function findFree(input: FindFreeInput): Promise<FindFreeResult> {
         else live.push(record);
       }
       if (free.length >= enough) return { free, live, recordsRead };
-      if (passedEnd || page.length < pageSize) break;
+      if (passedEnd || page.length < limit) break;
       after = resumeAfter(sorted, page.at(-1)!.resource);
     }
   }
