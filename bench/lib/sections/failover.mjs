@@ -16,7 +16,7 @@ const now = () => performance.timeOrigin + performance.now();
 export function failoverStores(quick) {
   return quick
     ? ['sqlite', 'redis', 'postgres']
-    : ['sqlite', 'postgres', 'mysql', 'redis', 'etcd', 'dynamodb'];
+    : ['sqlite', 'postgres', 'mysql', 'redis', 'etcd', 'dynamodb', 'nats', 'zookeeper', 's3'];
 }
 
 export async function failover({ store, server, libs, quick, log }) {
