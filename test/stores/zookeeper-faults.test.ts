@@ -124,6 +124,7 @@ describeServer('zookeeper store under faults', zookeeperUnavailable(), () => {
     const a = (await cut.tryAcquire('s/a', 'cut', 1000))!;
     const b = (await cut.tryAcquire('s/b', 'cut', 1000))!;
     const long = (await cut.tryAcquire('s/long', 'cut', 60_000))!;
+    const untaken = (await cut.tryAcquire('quiet/c', 'cut', 1000))!; // nobody takes this one over
     const events: WatchEvent[] = [];
     const unwatch = (other as LeaseStore & { watch: NonNullable<LeaseStore['watch']> }).watch(
       's/',
@@ -167,6 +168,12 @@ describeServer('zookeeper store under faults', zookeeperUnavailable(), () => {
     expect(await cut.release(b)).toBe(false);
     expect(await cut.renew(long)).toMatchObject({ owner: 'cut', token: 1 });
     expect(await other.get('s/b')).toMatchObject({ owner: 'other', token: 2 });
+    // Its hold went with the session, though its token never moved: ended all the same.
+    expect(await other.get('quiet/c')).toMatchObject({ owner: 'cut', token: 1 });
+    expect(await cut.renew(untaken)).toBeNull();
+    expect(await cut.release(untaken)).toBe(false);
+    expect(await other.get('quiet/c')).toMatchObject({ owner: 'cut', token: 1 });
+    expect(await other.tryAcquire('quiet/c', 'other', 5000)).toMatchObject({ token: 2 });
   }, 40_000);
 
   it('a lease whose holder lives on without renewing lapses at its TTL on the server clock', async () => {

@@ -125,13 +125,14 @@ describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
     ).toEqual({ exists: 2, getData: 1, multi: 1, setData: 1 });
   });
 
-  it('renew and release: three reads sent together, then one multi', async () => {
+  it('renew and release of a lease this store granted: one multi each, no reads', async () => {
     const lease = (await store.tryAcquire('rr', 'a', 5000))!;
-    expect(await requestsOf(() => store.renew(lease))).toEqual({
-      exists: 2,
-      getData: 1,
-      multi: 1,
-    });
+    expect(await requestsOf(() => store.renew(lease))).toEqual({ multi: 1 });
+    // A renewal with a longer TTL moves the hold onto another session, in the same multi.
+    relay.counts.clear();
+    const longer = (await store.renew(lease, 10_000))!;
+    expect(longer).toMatchObject({ owner: 'a', token: lease.token, ttlMs: 10_000 });
+    expect(Object.fromEntries(relay.counts)).toEqual({ multi: 1 });
     let n = 0;
     expect(
       await requestsOf(async () => {
@@ -139,7 +140,85 @@ describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
         relay.counts.clear();
         expect(await store.release(own)).toBe(true);
       }),
+    ).toEqual({ multi: 1 });
+    expect(await other.get(`rel/${n - 1}`)).toMatchObject({ owner: '', expiresAt: 0 });
+  });
+
+  it('a lease granted through another store: three reads sent together, then one multi', async () => {
+    let n = 0;
+    expect(
+      await requestsOf(async () => {
+        const lease = (await other.tryAcquire(`elsewhere/${++n}`, 'a', 5000))!;
+        relay.counts.clear();
+        expect(await store.renew(lease)).toMatchObject({ owner: 'a', token: lease.token });
+      }),
     ).toEqual({ exists: 2, getData: 1, multi: 1 });
+    // Renewed here once, the lease is this store's to write: the next renewals need no reads.
+    const record = (await other.get(`elsewhere/${n}`))!;
+    expect(await requestsOf(() => store.renew({ ...record, ttlMs: 5000 }))).toEqual({ multi: 1 });
+    expect(
+      await requestsOf(async () => {
+        const lease = (await other.tryAcquire(`elsewhere/${++n}`, 'a', 5000))!;
+        relay.counts.clear();
+        expect(await store.release(lease)).toBe(true);
+      }),
+    ).toEqual({ exists: 2, getData: 1, multi: 1 });
+  });
+
+  it('the multi of a remembered lease is refused when its record changed: read, then settled', async () => {
+    let n = 0;
+    // Renewed through another store since: the refused multi, the reads, and the multi they allow.
+    expect(
+      await requestsOf(async () => {
+        const lease = (await store.tryAcquire(`changed/${n++}`, 'a', 5000))!;
+        expect(await other.renew(lease)).not.toBeNull();
+        relay.counts.clear();
+        expect(await store.renew(lease)).toMatchObject({ owner: 'a', token: lease.token });
+      }),
+    ).toEqual({ exists: 2, getData: 1, multi: 2 });
+    expect(
+      await requestsOf(async () => {
+        const lease = (await store.tryAcquire(`changed/${n++}`, 'a', 5000))!;
+        expect(await other.renew(lease)).not.toBeNull();
+        relay.counts.clear();
+        expect(await store.release(lease)).toBe(true);
+      }),
+    ).toEqual({ exists: 2, getData: 1, multi: 2 });
+    // Released through another store: the multi alone tells the grant is over, and the store
+    // forgets it (what it is asked about it next is read).
+    expect(
+      await requestsOf(async () => {
+        const lease = (await store.tryAcquire(`changed/${n++}`, 'a', 5000))!;
+        expect(await other.release(lease)).toBe(true);
+        relay.counts.clear();
+        expect(await store.renew(lease)).toBeNull();
+        expect(Object.fromEntries(relay.counts)).toEqual({ multi: 1 });
+        expect(await store.release(lease)).toBe(false);
+      }),
+    ).toEqual({ exists: 2, getData: 1, multi: 1 });
+  });
+
+  it('a stale token or a forged owner changes nothing: refused in the multi or by the reads', async () => {
+    // Lapsed and taken over through another store: the token moved on, the multi is refused.
+    const old = (await store.tryAcquire('stale', 'a', 400))!;
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    const taken = (await other.tryAcquire('stale', 'b', 5000))!;
+    expect(taken.token).toBe(old.token + 1);
+    relay.counts.clear();
+    expect(await store.release(old)).toBe(false);
+    expect(Object.fromEntries(relay.counts)).toEqual({ multi: 1 });
+    expect(await store.renew(old)).toBeNull();
+    expect(await other.get('stale')).toMatchObject({ owner: 'b', token: taken.token });
+    // The right token with another owner is not the lease this store granted: it is read, and
+    // nothing is written.
+    const lease = (await store.tryAcquire('forged', 'a', 5000))!;
+    const before = await other.get('forged');
+    const forged = { ...lease, owner: 'mallory' };
+    relay.counts.clear();
+    expect(await store.renew(forged)).toBeNull();
+    expect(await store.release(forged)).toBe(false);
+    expect(Object.fromEntries(relay.counts)).toEqual({ exists: 4, getData: 2 });
+    expect(await other.get('forged')).toEqual(before);
   });
 
   it('batches: one multi for all their writes, whatever their size', async () => {
@@ -154,13 +233,16 @@ describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
     };
     // Never acquired: two reads each to tell free from held, then one multi.
     expect(await requestsOf(acquire)).toEqual({ exists: 2 * n, multi: 1 });
-    expect(await requestsOf(() => store.renewMany(leases))).toEqual({
-      exists: 2 * n,
-      getData: n,
-      multi: 1,
-    });
+    // Granted here: renew and release write without reading.
+    expect(await requestsOf(() => store.renewMany(leases))).toEqual({ multi: 1 });
     relay.counts.clear();
     expect(await store.releaseMany(leases)).toEqual(leases.map(() => true));
+    expect(Object.fromEntries(relay.counts)).toEqual({ multi: 1 });
+    // Granted through another store: the reads of each, sent together, then one multi.
+    const names = Array.from({ length: n }, (_, i) => `batch/other/${i}`);
+    const elsewhere = (await other.acquireMany(names, 'a', 5000)).map((o) => o.lease!);
+    relay.counts.clear();
+    expect((await store.renewMany(elsewhere)).every((l) => l !== null)).toBe(true);
     expect(Object.fromEntries(relay.counts)).toEqual({ exists: 2 * n, getData: n, multi: 1 });
   });
 

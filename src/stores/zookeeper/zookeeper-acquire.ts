@@ -2,6 +2,7 @@ import type { LeaseRecord } from '../../core/lease.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import { ZK_CODE } from './zookeeper-driver.js';
 import { foreignZnode } from './zookeeper-errors.js';
+import type { ZkGrants } from './zookeeper-grants.js';
 import {
   acquireOps,
   firstAcquireOps,
@@ -37,6 +38,7 @@ export class ZkAcquirer {
     private readonly clockPath: string,
     private readonly modes: Modes,
     private readonly maxClockSkewMs: number,
+    private readonly grants: ZkGrants,
   ) {}
 
   /**
@@ -56,13 +58,13 @@ export class ZkAcquirer {
       const since = performance.now();
       if (path === 'free') {
         const r = await s.multi((tx) => acquireOps(tx, p, owner, ttlMs, this.modes));
-        if (r.ok) return granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 1, ttlMs));
+        if (r.ok) return this.granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 1, ttlMs));
         path = nextPath(p, r, 'free');
         continue;
       }
       if (path === 'fresh') {
         const r = await s.multi((tx) => firstAcquireOps(tx, p, owner, ttlMs, this.modes));
-        if (r.ok) return granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 2, ttlMs));
+        if (r.ok) return this.granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 2, ttlMs));
         path = nextPath(p, r, 'fresh');
         continue;
       }
@@ -74,7 +76,7 @@ export class ZkAcquirer {
       }
       const version = seen!.recordVersion;
       const r = await s.multi((tx) => takeoverOps(tx, p, version, owner, ttlMs, this.modes));
-      if (r.ok) return granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 3, ttlMs));
+      if (r.ok) return this.granted(s, p, owner, ttlMs, since, grantOf(p, r.results, 3, ttlMs));
       path = 'held'; // renewed, released or taken meanwhile: look again
     }
     return { resource: p.resource, lease: null };
@@ -160,7 +162,7 @@ export class ZkAcquirer {
     });
     if (r.ok) {
       return chunk.map((i, k) =>
-        granted(
+        this.granted(
           s,
           paths[i]!,
           owner,
@@ -197,6 +199,24 @@ export class ZkAcquirer {
       return { kind: 'live', holder: found };
     });
   }
+
+  /** A grant: remembered on the session that holds it, and with what its record was left. */
+  private granted(
+    s: ZkSession,
+    p: ResourcePaths,
+    owner: string,
+    ttlMs: number,
+    since: number,
+    grant: { token: number; expiresAt: number; recordVersion: number },
+  ): AcquireOutcome {
+    const { token, expiresAt, recordVersion } = grant;
+    s.track(p.hold, since + ttlMs);
+    this.grants.note(p.hold, { owner, token, recordVersion, session: s, until: since + ttlMs });
+    return {
+      resource: p.resource,
+      lease: { resource: p.resource, owner, ttlMs, token, expiresAt },
+    };
+  }
 }
 
 /** Where an acquire goes after its `multi` was refused. */
@@ -212,16 +232,4 @@ function nextPath(
     from === 'fresh' && r.index === 0 ? p.record : p.hold,
     `refused an acquire (operation ${r.index}, ZooKeeper error ${r.code})`,
   );
-}
-
-function granted(
-  s: ZkSession,
-  p: ResourcePaths,
-  owner: string,
-  ttlMs: number,
-  since: number,
-  grant: { token: number; expiresAt: number },
-): AcquireOutcome {
-  s.track(p.hold, since + ttlMs);
-  return { resource: p.resource, lease: { resource: p.resource, owner, ttlMs, ...grant } };
 }

@@ -1,6 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
-import type { ZkOpResult, ZkStat, ZkTransaction } from './zookeeper-driver.js';
+import { ZK_CODE, type ZkOpResult, type ZkStat, type ZkTransaction } from './zookeeper-driver.js';
 import { foreignZnode } from './zookeeper-errors.js';
 import type { ResourcePaths } from './zookeeper-paths.js';
 
@@ -136,44 +136,74 @@ export function takeoverOps(
 }
 
 /**
- * Renew: only if the record is still at the version read (whose owner and token were checked)
- * and the hold still exists, writes the record again (answer: 1). With `move`, the hold is
- * re-created on this session (one whose timeout covers the new TTL).
+ * Renew: only if the token znode is still at the lease's token (no grant since), the hold still
+ * exists and the record is still at `recordVersion` (a version whose owner and token were checked:
+ * read, or left by this store's own write for this grant), writes the record again (its answer is
+ * the last operation). With `move`, the hold is re-created on this session (one whose timeout
+ * covers the new TTL).
  */
 export function renewOps(
   tx: ZkTransaction,
   p: ResourcePaths,
+  token: number,
   recordVersion: number,
   owner: string,
   ttlMs: number,
   move: { ephemeral: number } | undefined,
 ): number {
+  tx.check(p.token, token);
   if (move) {
     tx.remove(p.hold, -1).create(p.hold, Buffer.from(owner, 'utf8'), move.ephemeral);
   } else {
     tx.check(p.hold, -1);
   }
   tx.setData(p.record, encodeRecord(owner, ttlMs), recordVersion);
-  return move ? 3 : 2;
+  return move ? 4 : 3;
 }
 
-/** Release: only if the record is still at the version read, deletes the hold and blanks the record. */
-export function releaseOps(tx: ZkTransaction, p: ResourcePaths, recordVersion: number): number {
-  tx.remove(p.hold, -1).setData(p.record, RELEASED, recordVersion);
-  return 2;
+/**
+ * Release: only if the token znode is still at the lease's token and the record still at
+ * `recordVersion` (as for renew), deletes the hold and blanks the record.
+ */
+export function releaseOps(
+  tx: ZkTransaction,
+  p: ResourcePaths,
+  token: number,
+  recordVersion: number,
+): number {
+  tx.check(p.token, token).remove(p.hold, -1).setData(p.record, RELEASED, recordVersion);
+  return 3;
 }
 
-/** The token and `expiresAt` a granting transaction answered with, its operations from `first`. */
+/**
+ * How the operations of a renew or release were refused, by their offset: the grant is over
+ * (`over`: the token moved on, or the hold is gone), or the record was written since the version
+ * the operations were conditioned on (`changed`).
+ */
+export function refusalOf(op: number, code: number): 'over' | 'changed' {
+  if (op === 0 && code === ZK_CODE.BAD_VERSION) return 'over';
+  if (op === 1 && code === ZK_CODE.NO_NODE) return 'over';
+  return 'changed';
+}
+
+/**
+ * The token and `expiresAt` a granting transaction answered with, its operations from `first`, and
+ * the record znode's version it left.
+ */
 export function grantOf(
   p: ResourcePaths,
   results: readonly ZkOpResult[],
   tokenAt: number,
   ttlMs: number,
-): { token: number; expiresAt: number } {
+): { token: number; expiresAt: number; recordVersion: number } {
   const token = results[tokenAt]?.stat;
   const record = results[tokenAt + 1]?.stat;
   if (!token || !record) throw foreignZnode(p.record, 'was answered without its stat');
-  return { token: tokenOf(p.token, token), expiresAt: mtimeOf(record) + ttlMs };
+  return {
+    token: tokenOf(p.token, token),
+    expiresAt: mtimeOf(record) + ttlMs,
+    recordVersion: record.version,
+  };
 }
 
 /** Rough size of one lease's operations on `p`, at most, to keep one `multi` well under 1 MB. */

@@ -22,6 +22,8 @@ export function sessionClassMs(ttlMs: number): number {
  */
 export class ZkSessions {
   private readonly byClass = new Map<number, Promise<ZkSession>>();
+  /** The session of each class once it is open, for the common case: no promise to wait on. */
+  private readonly ready = new Map<number, ZkSession>();
   private readonly opened = new Set<ZkSession>();
   private closed = false;
 
@@ -69,12 +71,15 @@ export class ZkSessions {
     this.closed = true;
     const all = await Promise.allSettled(this.byClass.values());
     this.byClass.clear();
+    this.ready.clear();
     this.opened.clear();
     for (const settled of all) if (settled.status === 'fulfilled') settled.value.close();
   }
 
   private async ofClass(classMs: number): Promise<ZkSession> {
     if (this.closed) throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'the store is closed');
+    const open = this.ready.get(classMs);
+    if (open?.usable) return open;
     const pending = this.byClass.get(classMs);
     const current = pending && (await pending.catch(() => undefined));
     if (pending && current?.usable) return current;
@@ -86,10 +91,12 @@ export class ZkSessions {
           throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'the store is closed');
         }
         this.opened.add(session);
+        if (this.byClass.get(classMs) === opening) this.ready.set(classMs, session);
         return session;
       },
     );
     this.byClass.set(classMs, opening);
+    this.ready.delete(classMs);
     opening.catch(() => {
       if (this.byClass.get(classMs) === opening) this.byClass.delete(classMs);
     });

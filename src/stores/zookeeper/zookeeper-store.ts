@@ -13,6 +13,7 @@ import {
 import { ZkAcquirer } from './zookeeper-acquire.js';
 import type { ZkModule } from './zookeeper-driver.js';
 import { mapZookeeperError } from './zookeeper-errors.js';
+import { ZkGrants } from './zookeeper-grants.js';
 import { recordOf, type Modes } from './zookeeper-ops.js';
 import {
   resolveZookeeperOptions,
@@ -22,14 +23,7 @@ import {
 import { decodeName, ZkPaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
 import { ZkSessions } from './zookeeper-sessions.js';
-import {
-  releaseMulti,
-  renewMulti,
-  rounds,
-  stillHeld,
-  type Found,
-  type Item,
-} from './zookeeper-update.js';
+import { rounds, ZkUpdates, type Item } from './zookeeper-update.js';
 import { parseZookeeperUrl, type ZookeeperTarget } from './zookeeper-url.js';
 import { ZkWatch, type ZookeeperUnwatch } from './zookeeper-watch.js';
 
@@ -46,10 +40,12 @@ const LIST_READS = 1000;
  * Expiry is decided on ZooKeeper's clock: `expiresAt` is the leader's `mtime` of the transaction
  * that wrote the record plus the TTL, and a contender finds a lease lapsed by the `mtime` of a
  * write of its own to the clock znode; so a holder that lives on without renewing loses the lease
- * at its TTL even though its session lives on. Acquire is one `multi` when the resource is free;
- * renew and release read the lease's znodes (served by the connected server, no quorum write)
- * then write one `multi`. Batches send all their reads together and then one `multi` per 256 KB
- * of operations.
+ * at its TTL even though its session lives on. Acquire is one `multi` when the resource is free.
+ * Renew and release are one `multi` conditioned on the token znode's version, the hold's existence
+ * and the record's version that this store's own last write of the lease left (see `ZkGrants`);
+ * a lease this store did not write last has its znodes read first (served by the connected
+ * server, no quorum write). Batches send all their reads, if any, together and then one `multi`
+ * per 256 KB of operations.
  */
 export class ZookeeperStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -66,8 +62,8 @@ export class ZookeeperStore extends StoreBase {
   private readonly paths: ZkPaths;
   private readonly sessions: ZkSessions;
   private readonly acquirer: ZkAcquirer;
+  private readonly updates: ZkUpdates;
   private readonly watcher: ZkWatch;
-  private readonly ephemeral: number;
 
   private constructor(
     zk: ZkModule,
@@ -83,8 +79,9 @@ export class ZookeeperStore extends StoreBase {
       persistent: zk.CreateMode.PERSISTENT,
       ephemeral: zk.CreateMode.EPHEMERAL,
     };
-    this.ephemeral = modes.ephemeral;
-    this.acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs);
+    const grants = new ZkGrants();
+    this.acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs, grants);
+    this.updates = new ZkUpdates(this.sessions, grants, modes.ephemeral);
     this.watcher = new ZkWatch(this.sessions, this.paths, this.options.onWatchError);
   }
 
@@ -154,9 +151,10 @@ export class ZookeeperStore extends StoreBase {
   }
 
   /**
-   * On the session for the TTL asked for: the reads of each lease, sent together, then one
-   * `multi` that writes its record again (moving the hold onto this session when the session
-   * that holds it is not one of the store's with a timeout long enough for the new TTL).
+   * On the session for the TTL asked for: one `multi` per round that writes each record again
+   * (moving the hold onto this session when the session that holds it is not one of the store's
+   * with a timeout long enough for the new TTL), after reads only for leases this store did not
+   * write last (see `ZkUpdates`).
    */
   protected async doRenewMany(
     leases: readonly Lease[],
@@ -167,56 +165,41 @@ export class ZookeeperStore extends StoreBase {
     const groups = await this.group(leases, (lease) => this.sessions.forTtl(ttlOf(lease)));
     await Promise.all(
       [...groups].map(async ([session, items]) => {
-        for (const round of rounds(items)) {
-          const since = performance.now();
-          const found = await stillHeld(session, round);
-          const live = new Map<number, Found & { move: boolean }>();
-          const keep = round.filter((item, k) => {
-            const f = found[k];
-            if (!f) return false;
-            const holder = this.sessions.byOwner(f.hold.ephemeralOwner);
-            const move = !holder || holder.timeoutMs < ttlOf(item.lease);
-            live.set(item.index, { ...f, move });
-            return true;
-          });
-          const mtimes = await renewMulti(session, keep, live, ttlOf, this.ephemeral);
-          for (const { index, lease, paths } of keep) {
-            const mtime = mtimes.get(index);
-            if (mtime === undefined || mtime === null) continue;
-            const ttl = ttlOf(lease);
-            const on = live.get(index)!.move
-              ? session
-              : this.sessions.byOwner(live.get(index)!.hold.ephemeralOwner);
-            on?.track(paths.hold, since + ttl);
-            out[index] = { ...pick(lease), expiresAt: mtime + ttl, ttlMs: ttl };
-          }
-        }
+        for (const round of rounds(items)) await this.updates.renew(session, round, ttlOf, out);
       }),
     );
     return out;
   }
 
-  /** Like renewal: the reads, then one `multi` that deletes each hold and blanks its record. */
+  /** Like renewal: one `multi` per round that deletes each hold and blanks its record. */
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     const out = new Array<boolean>(leases.length).fill(false);
     const groups = await this.group(leases, (lease) => this.releaseSession(lease));
     await Promise.all(
       [...groups].map(async ([session, items]) => {
-        for (const round of rounds(items)) {
-          const found = await stillHeld(session, round);
-          const live = new Map<number, Found>();
-          round.forEach((item, k) => found[k] && live.set(item.index, found[k]));
-          const keep = round.filter((item) => live.has(item.index));
-          const done = await releaseMulti(session, keep, live);
-          for (const { index, paths } of keep) {
-            if (!done.get(index)) continue;
-            this.sessions.untrack(paths.hold);
-            out[index] = true;
-          }
-        }
+        for (const round of rounds(items)) await this.updates.release(session, round, out);
       }),
     );
     return out;
+  }
+
+  /** One lease: `doRenewMany`'s work without the grouping. */
+  protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    const ttl = ttlMs ?? lease.ttlMs;
+    const session = await this.sessions.forTtl(ttl);
+    const out: (Lease | null)[] = [null];
+    const item = { index: 0, lease, paths: this.paths.of(lease.resource) };
+    await this.updates.renew(session, [item], () => ttl, out);
+    return out[0]!;
+  }
+
+  /** One lease: `doReleaseMany`'s work without the grouping. */
+  protected override async doRelease(lease: LeaseRef): Promise<boolean> {
+    const session = await this.releaseSession(lease);
+    const out = [false];
+    const item = { index: 0, lease, paths: this.paths.of(lease.resource) };
+    await this.updates.release(session, [item], out);
+    return out[0]!;
   }
 
   /** The record and token znodes, read together. */
@@ -303,10 +286,6 @@ export class ZookeeperStore extends StoreBase {
     });
     return groups;
   }
-}
-
-function pick(lease: Lease): Pick<Lease, 'resource' | 'owner' | 'token'> {
-  return { resource: lease.resource, owner: lease.owner, token: lease.token };
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

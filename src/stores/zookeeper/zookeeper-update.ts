@@ -1,27 +1,189 @@
 import type { Lease, LeaseRef } from '../../core/lease.js';
+import type { ZkOpResult, ZkStat, ZkTransaction } from './zookeeper-driver.js';
+import type { ZkGrants } from './zookeeper-grants.js';
 import {
   mtimeOf,
   opBytesOf,
   recordOf,
+  refusalOf,
   releaseOps,
   renewOps,
   splitForMulti,
 } from './zookeeper-ops.js';
 import type { ResourcePaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
-import type { ZkStat, ZkTransaction } from './zookeeper-driver.js';
+import type { ZkSessions } from './zookeeper-sessions.js';
 
-/** A lease of a batch, its znodes and what the reads found. */
+/** A lease of a batch and its znodes. */
 export interface Item<T extends LeaseRef> {
   readonly index: number;
   readonly lease: T;
   readonly paths: ResourcePaths;
 }
 
-/** What the reads of one lease found, when it is still the caller's. */
-export interface Found {
+/** What a lease's write is conditioned on, when the lease is still the caller's as far as known. */
+interface Basis {
   readonly recordVersion: number;
-  readonly hold: ZkStat;
+  /** The store's usable session that holds the hold znode, if it is one of the store's. */
+  readonly holder: ZkSession | undefined;
+  /** Taken from `ZkGrants`, not read: a refusal that does not end the grant is read again. */
+  readonly remembered: boolean;
+}
+
+/** How one lease's operations went in a `multi`: applied, or refused at an operation of its own. */
+type Sent =
+  | { readonly ok: true; readonly results: readonly ZkOpResult[]; readonly first: number }
+  | { readonly ok: false; readonly op: number; readonly code: number };
+
+/**
+ * Renew and release, in rounds where each resource appears at most once, on one session. A lease
+ * this store granted or last renewed is written in one `multi` conditioned on what the store
+ * remembers (see `ZkGrants`); any other is read first (its record, token and hold znodes, sent
+ * together) and the `multi` is conditioned on what was read. A remembered lease whose `multi` is
+ * refused without the grant being over (its record was written by someone else since) goes round
+ * once more with reads, so the answer is always the one the reads would give.
+ */
+export class ZkUpdates {
+  constructor(
+    private readonly sessions: ZkSessions,
+    private readonly grants: ZkGrants,
+    private readonly ephemeral: number,
+  ) {}
+
+  /**
+   * Writes each record again with its TTL, moving the hold onto `s` when the session that holds
+   * it is not one of the store's with a timeout long enough for the new TTL. Sets `out[index]`.
+   */
+  async renew(
+    s: ZkSession,
+    round: readonly Item<Lease>[],
+    ttlOf: (lease: Lease) => number,
+    out: (Lease | null)[],
+    remembered = true,
+  ): Promise<void> {
+    const since = performance.now();
+    const bases = await this.bases(s, round, remembered);
+    const live = round.filter((item) => bases.has(item.index));
+    const moves = new Set<number>();
+    for (const { index, lease } of live) {
+      const holder = bases.get(index)!.holder;
+      if (!holder || holder.timeoutMs < ttlOf(lease)) moves.add(index);
+    }
+    const sent = await sendBatched(s, live, (tx, { index, lease, paths }) =>
+      renewOps(
+        tx,
+        paths,
+        lease.token,
+        bases.get(index)!.recordVersion,
+        lease.owner,
+        ttlOf(lease),
+        moves.has(index) ? { ephemeral: this.ephemeral } : undefined,
+      ),
+    );
+    const again: Item<Lease>[] = [];
+    for (const item of live) {
+      const { index, lease, paths } = item;
+      const r = sent.get(index)!;
+      if (!r.ok) {
+        if (this.readAgain(item, bases.get(index)!, r)) again.push(item);
+        continue;
+      }
+      const stat = r.results[r.first + (moves.has(index) ? 3 : 2)]?.stat;
+      if (!stat) continue;
+      const ttl = ttlOf(lease);
+      const on = moves.has(index) ? s : bases.get(index)!.holder!;
+      on.track(paths.hold, since + ttl);
+      this.grants.note(paths.hold, {
+        owner: lease.owner,
+        token: lease.token,
+        recordVersion: stat.version,
+        session: on,
+        until: since + ttl,
+      });
+      out[index] = {
+        resource: lease.resource,
+        owner: lease.owner,
+        token: lease.token,
+        expiresAt: mtimeOf(stat) + ttl,
+        ttlMs: ttl,
+      };
+    }
+    if (again.length > 0) await this.renew(s, again, ttlOf, out, false);
+  }
+
+  /** Deletes each hold and blanks its record. Sets `out[index]`. */
+  async release(
+    s: ZkSession,
+    round: readonly Item<LeaseRef>[],
+    out: boolean[],
+    remembered = true,
+  ): Promise<void> {
+    const bases = await this.bases(s, round, remembered);
+    const live = round.filter((item) => bases.has(item.index));
+    const sent = await sendBatched(s, live, (tx, { index, lease, paths }) =>
+      releaseOps(tx, paths, lease.token, bases.get(index)!.recordVersion),
+    );
+    const again: Item<LeaseRef>[] = [];
+    for (const item of live) {
+      const r = sent.get(item.index)!;
+      if (!r.ok) {
+        if (this.readAgain(item, bases.get(item.index)!, r)) again.push(item);
+        continue;
+      }
+      this.sessions.untrack(item.paths.hold);
+      this.grants.forget(item.paths.hold, item.lease.token);
+      out[item.index] = true;
+    }
+    if (again.length > 0) await this.release(s, again, out, false);
+  }
+
+  /**
+   * Whether a refused lease is to be read and tried again: only a remembered one whose grant the
+   * refusal does not show to be over. A grant shown over is forgotten.
+   */
+  private readAgain(
+    { lease, paths }: Item<LeaseRef>,
+    basis: Basis,
+    refused: Extract<Sent, { ok: false }>,
+  ): boolean {
+    if (basis.remembered && refusalOf(refused.op, refused.code) === 'changed') return true;
+    this.grants.forget(paths.hold, lease.token);
+    return false;
+  }
+
+  /** What each lease's write is conditioned on: remembered, or read; absent when not held. */
+  private async bases<T extends LeaseRef>(
+    s: ZkSession,
+    round: readonly Item<T>[],
+    remembered: boolean,
+  ): Promise<Map<number, Basis>> {
+    const out = new Map<number, Basis>();
+    const unknown: Item<T>[] = [];
+    for (const item of round) {
+      const known = remembered ? this.grants.of(item.paths.hold, item.lease) : undefined;
+      if (!known) {
+        unknown.push(item);
+        continue;
+      }
+      out.set(item.index, {
+        recordVersion: known.recordVersion,
+        holder: known.session.usable ? known.session : undefined,
+        remembered: true,
+      });
+    }
+    if (unknown.length === 0) return out;
+    const found = await stillHeld(s, unknown);
+    unknown.forEach((item, k) => {
+      const f = found[k];
+      if (!f) return;
+      out.set(item.index, {
+        recordVersion: f.recordVersion,
+        holder: this.sessions.byOwner(f.hold.ephemeralOwner),
+        remembered: false,
+      });
+    });
+    return out;
+  }
 }
 
 /**
@@ -29,10 +191,10 @@ export interface Found {
  * held by their owner with their token: the hold exists, the token znode is at the lease's token
  * (no grant since), and the record names the owner.
  */
-export async function stillHeld<T extends LeaseRef>(
+async function stillHeld<T extends LeaseRef>(
   s: ZkSession,
   items: readonly Item<T>[],
-): Promise<(Found | undefined)[]> {
+): Promise<({ recordVersion: number; hold: ZkStat } | undefined)[]> {
   const reads = await Promise.all(
     items.map(({ paths }) =>
       Promise.all([s.getData(paths.record), s.exists(paths.token), s.exists(paths.hold)]),
@@ -49,90 +211,45 @@ export async function stillHeld<T extends LeaseRef>(
 
 /**
  * Sends the operations of `items` in `multi`s of up to 256 KB (sent together). A `multi` is all
- * or nothing, and tells only the first operation that failed: that lease gets `failed`, and the
- * rest of its `multi` is sent again without it (a lease changed between the reads and the write,
- * which is rare). `ops` adds one lease's operations and says how many; `answer` reads its result
- * from the results, given where its operations start.
+ * or nothing, and tells only the first operation that failed: that lease is answered with its
+ * refusal, and the rest of its `multi` is sent again without it (a lease changed since its write
+ * was prepared, which is rare). `ops` adds one lease's operations and says how many.
  */
-export async function sendBatched<T extends LeaseRef, R>(
+async function sendBatched<T extends LeaseRef>(
   s: ZkSession,
   items: readonly Item<T>[],
   ops: (tx: ZkTransaction, item: Item<T>) => number,
-  answer: (item: Item<T>, results: readonly { stat?: ZkStat }[], first: number) => R,
-  failed: R,
-): Promise<Map<number, R>> {
-  const out = new Map<number, R>();
-  const groups = splitForMulti(items, (item) => opBytesOf(item.paths, item.lease.owner));
-  await Promise.all(
-    groups.map(async (group) => {
-      let rest = group;
-      while (rest.length > 0) {
-        const starts: number[] = [];
-        const r = await s.multi((tx) => {
-          let at = 0;
-          for (const item of rest) {
-            starts.push(at);
-            at += ops(tx, item);
-          }
-        });
-        if (r.ok) {
-          rest.forEach((item, k) => out.set(item.index, answer(item, r.results, starts[k]!)));
-          return;
+): Promise<Map<number, Sent>> {
+  const out = new Map<number, Sent>();
+  const send = async (group: readonly Item<T>[]): Promise<void> => {
+    let rest = group;
+    while (rest.length > 0) {
+      const starts: number[] = [];
+      const r = await s.multi((tx) => {
+        let at = 0;
+        for (const item of rest) {
+          starts.push(at);
+          at += ops(tx, item);
         }
-        let culprit = starts.findIndex(
-          (start, k) => r.index < (starts[k + 1] ?? Infinity) && r.index >= start,
+      });
+      if (r.ok) {
+        rest.forEach((item, k) =>
+          out.set(item.index, { ok: true, results: r.results, first: starts[k]! }),
         );
-        if (culprit < 0) culprit = 0;
-        out.set(rest[culprit]!.index, failed);
-        rest = rest.filter((_, k) => k !== culprit);
+        return;
       }
-    }),
-  );
-  return out;
-}
-
-export function renewMulti(
-  s: ZkSession,
-  items: readonly Item<Lease>[],
-  found: ReadonlyMap<number, Found & { move: boolean }>,
-  ttlOf: (lease: Lease) => number,
-  ephemeral: number,
-): Promise<Map<number, number | null>> {
-  return sendBatched<Lease, number | null>(
-    s,
-    items,
-    (tx, { index, lease, paths }) => {
-      const f = found.get(index)!;
-      return renewOps(
-        tx,
-        paths,
-        f.recordVersion,
-        lease.owner,
-        ttlOf(lease),
-        f.move ? { ephemeral } : undefined,
+      let culprit = starts.findIndex(
+        (start, k) => r.index < (starts[k + 1] ?? Infinity) && r.index >= start,
       );
-    },
-    ({ index }, results, first) => {
-      const at = first + (found.get(index)!.move ? 2 : 1);
-      const stat = results[at]?.stat;
-      return stat ? mtimeOf(stat) : null;
-    },
-    null,
-  );
-}
-
-export function releaseMulti(
-  s: ZkSession,
-  items: readonly Item<LeaseRef>[],
-  found: ReadonlyMap<number, Found>,
-): Promise<Map<number, boolean>> {
-  return sendBatched<LeaseRef, boolean>(
-    s,
-    items,
-    (tx, { index, paths }) => releaseOps(tx, paths, found.get(index)!.recordVersion),
-    () => true,
-    false,
-  );
+      if (culprit < 0) culprit = 0;
+      out.set(rest[culprit]!.index, { ok: false, op: r.index - starts[culprit]!, code: r.code });
+      rest = rest.filter((_, k) => k !== culprit);
+    }
+  };
+  const groups = splitForMulti(items, (item) => opBytesOf(item.paths, item.lease.owner));
+  if (groups.length === 1) await send(groups[0]!);
+  else await Promise.all(groups.map(send));
+  return out;
 }
 
 /** Items in rounds where each resource appears at most once, in input order. */
