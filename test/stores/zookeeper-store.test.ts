@@ -202,6 +202,28 @@ describeServer('zookeeper store', zookeeperUnavailable(), () => {
     }
   }
 
+  it('connects through the driver module it is given (for bundles), and refuses anything else', async () => {
+    const zk = createRequire(import.meta.url)('node-zookeeper-client') as ZkModule;
+    let clients = 0;
+    const driver: ZkModule = {
+      CreateMode: zk.CreateMode,
+      createClient: (...args) => {
+        clients++;
+        return zk.createClient(...args);
+      },
+    };
+    const store = await ZookeeperStore.open(`${server.url}/given-driver?timeoutMs=3000`, {
+      driver,
+    });
+    opened.push(store);
+    const lease = await store.tryAcquire('bundled', 'a', 5000);
+    expect(lease).toMatchObject({ owner: 'a', token: 1 });
+    expect(clients).toBeGreaterThan(0);
+    const error = await rejection(ZookeeperStore.open(server.url, { driver: {} as ZkModule }));
+    expect(error.code).toBe('INVALID_ARGUMENT');
+    expect(error.message).toMatch(/driver/);
+  });
+
   it('refuses a store path that is not an absolute znode path', async () => {
     const error = await rejection(ZookeeperStore.open(`${server.url}`, { chroot: 'relative' }));
     expect(error.code).toBe('INVALID_ARGUMENT');

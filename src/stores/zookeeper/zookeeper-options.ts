@@ -1,3 +1,4 @@
+import type { ZkModule } from './zookeeper-driver.js';
 import { invalidArgument, type LeaseError } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 import { refusedInName } from './zookeeper-paths.js';
@@ -31,6 +32,13 @@ export interface ZookeeperStoreOptions {
    * @default emits a process warning
    */
   onWatchError?: (error: LeaseError) => void;
+  /**
+   * The `node-zookeeper-client` module to connect with (`import zookeeper from
+   * 'node-zookeeper-client'`), for bundled programs: a bundler cannot see the store load it by
+   * name at run time. The store opens its own sessions through it.
+   * @default the installed `node-zookeeper-client`, loaded when the store opens
+   */
+  driver?: ZkModule;
 }
 
 export const ZOOKEEPER_DEFAULTS = Object.freeze({
@@ -44,6 +52,7 @@ const ZOOKEEPER_KEYS = optionKeys<ZookeeperStoreOptions>({
   timeoutMs: true,
   maxClockSkewMs: true,
   onWatchError: true,
+  driver: true,
 });
 
 export interface ResolvedZookeeperOptions {
@@ -51,6 +60,7 @@ export interface ResolvedZookeeperOptions {
   readonly timeoutMs: number;
   readonly maxClockSkewMs: number;
   readonly onWatchError: (error: LeaseError) => void;
+  readonly driver: ZkModule | undefined;
 }
 
 export function resolveZookeeperOptions(
@@ -77,7 +87,26 @@ export function resolveZookeeperOptions(
       60_000,
     ),
     onWatchError,
+    driver: checkDriver(options.driver),
   };
+}
+
+/** A module with `createClient` and `CreateMode`, as `node-zookeeper-client` exports. */
+function checkDriver(value: unknown): ZkModule | undefined {
+  if (value === undefined) return undefined;
+  const driver = value as Partial<ZkModule> | null;
+  if (
+    typeof driver !== 'object' ||
+    driver === null ||
+    typeof driver.createClient !== 'function' ||
+    typeof driver.CreateMode !== 'object'
+  ) {
+    throw invalidArgument(
+      'driver',
+      `must be the node-zookeeper-client module (with createClient and CreateMode), got ${describe(value)}`,
+    );
+  }
+  return driver as ZkModule;
 }
 
 /** An absolute znode path: `/` then names ZooKeeper accepts, none empty, `.` or `..`. */

@@ -99,8 +99,9 @@ export class ZookeeperStore extends StoreBase {
     options: ZookeeperStoreOptions = {},
   ): Promise<ZookeeperStore> {
     const merged = { ...stripUndefined(target.store), ...stripUndefined(options) };
-    resolveZookeeperOptions(merged); // bad options fail before connecting
-    const zk = await loadDriver<ZkModule>('node-zookeeper-client', 'zookeeper');
+    const resolved = resolveZookeeperOptions(merged); // bad options fail before connecting
+    const zk =
+      resolved.driver ?? (await loadDriver<ZkModule>('node-zookeeper-client', 'zookeeper'));
     const store = new ZookeeperStore(zk, target, merged);
     try {
       await store.init();
