@@ -149,6 +149,49 @@ describeServer('etcd store under faults', etcdUnavailable(), () => {
     expect(await st.renew(lease)).toMatchObject({ owner: 'a', token: 1 });
   });
 
+  it('transitions grouped while the server is paused each fail within the deadline; what may have landed lapses, tokens keep rising', async () => {
+    const etcd = await cluster();
+    const st = await store(etcd, 'timeoutMs=300');
+    const ttl = 1500;
+    const held = (await st.tryAcquire('held', 'a', ttl))!;
+    for (let i = 0; i < 6; i++) await st.release((await st.tryAcquire(`r/${i}`, 'a', ttl))!);
+
+    etcd.members[0]!.pause();
+    let settled: PromiseSettledResult<unknown>[];
+    try {
+      // One goes alone, the rest together: every one of them must fail on its own deadline.
+      settled = await Promise.allSettled([
+        ...Array.from({ length: 6 }, (_, i) => st.tryAcquire(`r/${i}`, 'a', ttl)),
+        st.release(held),
+      ]);
+    } finally {
+      etcd.members[0]!.resume();
+    }
+    for (const result of settled) {
+      expect(result.status).toBe('rejected');
+      const error = (result as PromiseRejectedResult).reason as {
+        code: string;
+        retryable: boolean;
+      };
+      expect(error.code).toBe('STORE_UNAVAILABLE');
+      expect(error.retryable).toBe(true);
+    }
+    // Whatever landed sits on an etcd lease nobody keeps alive any more: within the TTL and the
+    // store's expiry lag every resource is free again, and its next token is above every earlier one.
+    const deadline = performance.now() + ttl + 2000 + 3000;
+    for (const resource of ['held', ...Array.from({ length: 6 }, (_, i) => `r/${i}`)]) {
+      let lease = await st.tryAcquire(resource, 'b', ttl);
+      while (!lease && performance.now() < deadline) {
+        await sleep(100);
+        lease = await st.tryAcquire(resource, 'b', ttl);
+      }
+      expect(lease, resource).not.toBeNull();
+      // Before the pause: token 1 on every resource; a landed acquire of `r/*` took 2.
+      expect(lease!.token, resource).toBeGreaterThanOrEqual(2);
+      expect(await st.get(resource)).toMatchObject({ owner: 'b', token: lease!.token });
+    }
+  });
+
   it('an unreachable endpoint fails open with STORE_UNAVAILABLE, without the password', async () => {
     const port = await freePort(); // nothing listens there
     const error = await rejection(openStore(`etcd://lh:s3cret@127.0.0.1:${port}?timeoutMs=300`));

@@ -5,7 +5,8 @@ import { EtcdStore } from '../../src/stores/etcd/index.js';
 import { validUntil } from '../../src/core/time.js';
 import { opsNeeded } from '../../src/stores/etcd/etcd-batch.js';
 import { acquiredToken, acquireTxn, releaseTxn, renewTxn } from '../../src/stores/etcd/etcd-ops.js';
-import { EtcdKeys } from '../../src/stores/etcd/etcd-keys.js';
+import { EtcdKeys, NONCE_LENGTH } from '../../src/stores/etcd/etcd-keys.js';
+import { Nonces } from '../../src/stores/etcd/etcd-nonce.js';
 import { EtcdCluster, etcdUnavailable } from '../harness/etcd-server.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
@@ -112,20 +113,121 @@ describeServer('etcd store', etcdUnavailable(), () => {
     await etcd?.stop();
   });
 
-  it('keeps a hold key on an etcd lease, a record and a token key whose version is the token', async () => {
+  it('keeps a hold key on an etcd lease and a token key whose version is the token; a release empties the hold key and detaches it', async () => {
     const store = await open('/app1/');
     const first = (await store.tryAcquire('job', 'a', 5000))!;
     const held = await keysUnder('/app1/');
-    expect(Object.keys(held)).toEqual(['job|h', 'job|r', 'job|t']);
+    expect(Object.keys(held)).toEqual(['job|h', 'job|t']);
     expect(held['job|h']![0]).not.toBe('0');
-    expect(held['job|r']![0]).toBe('0');
     expect(held['job|t']).toEqual(['0', '1']);
+    expect(await raw.get('/app1/job\0h').string()).toBe('a');
 
     await store.release(first);
     const released = await keysUnder('/app1/');
-    expect(Object.keys(released)).toEqual(['job|r', 'job|t']);
-    expect(await store.tryAcquire('job', 'b', 5000)).toMatchObject({ token: 2 });
+    expect(released['job|h']![0]).toBe('0');
+    expect(released['job|t']).toEqual(['0', '1']);
+    expect(await raw.get('/app1/job\0h').string()).toBe('');
+    expect(await store.get('job')).toEqual({ resource: 'job', owner: '', token: 1, expiresAt: 0 });
+    expect(await store.release(first)).toBe(false);
+    expect(await store.renew(first)).toBeNull();
+    const second = (await store.tryAcquire('job', 'b', 5000))!;
+    expect(second).toMatchObject({ token: 2 });
     expect((await keysUnder('/app1/'))['job|t']).toEqual(['0', '2']);
+    // A renewal writes the record key; the record read is the later of it and the token key.
+    const renewed = (await store.renew(second, 6000))!;
+    expect((await keysUnder('/app1/'))['job|r']![0]).toBe('0');
+    expect(await store.get('job')).toEqual({
+      resource: 'job',
+      owner: 'b',
+      token: 2,
+      expiresAt: renewed.expiresAt,
+    });
+    await store.release(renewed);
+    const third = (await store.tryAcquire('job', 'c', 5000))!;
+    expect(await store.get('job')).toEqual({
+      resource: 'job',
+      owner: 'c',
+      token: 3,
+      expiresAt: third.expiresAt,
+    });
+  });
+
+  it('reads, releases and takes over what the earlier key layout left behind', async () => {
+    // The earlier layout: an acquire wrote the hold key, the record and a token key holding a bare
+    // 16-byte nonce; a release deleted the hold key and blanked the record.
+    const store = await open('/legacy1/');
+    const lease = await raw.leaseClient.leaseGrant({ TTL: 10 });
+    const record = (owner: string, expiresAt: number): Buffer =>
+      Buffer.from(JSON.stringify({ owner, expiresAt }));
+    const legacyAcquire = (resource: string, owner: string, expiresAt: number) =>
+      raw.kv.txn({
+        compare: [],
+        success: [
+          {
+            request_put: {
+              key: Buffer.from(`/legacy1/${resource}\0h`),
+              value: Buffer.from(owner),
+              lease: lease.ID,
+            },
+          },
+          {
+            request_put: {
+              key: Buffer.from(`/legacy1/${resource}\0r`),
+              value: record(owner, expiresAt),
+            },
+          },
+          {
+            request_put: {
+              key: Buffer.from(`/legacy1/${resource}\0t`),
+              value: Buffer.alloc(16, 1),
+            },
+          },
+        ],
+        failure: [],
+      });
+    const expiresAt = Date.now() + 10_000;
+    await legacyAcquire('held', 'old', expiresAt);
+    await legacyAcquire('released', 'old', expiresAt);
+    await raw.kv.txn({
+      compare: [],
+      success: [
+        { request_delete_range: { key: Buffer.from('/legacy1/released\0h') } },
+        { request_put: { key: Buffer.from('/legacy1/released\0r'), value: record('', 0) } },
+      ],
+      failure: [],
+    });
+    expect(await store.get('held')).toEqual({
+      resource: 'held',
+      owner: 'old',
+      token: 1,
+      expiresAt,
+    });
+    expect(await store.get('released')).toEqual({
+      resource: 'released',
+      owner: '',
+      token: 1,
+      expiresAt: 0,
+    });
+    expect(await store.tryAcquire('held', 'new', 5000)).toBeNull();
+    expect(await store.acquireMany(['held'], 'new', 5000)).toEqual([
+      {
+        resource: 'held',
+        lease: null,
+        holder: { resource: 'held', owner: 'old', token: 1, expiresAt },
+      },
+    ]);
+    const taken = (await store.tryAcquire('released', 'new', 5000))!;
+    expect(taken).toMatchObject({ owner: 'new', token: 2 });
+    expect(await store.get('released')).toMatchObject({ owner: 'new', token: 2 });
+    const old = { resource: 'held', owner: 'old', token: 1 };
+    expect(await store.release(old)).toBe(true);
+    expect(await store.get('held')).toEqual({
+      resource: 'held',
+      owner: '',
+      token: 1,
+      expiresAt: 0,
+    });
+    expect(await store.tryAcquire('held', 'new', 5000)).toMatchObject({ token: 2 });
   });
 
   it('puts every key of one owner and TTL on one etcd lease, and renews them all with it', async () => {
@@ -184,7 +286,22 @@ describeServer('etcd store', etcdUnavailable(), () => {
       expiresAt: lease.expiresAt,
     });
     expect(await store.renew(lease)).toBeNull();
-    expect(await store.tryAcquire('job', 'b', 5000)).toMatchObject({ token: 2 });
+    const taken = (await store.tryAcquire('job', 'b', 1000))!;
+    expect(taken).toMatchObject({ token: 2 });
+    // Renewed, then lapsed: the renewal's expiry, written after the acquire's, is the one shown.
+    const renewed = (await store.renew(taken))!;
+    expect(renewed.expiresAt).toBeGreaterThan(taken.expiresAt);
+    await waitFor(
+      'etcd to drop the lease',
+      async () => !('job|h' in (await keysUnder('/app4/'))),
+      4000,
+    );
+    expect(await store.get('job')).toEqual({
+      resource: 'job',
+      owner: 'b',
+      token: 2,
+      expiresAt: renewed.expiresAt,
+    });
   });
 
   it('a key its holder stops renewing lapses although the same owner keeps renewing others', async () => {
@@ -231,7 +348,9 @@ describeServer('etcd store', etcdUnavailable(), () => {
   it('recognises an acquire the driver sent twice after the first had landed', async () => {
     const keys = new EtcdKeys('/app7/').of('job');
     const lease = await raw.leaseClient.leaseGrant({ TTL: 5 });
-    const nonce = Buffer.from('nonce-1');
+    const nonces = new Nonces();
+    const nonce = nonces.next();
+    expect(nonce).toHaveLength(NONCE_LENGTH);
     const txn = acquireTxn(keys, 'a', lease.ID, Date.now() + 5000, nonce);
     const first = await raw.kv.txn(txn);
     const retried = await raw.kv.txn(txn);
@@ -239,7 +358,8 @@ describeServer('etcd store', etcdUnavailable(), () => {
     expect(retried.succeeded).toBe(false);
     expect(acquiredToken(first, keys, 'a', nonce)).toBe(1);
     expect(acquiredToken(retried, keys, 'a', nonce)).toBe(1);
-    expect(acquiredToken(retried, keys, 'a', Buffer.from('another call'))).toBeUndefined();
+    expect(acquiredToken(retried, keys, 'a', nonces.next())).toBeUndefined();
+    expect(acquiredToken(retried, keys, 'b', nonce)).toBeUndefined();
   });
 
   it('watch tells acquired, released and expired apart, under a prefix, until unsubscribed', async () => {
@@ -265,12 +385,12 @@ describeServer('etcd store', etcdUnavailable(), () => {
   });
 
   describe('acquireMany', () => {
-    // One acquire is a transaction whose longest list is its 3 puts; etcd counts an outer
-    // transaction of n nested ones as n + 3 operations, so n = maxTxnOps − 3 per round trip.
+    // One acquire is a transaction whose longest list is its 2 puts; etcd counts an outer
+    // transaction of n nested ones as n + 2 operations, so n = maxTxnOps − 2 per round trip.
     const txnsFor = (resources: number, maxTxnOps: number): number =>
-      Math.ceil(resources / (maxTxnOps - 3));
+      Math.ceil(resources / (maxTxnOps - 2));
 
-    it('takes 1,000 resources in ⌈1000 / (maxTxnOps − 3)⌉ transactions and one lease grant', async () => {
+    it('takes 1,000 resources in ⌈1000 / (maxTxnOps − 2)⌉ transactions and one lease grant', async () => {
       const store = await open('/many1/');
       const names = Array.from({ length: 1000 }, (_, i) => `r/${i}`);
       let outcomes: Awaited<ReturnType<typeof store.acquireMany>> = [];
@@ -308,7 +428,7 @@ describeServer('etcd store', etcdUnavailable(), () => {
         outcomes = await store.acquireMany(names, 'a', 5000);
       });
       expect(rpcs.Txn).toBe(txnsFor(100, 8));
-      expect(rpcs.Txn).toBe(20);
+      expect(rpcs.Txn).toBe(17);
       expect(outcomes.map((o) => o.resource)).toEqual(names);
       expect(outcomes.filter((o) => o.lease).length).toBe(99);
       expect(outcomes[7]).toEqual({

@@ -18,7 +18,7 @@ export interface NestedBatch<T, R> {
  * etcd counts a transaction's operations as the longest of its compare, success and failure
  * lists, and gives each nested transaction only what that leaves of `--max-txn-ops`: an outer
  * transaction of `n` nested ones that each need `k` therefore needs `n + k`, so it carries
- * `maxTxnOps − k` items (125 acquires or renewals, 126 releases at the default 128).
+ * `maxTxnOps − k` items (126 acquires or releases, 125 renewals at the default 128).
  *
  * The outer transactions of one round are sent concurrently, each built just before it is sent
  * and with a turn of the event loop between them, and each answer is read as it arrives: a batch

@@ -54,6 +54,17 @@ export function isLeaseNotFound(error: unknown): boolean {
 }
 
 /**
+ * The server refused a transaction as a whole, before any of it took effect, for something one of
+ * its parts carries: a lease that no longer exists, or too many operations or bytes. Each part
+ * alone may fare differently.
+ */
+export function refusedAsAWhole(error: unknown): boolean {
+  if (isLeaseNotFound(error)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return PERMANENT_MESSAGES.some(([pattern]) => pattern.test(message));
+}
+
+/**
  * gRPC UNAVAILABLE: the endpoint could not be reached (etcd3 names the class; a keep-alive
  * stream reports the bare gRPC error with its code).
  */

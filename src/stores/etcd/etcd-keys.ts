@@ -5,12 +5,20 @@ import type { EtcdKeyValue } from './etcd-driver.js';
 /**
  * The key layout. Each resource has up to three keys, `<prefix><resource>\0<kind>`:
  *
- * - `h` hold: exists while the lease is held; attached to the holder's etcd lease, so etcd deletes
- *   it when that lease lapses. Its value is the owner.
- * - `r` record: `{"owner","expiresAt"}` as last written by acquire, renew or release; never
- *   attached to a lease, so it outlives an expiry.
+ * - `h` hold: its value is the owner while the lease is held, and it is attached to the holder's
+ *   etcd lease, so etcd deletes it when that lease lapses. A release empties it and detaches it
+ *   from every etcd lease. An acquire needs it on no etcd lease (absent or released): a held one
+ *   is always on one, since every write while held (acquire, renewal) names the owner's lease.
  * - `t` token: written by every acquire and by nothing else, never deleted: its etcd `version`
- *   (the count of writes to it) is the fencing token. Its value is the acquire's nonce.
+ *   (the count of writes to it) is the fencing token. Its value is the acquire's nonce (32 ASCII
+ *   characters) followed by the record the acquire made, `{"owner","expiresAt"}`.
+ * - `r` record: `{"owner","expiresAt"}` as last written by a renewal; never attached to a lease.
+ *
+ * The record of a resource is therefore: released when the hold key is empty; else the later of
+ * what the token key and the record key hold (by `mod_revision`), which outlives an expiry. (An
+ * earlier layout wrote the record key on every acquire and release, and deleted the hold key on
+ * release; what it left behind reads the same: its token keys hold a bare nonce, and its released
+ * resources have a blank record written after their token.)
  *
  * A resource never contains NUL, so `\0` ends the name: keys sort by resource in code-point
  * (= UTF-8 byte) order, and one range `[<prefix><resource>\0, <prefix><resource>\x01)` reads
@@ -28,8 +36,12 @@ export interface ResourceKeys {
   readonly end: Buffer;
 }
 
+/** How many resources' keys `EtcdKeys.cached` keeps; when full, it starts over. */
+const CACHED_RESOURCES = 1024;
+
 export class EtcdKeys {
   readonly prefix: Buffer;
+  private readonly recent = new Map<string, ResourceKeys>();
 
   constructor(prefix: string) {
     this.prefix = Buffer.from(prefix, 'utf8');
@@ -37,8 +49,27 @@ export class EtcdKeys {
 
   /** The keys of `resource`: five views of one buffer, which the name is encoded into once. */
   of(resource: string): ResourceKeys {
+    return this.build(resource, Buffer.allocUnsafe);
+  }
+
+  /**
+   * `of(resource)` kept for the next single-lease call on the same resource (renewals and
+   * re-acquisitions come back to the same keys), each in memory of its own, so a kept key pins
+   * no part of Node's shared buffer pool. The keys are never written to once built.
+   */
+  cached(resource: string): ResourceKeys {
+    let keys = this.recent.get(resource);
+    if (!keys) {
+      if (this.recent.size >= CACHED_RESOURCES) this.recent.clear();
+      keys = this.build(resource, Buffer.allocUnsafeSlow);
+      this.recent.set(resource, keys);
+    }
+    return keys;
+  }
+
+  private build(resource: string, allocate: (size: number) => Buffer): ResourceKeys {
     const size = this.prefix.length + Buffer.byteLength(resource, 'utf8') + 2;
-    const all = Buffer.allocUnsafe(size * 5);
+    const all = allocate(size * 5);
     this.prefix.copy(all, 0);
     all.write(resource, this.prefix.length, 'utf8');
     all[size - 2] = 0;
@@ -99,27 +130,79 @@ export interface StoredRecord {
   readonly expiresAt: number;
 }
 
-/** What a release writes, the same every time. */
-const RELEASED = Buffer.from(JSON.stringify({ owner: '', expiresAt: 0 }), 'utf8');
+/** The characters of a nonce at the start of a token key's value (see `Nonces`). */
+export const NONCE_LENGTH = 32;
 
-/** `JSON.stringify({ owner, expiresAt })`, written out (`expiresAt` is an integer). */
-export function encodeRecord(owner: string, expiresAt: number): Buffer {
-  if (owner === '' && expiresAt === 0) return RELEASED;
-  return Buffer.from(`{"owner":${JSON.stringify(owner)},"expiresAt":${expiresAt}}`, 'utf8');
+/** The bare nonce, in bytes, that the earlier layout's token keys hold. */
+const EARLIER_NONCE_BYTES = 16;
+
+/** `{"owner":…,"expiresAt":…}`, as JSON (`expiresAt` is an integer). */
+function recordJson(owner: string, expiresAt: number): string {
+  return `{"owner":${JSON.stringify(owner)},"expiresAt":${expiresAt}}`;
 }
 
-export function decodeRecord(kv: EtcdKeyValue): StoredRecord {
+/** What a renewal writes to the record key. */
+export function encodeRecord(owner: string, expiresAt: number): Buffer {
+  return Buffer.from(recordJson(owner, expiresAt), 'utf8');
+}
+
+/** What an acquire writes to the token key: its nonce (ASCII), then the record it makes. */
+export function encodeToken(nonce: string, owner: string, expiresAt: number): Buffer {
+  return Buffer.from(nonce + recordJson(owner, expiresAt), 'utf8');
+}
+
+/** Whether the token key was last written by the acquire that used `nonce`. */
+export function writtenWith(token: EtcdKeyValue, nonce: string): boolean {
+  const { value } = token;
+  return value.length > NONCE_LENGTH && value.toString('latin1', 0, NONCE_LENGTH) === nonce;
+}
+
+/** How many owners' UTF-8 bytes `ownerBytes` keeps; when full, it starts over. */
+const CACHED_OWNERS = 256;
+const owners = new Map<string, Buffer>();
+
+/**
+ * `owner` in UTF-8, kept for the next call by the same owner (a process has few), in memory of
+ * its own, like `EtcdKeys.cached`. Never written to.
+ */
+export function ownerBytes(owner: string): Buffer {
+  let bytes = owners.get(owner);
+  if (!bytes) {
+    if (owners.size >= CACHED_OWNERS) owners.clear();
+    bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(owner, 'utf8'));
+    bytes.write(owner, 0, 'utf8');
+    owners.set(owner, bytes);
+  }
+  return bytes;
+}
+
+/** The empty value of a released hold key. */
+export const RELEASED = Buffer.alloc(0);
+
+function decodeJson(bytes: Buffer, key: Buffer): StoredRecord {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(kv.value.toString('utf8'));
+    parsed = JSON.parse(bytes.toString('utf8'));
   } catch {
     parsed = undefined;
   }
   const { owner, expiresAt } = (parsed ?? {}) as Partial<StoredRecord>;
   if (typeof owner !== 'string' || typeof expiresAt !== 'number') {
-    throw foreignKey(kv.key);
+    throw foreignKey(key);
   }
   return { owner, expiresAt };
+}
+
+/** The record a record key holds. */
+export function decodeRecord(kv: EtcdKeyValue): StoredRecord {
+  return decodeJson(kv.value, kv.key);
+}
+
+/** The record a token key's acquire made; `undefined` for a bare nonce (the earlier layout). */
+function tokenRecord(kv: EtcdKeyValue): StoredRecord | undefined {
+  if (kv.value.length === EARLIER_NONCE_BYTES) return undefined;
+  if (kv.value.length <= NONCE_LENGTH) throw foreignKey(kv.key);
+  return decodeJson(kv.value.subarray(NONCE_LENGTH), kv.key);
 }
 
 /** A version (or any int64 etcd counter) as a safe integer; beyond 2^53 − 1 is refused, never rounded. */
@@ -135,14 +218,31 @@ export function safeCount(value: string, key: Buffer): number {
   return n;
 }
 
+/** Whether revision `a` comes after revision `b` (int64 decimal strings, without rounding). */
+function after(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length > b.length : a > b;
+}
+
+/** One resource's keys, by kind, as a range read returned them. */
+export interface ResourceKvs {
+  hold?: EtcdKeyValue;
+  record?: EtcdKeyValue;
+  token?: EtcdKeyValue;
+}
+
 /** The record of one resource from the keys a range read returned for it; `null` if never acquired. */
-export function recordOf(
-  resource: string,
-  kvs: { record?: EtcdKeyValue; token?: EtcdKeyValue },
-): LeaseRecord | null {
-  if (!kvs.token || !kvs.record) return null;
-  const { owner, expiresAt } = decodeRecord(kvs.record);
-  return { resource, owner, token: safeCount(kvs.token.version, kvs.token.key), expiresAt };
+export function recordOf(resource: string, kvs: ResourceKvs): LeaseRecord | null {
+  const { hold, record, token } = kvs;
+  if (!token) return null;
+  const n = safeCount(token.version, token.key);
+  if (hold && hold.value.length === 0) return { resource, owner: '', token: n, expiresAt: 0 };
+  const acquired = tokenRecord(token);
+  const latest =
+    acquired && (!record || after(token.mod_revision, record.mod_revision))
+      ? acquired
+      : record && decodeRecord(record);
+  if (!latest) throw foreignKey(token.key);
+  return { resource, owner: latest.owner, token: n, expiresAt: latest.expiresAt };
 }
 
 function foreignKey(key: Buffer): LeaseError {

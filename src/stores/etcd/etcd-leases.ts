@@ -182,8 +182,8 @@ export class OwnerLeases {
     operation: string,
     owner: string,
     ttlMs: number,
-    txn: (leaseId: string, expiresAt: number, nonce: Buffer) => Promise<R>,
-  ): Promise<{ answer: R; expiresAt: number; nonce: Buffer }> {
+    txn: (leaseId: string, expiresAt: number, nonce: string) => Promise<R>,
+  ): Promise<{ answer: R; expiresAt: number; nonce: string }> {
     for (let attempt = 1; ; attempt++) {
       const since = performance.now();
       const sentAt = Date.now();

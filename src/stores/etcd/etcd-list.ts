@@ -1,6 +1,6 @@
 import type { LeaseRecord } from '../../core/lease.js';
 import type { EtcdKeyValue } from './etcd-driver.js';
-import { KIND, recordOf, type EtcdKeys } from './etcd-keys.js';
+import { KIND, recordOf, type EtcdKeys, type ResourceKvs } from './etcd-keys.js';
 import type { EtcdRpc } from './etcd-rpc.js';
 
 /** Keys read per `list` page (each resource has two or three). */
@@ -53,15 +53,13 @@ export async function listRecords(
   return records.slice(0, limit);
 }
 
-/** The record and token keys among one resource's keys. */
-export function byKind(
-  keys: EtcdKeys,
-  kvs: readonly EtcdKeyValue[],
-): { record?: EtcdKeyValue; token?: EtcdKeyValue } {
-  const out: { record?: EtcdKeyValue; token?: EtcdKeyValue } = {};
+/** One resource's keys, by kind. */
+export function byKind(keys: EtcdKeys, kvs: readonly EtcdKeyValue[]): ResourceKvs {
+  const out: ResourceKvs = {};
   for (const kv of kvs) {
     const kind = keys.parse(kv.key)?.kind;
-    if (kind === KIND.record) out.record = kv;
+    if (kind === KIND.hold) out.hold = kv;
+    else if (kind === KIND.record) out.record = kv;
     else if (kind === KIND.token) out.token = kv;
   }
   return out;

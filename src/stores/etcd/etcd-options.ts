@@ -17,8 +17,9 @@ export interface EtcdStoreOptions {
   timeoutMs?: number;
   /**
    * The server's `--max-txn-ops` (128 by default): etcd refuses a transaction with more
-   * operations, so batches are split to fit (125 acquires or renewals, 126 releases per
-   * transaction at 128) and the parts sent concurrently. At least 4.
+   * operations, so batches are split to fit (126 acquires or releases, 125 renewals per
+   * transaction at 128) and the parts sent concurrently; single-lease transitions sent together
+   * keep to it as well. At least 4.
    * @default 128
    */
   maxTxnOps?: number;

@@ -39,6 +39,10 @@ export class EtcdRpc {
     if (response.error) {
       throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, `etcd lease grant: ${response.error}`);
     }
+    // etcd never grants lease 0 ("no lease"): a hold key on it would read as released.
+    if (String(response.ID) === '0') {
+      throw new LeaseError(ErrorCode.STORE_UNAVAILABLE, 'etcd lease grant: answered lease 0');
+    }
     return response;
   }
 

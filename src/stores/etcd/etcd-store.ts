@@ -14,6 +14,7 @@ import { EtcdKeys, recordOf, type ResourceKeys } from './etcd-keys.js';
 import { byKind, listRecords } from './etcd-list.js';
 import { OwnerLeases, type OwnerLease } from './etcd-leases.js';
 import { sendNested } from './etcd-batch.js';
+import { Coalescer } from './etcd-coalesce.js';
 import { acquiredToken, acquireTxn, blockingHolder, releaseTxn, renewTxn } from './etcd-ops.js';
 import {
   resolveEtcdOptions,
@@ -26,11 +27,12 @@ import { EtcdWatch, type EtcdUnwatch } from './etcd-watch.js';
 
 /**
  * Leases in etcd (one server or a cluster) through etcd3, on etcd's own leases: a resource is held
- * while its hold key exists, and the hold key is attached to an etcd lease of its owner, so etcd
- * itself deletes it when the holder stops renewing — expiry is decided by the etcd leader, never
- * by a client clock. Every transition is one etcd transaction; batches (`acquireMany`,
- * `renewMany`, `releaseMany`) nest one transaction per resource in a single call (per ~125
- * resources) and keep all of an owner's keys alive with one keep-alive.
+ * while its hold key is attached to an etcd lease of its owner, so etcd itself deletes it when the
+ * holder stops renewing — expiry is decided by the etcd leader, never by a client clock. Every
+ * transition is one etcd transaction; batches (`acquireMany`, `renewMany`, `releaseMany`) nest
+ * one transaction per resource in a single call (per ~125 resources) and keep all of an owner's
+ * keys alive with one keep-alive. Single-lease transitions asked while another is on the wire go
+ * together in the next turn, each nested as it would be sent alone (see `Coalescer`).
  * An owner's etcd lease is replaced after one TTL (renewals move the keys onto the new one), so a
  * key whose holder stopped renewing lapses even while the same owner renews others.
  *
@@ -69,6 +71,7 @@ export class EtcdStore extends StoreBase {
   private readonly keys: EtcdKeys;
   private readonly rpc: EtcdRpc;
   private readonly leases: OwnerLeases;
+  private readonly txns: Coalescer;
   private readonly watcher: EtcdWatch;
   private ownsClient = false;
 
@@ -121,6 +124,7 @@ export class EtcdStore extends StoreBase {
     this.keys = new EtcdKeys(this.options.prefix);
     this.rpc = new EtcdRpc(client, this.options.timeoutMs);
     this.leases = new OwnerLeases(this.rpc);
+    this.txns = new Coalescer(this.rpc, this.options.maxTxnOps);
     this.watcher = new EtcdWatch(
       client,
       this.keys,
@@ -145,29 +149,30 @@ export class EtcdStore extends StoreBase {
   }
 
   /**
-   * One transaction on the owner's etcd lease, plus a keep-alive of that lease sent alongside only
-   * when it would not outlast the new hold as it stands. If etcd had let that lease lapse (or it
-   * was revoked), the call retries once on a fresh one.
+   * One transaction on the owner's etcd lease (grouped with others while one is on the wire),
+   * plus a keep-alive of that lease sent alongside only when it would not outlast the new hold as
+   * it stands. If etcd had let that lease lapse (or it was revoked), the call retries once on a
+   * fresh one.
    */
   protected async doTryAcquire(
     resource: string,
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
-    const keys = this.keys.of(resource);
+    const keys = this.keys.cached(resource);
     const { answer, expiresAt, nonce } = await this.leases.attach(
       'tryAcquire',
       owner,
       ttlMs,
       (leaseId, expiresAt, nonce) =>
-        this.rpc.txn(acquireTxn(keys, owner, leaseId, expiresAt, nonce)),
+        this.txns.send(resource, acquireTxn(keys, owner, leaseId, expiresAt, nonce)),
     );
     const token = acquiredToken(answer, keys, owner, nonce);
     return token === undefined ? null : { resource, owner, token, expiresAt, ttlMs };
   }
 
   /**
-   * The single acquire's transaction for each resource, nested: one outer transaction per 125
+   * The single acquire's transaction for each resource, nested: one outer transaction per 126
    * resources (at `maxTxnOps` 128), sent concurrently, on the owner's etcd lease picked, kept
    * alive when needed and retried once exactly as `tryAcquire` does. Each resource is its own
    * compare-and-set; one that is held answers with the holder's record, read in its
@@ -262,7 +267,8 @@ export class EtcdStore extends StoreBase {
 
   /**
    * The keep-alive of the owner's etcd lease that `renewMany` sends too (none when the lease was
-   * granted or kept alive after this call began), then one transaction, not nested.
+   * granted or kept alive after this call began), then one transaction (grouped with others while
+   * one is on the wire).
    */
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     const since = performance.now();
@@ -272,8 +278,9 @@ export class EtcdStore extends StoreBase {
     const expiresAt = sentAt + ttl;
     let answer: EtcdTxnResponse;
     try {
-      answer = await this.rpc.txn(
-        renewTxn(this.keys.of(lease.resource), lease, owned.id, expiresAt),
+      answer = await this.txns.send(
+        lease.resource,
+        renewTxn(this.keys.cached(lease.resource), lease, owned.id, expiresAt),
       );
     } catch (error) {
       this.leases.drop(lease.owner, ttl, owned); // as in `doRenewMany`
@@ -289,10 +296,11 @@ export class EtcdStore extends StoreBase {
     };
   }
 
-  /** One transaction, not nested. */
+  /** One transaction (grouped with others while one is on the wire). */
   protected override async doRelease(lease: LeaseRef): Promise<boolean> {
     try {
-      return (await this.rpc.txn(releaseTxn(this.keys.of(lease.resource), lease))).succeeded;
+      const txn = releaseTxn(this.keys.cached(lease.resource), lease);
+      return (await this.txns.send(lease.resource, txn)).succeeded;
     } catch (error) {
       this.leases.dropOwner(lease.owner); // as in `doReleaseMany`
       throw error;

@@ -17,9 +17,10 @@ export type EtcdUnwatch = (() => void) & {
 
 /**
  * Lease events from one etcd watch over the store's whole key prefix, made on the first `watch`
- * and cancelled with the last. A hold key created is `acquired`; a hold key deleted in the same
- * revision as its record was blanked is `released`; a hold key deleted alone is `expired` (etcd
- * revoked the lease it was attached to). etcd3 resumes a broken stream from the last revision it
+ * and cancelled with the last. A token key written is `acquired` (only an acquire writes it); a
+ * hold key emptied is `released` (as is one deleted in the same revision as its record was
+ * blanked, the earlier layout's release); a hold key deleted otherwise is `expired` (etcd revoked
+ * the lease it was attached to). etcd3 resumes a broken stream from the last revision it
  * saw, so events are not lost across a reconnect unless etcd compacted them meanwhile.
  */
 export class EtcdWatch {
@@ -95,20 +96,23 @@ export class EtcdWatch {
 
   private dispatch(response: EtcdWatchResponse): void {
     const events: WatchEvent[] = [];
-    const released = new Set<string>();
+    const blanked = new Set<string>();
     for (const { type, kv } of response.events) {
       const parsed = this.keys.parse(kv.key);
       if (parsed?.kind === KIND.record && type === 'Put' && isBlank(kv)) {
-        released.add(`${kv.mod_revision}:${parsed.resource}`);
+        blanked.add(`${kv.mod_revision}:${parsed.resource}`);
       }
     }
     for (const { type, kv } of response.events) {
       const parsed = this.keys.parse(kv.key);
-      if (parsed?.kind !== KIND.hold) continue;
-      const { resource } = parsed;
-      if (type === 'Put' && kv.version === '1') events.push({ type: 'acquired', resource });
+      if (!parsed) continue;
+      const { resource, kind } = parsed;
+      if (kind === KIND.token && type === 'Put') events.push({ type: 'acquired', resource });
+      if (kind !== KIND.hold) continue;
+      if (type === 'Put' && kv.value.length === 0) events.push({ type: 'released', resource });
       if (type === 'Delete') {
-        const how = released.has(`${kv.mod_revision}:${resource}`) ? 'released' : 'expired';
+        // Deleted with its record blanked in the same revision: a release of the earlier layout.
+        const how = blanked.has(`${kv.mod_revision}:${resource}`) ? 'released' : 'expired';
         events.push({ type: how, resource });
       }
     }
