@@ -34,12 +34,18 @@ function open(): Counted {
       const statement = db.prepare(sql);
       if (!sql.trimStart().startsWith('INSERT INTO') || !sql.includes('RETURNING token'))
         return statement;
+      const failing = (): void => {
+        if (failIn > 0 && --failIn === 0)
+          throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' });
+      };
       return {
         run: (...p: unknown[]) => statement.run(...p),
-        all: (...p: unknown[]) => statement.all(...p),
+        all: (...p: unknown[]) => {
+          failing();
+          return statement.all(...p);
+        },
         get: (...p: unknown[]) => {
-          if (failIn > 0 && --failIn === 0)
-            throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' });
+          failing();
           return statement.get(...p);
         },
       };
@@ -76,14 +82,16 @@ describe('SqliteStore group commit', () => {
     expect(transactions() - before).toBe(2);
   });
 
-  it('a lone call is one transaction of its own, as before', async () => {
+  it('a lone call is its one statement, in autocommit', async () => {
     const { store, transactions } = open();
     const before = transactions();
     const lease = await store.tryAcquire('lone', 'a', 10_000);
     const renewed = await store.renew(lease!, 20_000);
     expect(renewed?.token).toBe(1);
+    expect(renewed!.expiresAt).toBeGreaterThan(lease!.expiresAt);
     expect(await store.release(lease!)).toBe(true);
-    expect(transactions() - before).toBe(3);
+    expect(await store.tryAcquire('lone', 'b', 10_000)).toMatchObject({ owner: 'b', token: 2 });
+    expect(transactions() - before).toBe(0);
   });
 
   it('applies a group in the order asked, as if one after the other', async () => {

@@ -24,8 +24,12 @@ const BACKOFF_MAX_MS = 25;
  *
  * Repeating an attempt that failed busy cannot apply a write twice, because such an attempt
  * committed nothing:
- * - Every write runs as `BEGIN IMMEDIATE … COMMIT` (better-sqlite3's `transaction().immediate`).
- *   A busy `BEGIN IMMEDIATE` took no lock and ran no statement.
+ * - A lone single-lease transition is one statement in autocommit. A statement that fails busy
+ *   (the write lock is taken, or its snapshot is stale: `SQLITE_BUSY_SNAPSHOT`) is rolled back
+ *   whole: it changed nothing. Its commit happens as it completes, and the store reads it to its
+ *   end (`all`/`run`), so a commit that failed is thrown, never answered as done.
+ * - Every other write runs as `BEGIN IMMEDIATE … COMMIT` (better-sqlite3's
+ *   `transaction().immediate`). A busy `BEGIN IMMEDIATE` took no lock and ran no statement.
  * - Once `BEGIN IMMEDIATE` succeeded, the connection holds the write lock (in WAL mode, the WAL
  *   write lock), so its statements have nothing left to wait for. If one still failed busy, the
  *   error leaves the transaction function and better-sqlite3 rolls the transaction back.

@@ -37,7 +37,8 @@ function prepareAll<T extends Record<string, string>>(
 
 /**
  * Leases in a SQLite file, shared safely by every process on the host that opens it.
- * WAL mode, one statement per transition in an IMMEDIATE transaction; expiry on the caller's clock.
+ * WAL mode, one statement per transition (alone in autocommit, or with others asked at the same
+ * time in one IMMEDIATE transaction); expiry on the caller's clock.
  * better-sqlite3 is synchronous, so every call runs through a `SqliteRunner`: a locked file is
  * waited for asynchronously and batches go in chunks, so no call holds the event loop for more
  * than a few milliseconds (design rule 6). Releases are also written to a log table that `watch`
@@ -280,15 +281,20 @@ export class SqliteStore extends StoreBase {
     return mapSqliteError(error, operation);
   }
 
-  /** A single acquire's compare-and-set, on the clock as the statement runs. */
+  /**
+   * A single acquire's compare-and-set, on the clock as the statement runs. Read with `all`, which
+   * steps the statement to its end: run alone (autocommit), the statement commits there, and a
+   * failed commit throws. (`get` stops at the first row and leaves the commit to a reset whose
+   * error better-sqlite3 does not report: a grant could be answered that never committed.)
+   */
   private grant(resource: string, owner: string, ttlMs: number): Lease | null {
-    const row = this.sql.acquire.get({
+    const [row] = this.sql.acquire.all({
       resource,
       owner,
       ttl: ttlMs,
       now: this.clock.now(),
       skew: this.maxClockSkewMs,
-    }) as { token: number; expiresAt: number } | undefined;
+    }) as { token: number; expiresAt: number }[];
     return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
   }
 
@@ -312,13 +318,14 @@ export class SqliteStore extends StoreBase {
 
   private renewOne(lease: Lease, ttlMs: number | undefined, now: number): Lease | null {
     const ttl = ttlMs ?? lease.ttlMs;
-    const row = this.sql.renew.get({
+    // `all`, not `get`: see `grant`.
+    const [row] = this.sql.renew.all({
       resource: lease.resource,
       owner: lease.owner,
       token: lease.token,
       now,
       ttl,
-    }) as { expiresAt: number } | undefined;
+    }) as { expiresAt: number }[];
     return row
       ? {
           resource: lease.resource,
