@@ -8,6 +8,7 @@ import {
   type ListOptions,
 } from '../../src/index.js';
 import { MysqlStore } from '../../src/stores/mysql/index.js';
+import { BATCH_ROWS } from '../../src/stores/mysql/mysql-store.js';
 import { freshNamespace } from '../conformance/factory.js';
 import {
   MARIADB_DATABASE,
@@ -397,6 +398,28 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
       token: Number.MAX_SAFE_INTEGER,
       expiresAt: 0,
     });
+  });
+
+  it('renews and releases more than BATCH_ROWS leases as consecutive batches, each answered', async () => {
+    const { pool: counted, sent } = countingPool({ connectionLimit: 2 });
+    const store = new MysqlStore(counted, { table: freshNamespace() });
+    cleanup.unshift(() => store.close());
+    const names = Array.from({ length: BATCH_ROWS + 5 }, (_, i) => `big/${i}`);
+    const leases: Lease[] = [];
+    for (let i = 0; i < names.length; i += 10_000)
+      for (const o of await store.acquireMany(names.slice(i, i + 10_000), 'a', 30_000))
+        leases.push(o.lease!);
+    // The last lease also appears first, with a stale token: refused, the rest answered.
+    const stale = { ...leases.at(-1)!, token: leases.at(-1)!.token + 1 };
+    sent.length = 0;
+    const renewed = await store.renewMany([stale, ...leases]);
+    expect(renewed[0]).toBeNull();
+    expect(renewed.slice(1).every((r, i) => r?.resource === leases[i]!.resource)).toBe(true);
+    expect(sent.filter((c) => c === 'Query')).toHaveLength(2);
+    sent.length = 0;
+    expect((await store.releaseMany(leases)).every(Boolean)).toBe(true);
+    expect(sent.filter((c) => c === 'Query')).toHaveLength(2);
+    expect(await store.get(names.at(-1)!)).toMatchObject({ owner: '' });
   });
 
   it('acquires 1,000 resources in one round trip, reporting each holder', async () => {
