@@ -179,6 +179,28 @@ describeServer('NATS store under faults', natsUnavailable(), () => {
     expect(await waitForAnswer(() => st.renew(lease))).toMatchObject({ owner: 'a', token: 1 });
   });
 
+  it('a paused server fails a renewMany of many leases within about one deadline, not one per lease', async () => {
+    // 500 leases, 50 in flight: one deadline per window in turn would be 10 s.
+    const st = await store(freshBucket(), 'timeoutMs=1000&concurrency=50');
+    const names = Array.from({ length: 500 }, (_, i) => `many/${i}`);
+    const leases = (await st.acquireMany(names, 'a', 60_000)).map((o) => o.lease!);
+    server.pause();
+    const started = performance.now();
+    try {
+      const error = await rejection(st.renewMany(leases), 10_000);
+      expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(950);
+      expect(performance.now() - started).toBeLessThan(3500);
+    } finally {
+      server.resume();
+    }
+    // The writes sent before the pause may land once it ends; the next renewMany settles every lease.
+    const renewed = await waitForAnswer(() => st.renewMany(leases));
+    expect(renewed.map((l) => l && `${l.resource} ${l.token}`)).toEqual(
+      names.map((name) => `${name} 1`),
+    );
+  });
+
   it('nothing listening: open fails with a retryable STORE_UNAVAILABLE, without the password', async () => {
     const port = await freePort();
     const error = await rejection(
@@ -233,6 +255,38 @@ describeServer('NATS store under faults', natsUnavailable(), () => {
         token: 1,
         expiresAt: retried!.expiresAt,
       });
+    });
+
+    it('a renewMany whose answers were lost landed; retried, every lease is settled by reading it back', async () => {
+      const { direct, viaProxy } = await pair();
+      const names = Array.from({ length: 40 }, (_, i) => `lost/${i}`);
+      const leases = (await viaProxy.acquireMany(names, 'a', 10_000)).map((o) => o.lease!);
+
+      proxy.mode = 'drop-responses';
+      const dropped = proxy.nextDroppedResponse();
+      const renewing = viaProxy.renewMany(leases, 20_000);
+      await dropped;
+      const error = await rejection(renewing);
+      expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
+      proxy.mode = 'pass';
+      const landed = (await direct.list({ prefix: 'lost/', limit: 100 })).filter(
+        (r) => r.expiresAt > leases[0]!.expiresAt,
+      );
+      expect(landed.length).toBeGreaterThan(0); // applied; its caller never heard
+
+      // Every known revision is stale now: each lease is refused, read back, and written again.
+      const retried = await viaProxy.renewMany(leases, 20_000);
+      expect(retried.map((l) => l && `${l.resource} ${l.owner} ${l.token}`)).toEqual(
+        names.map((name) => `${name} a 1`),
+      );
+      const records = new Map(
+        (await direct.list({ prefix: 'lost/', limit: 100 })).map((r) => [r.resource, r]),
+      );
+      for (const lease of retried)
+        expect(records.get(lease!.resource)!.expiresAt).toBe(lease!.expiresAt);
+      // And the one after needs no read: one write per lease again.
+      const again = await viaProxy.renewMany(leases, 20_000);
+      expect(again.every((l) => l !== null)).toBe(true);
     });
 
     it("a holder's heartbeat that loses one renewal's answer keeps the lease", async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Lease } from '../../src/index.js';
 import { NatsStore } from '../../src/stores/nats/index.js';
 import { describeServer } from '../harness/describe-server.js';
+import { sleep } from '../harness/expect-error.js';
 import { NatsServer, natsUnavailable } from '../harness/nats-server.js';
 
 /**
@@ -31,7 +32,14 @@ describeServer('NATS store requests', natsUnavailable(), () => {
       (await server.connections()).reduce((sum, c) => sum + c.in_msgs, 0);
     const before = await total();
     await work();
-    return (await total()) - before;
+    // The server's counters can trail a reply already received: read until two reads agree.
+    let after = await total();
+    for (let last = -1; after !== last;) {
+      last = after;
+      await sleep(25);
+      after = await total();
+    }
+    return after - before;
   };
 
   it('acquire is a read and a conditional write (one write after this store released it), refused a read; renew and release one write', async () => {
@@ -91,5 +99,58 @@ describeServer('NATS store requests', natsUnavailable(), () => {
     const leases = outcomes.map((o) => o.lease!);
     expect(await requestsOf(() => store.renewMany(leases))).toBe(4);
     expect(await requestsOf(() => store.releaseMany(leases))).toBe(4);
+  });
+
+  it('a batch wider than the in-flight window is still one conditional write per lease', async () => {
+    const narrow = await NatsStore.open(
+      `${server.url}?bucket=requests&maxClockSkewMs=0&concurrency=8`,
+    );
+    try {
+      const names = Array.from({ length: 300 }, (_, i) => `wide/${i}`);
+      const leases = (await narrow.acquireMany(names, 'a', 5000)).map((o) => o.lease!);
+      let renewed: (Lease | null)[] = [];
+      expect(
+        await requestsOf(async () => {
+          renewed = await narrow.renewMany(leases, 9000);
+        }),
+      ).toBe(300);
+      expect(renewed.map((l) => l?.resource)).toEqual(names);
+      expect(renewed.every((l) => l?.ttlMs === 9000 && l.token === 1)).toBe(true);
+      let released: boolean[] = [];
+      expect(
+        await requestsOf(async () => {
+          released = await narrow.releaseMany(leases);
+        }),
+      ).toBe(300);
+      expect(released.every((r) => r)).toBe(true);
+    } finally {
+      await narrow.close();
+    }
+  });
+
+  it('in a batch, a lease whose known revision went stale is a write, a read and a write; one not ours a read', async () => {
+    const leases = (await store.acquireMany(['m/1', 'm/2', 'm/3'], 'a', 5000)).map((o) => o.lease!);
+    // Another handle moves m/2 past the revision `store` knows. The pauses make each renewal's
+    // expiresAt later than the one before, so none finds its work done already and skips its write.
+    await sleep(5);
+    await other.renew(leases[1]!);
+    await sleep(5);
+    const notOurs = { ...leases[2]!, token: 9 };
+    let results: (Lease | null)[] = [];
+    expect(
+      await requestsOf(async () => {
+        // m/1 twice: one write each, one after the other.
+        results = await store.renewMany([leases[0]!, leases[1]!, notOurs, leases[0]!]);
+      }),
+    ).toBe(1 + 3 + 1 + 1);
+    expect(results.map((l) => l && `${l.resource} ${l.token}`)).toEqual([
+      'm/1 1',
+      'm/2 1',
+      null,
+      'm/1 1',
+    ]);
+    // m/2's revision is known again: one write per lease.
+    expect(await requestsOf(() => store.renewMany(leases.slice(0, 2)))).toBe(2);
+    expect(await requestsOf(() => store.releaseMany(leases))).toBe(3);
   });
 });

@@ -154,6 +154,34 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
     }
   });
 
+  it('connects through the driver modules it is given (for bundles), and refuses anything else', async () => {
+    const transport = await import('@nats-io/transport-node');
+    let connects = 0;
+    const modules = {
+      transport: {
+        ...transport,
+        connect: (options: object) => {
+          connects++;
+          return transport.connect(options);
+        },
+      },
+      jetstream: await import('@nats-io/jetstream'),
+      kv: await import('@nats-io/kv'),
+    };
+    const store = await NatsStore.open(`${server.url}?bucket=bundled`, { modules });
+    try {
+      expect(await store.tryAcquire('job', 'a', 5000)).toMatchObject({ token: 1 });
+      expect(connects).toBe(1);
+    } finally {
+      await store.close();
+    }
+    const bad = await rejection(
+      NatsStore.open(`${server.url}?bucket=bundled`, { modules: { transport } as never }),
+    );
+    expect(bad.code).toBe('INVALID_ARGUMENT');
+    expect(bad.message).toMatch(/modules/);
+  });
+
   it('a key deleted behind its back does not restart the token: the next one is above every revision the key had', async () => {
     const store = await open('deleted');
     for (let i = 0; i < 3; i++) await store.release((await store.tryAcquire('job', 'a', 5000))!);

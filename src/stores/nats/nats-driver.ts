@@ -7,12 +7,49 @@ import { loadDriver } from '../../core/load-driver.js';
  * `NatsConnectionLike`; the bucket handle from `@nats-io/kv` fits `NatsKv`.
  */
 
-/** What a NATS connection must offer: closing, and being handed to `jetstream()`. */
+/**
+ * What a NATS connection must offer: closing, being handed to `jetstream()`, and the plain
+ * publish and subscribe the store sends its conditional writes with (see nats-publish.ts).
+ */
 export interface NatsConnectionLike {
   /** Closes the connection; the store calls it on `close()` only for a connection it opened. */
   close(): Promise<void>;
   /** Whether the connection was closed. */
   isClosed(): boolean;
+  /** Settles once the connection is closed for good. */
+  closed(): Promise<void | Error>;
+  /** Sends one message; throws at once on a closed or draining connection. */
+  publish(
+    subject: string,
+    data: Uint8Array,
+    options?: { reply?: string; headers?: NatsHeaders },
+  ): void;
+  /** What happens to the connection (disconnects, server errors such as a refused publish). */
+  status(): AsyncIterable<NatsStatusLike>;
+  /** Calls `callback` with every message on `subject` (wildcards allowed) until unsubscribed. */
+  subscribe(
+    subject: string,
+    options?: { callback?: (error: Error | null, msg: NatsMsgLike) => void },
+  ): { unsubscribe(): void };
+}
+
+/** One event of `status()`; a server's `-ERR` is `type` `'error'` with the driver's error. */
+export interface NatsStatusLike {
+  readonly type: string;
+  readonly error?: unknown;
+}
+
+/** A message as a subscription callback gets it. */
+export interface NatsMsgLike {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  /** The status line of a message without payload: `code` 503 when no one listens on a subject. */
+  readonly headers?: { readonly code: number };
+}
+
+/** `@nats-io/transport-node`'s message headers, as the store builds them. */
+export interface NatsHeaders {
+  set(name: string, value: string): void;
 }
 
 /** One stored value of a key, as `get` or a watch hands it over. */
@@ -37,14 +74,10 @@ export interface NatsKvIterator<T> extends AsyncIterable<T> {
 /** The part of a KV bucket handle (`@nats-io/kv` `KV`) this store uses. */
 export interface NatsKv {
   /**
-   * Writes `data` under `key`; with `previousSeq`, only if the key's last revision is exactly that
-   * (0: the key has none), else fails with JetStream error 10071 "wrong last sequence".
+   * The subject a write of `key` is published on when `edit` (`$KV.<bucket>.<key>` for a plain
+   * bucket): the store sends its conditional writes there itself (see nats-publish.ts).
    */
-  put(
-    key: string,
-    data: Uint8Array,
-    options?: { previousSeq?: number; timeout?: number },
-  ): Promise<number>;
+  subjectForKey(key: string, edit?: boolean): string;
   /** The key's last entry (a deletion marker included), `null` when it has none. */
   get(key: string): Promise<NatsKvEntry | null>;
   /** Every message the stream holds for keys matching `key` (a subject filter), then ends. */
@@ -73,6 +106,10 @@ export interface NatsKvm {
 export interface NatsModules {
   readonly transport: {
     connect(options: object): Promise<NatsConnectionLike>;
+    /** An empty set of message headers. */
+    headers(): NatsHeaders;
+    /** A fresh, unique inbox subject (`_INBOX.<nuid>`, or under `prefix`). */
+    createInbox(prefix?: string): string;
   };
   readonly jetstream: {
     jetstream(nc: NatsConnectionLike, options?: { timeout?: number }): object;

@@ -17,7 +17,6 @@ export interface StoredRecord {
   readonly revision: number;
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function encodeRecord(
@@ -26,7 +25,8 @@ export function encodeRecord(
   expiresAt: number,
   nonce: string,
 ): Uint8Array {
-  return encoder.encode(JSON.stringify({ owner, token, expiresAt, nonce }));
+  // Buffer.from, not TextEncoder: several times cheaper for a short string on Node 20.
+  return Buffer.from(JSON.stringify({ owner, token, expiresAt, nonce }), 'utf8');
 }
 
 /** A fresh nonce for one grant. */

@@ -1,3 +1,4 @@
+import type { NatsModules } from './nats-driver.js';
 import { invalidArgument, type LeaseError } from '../../core/errors.js';
 import {
   checkBoolean,
@@ -36,7 +37,11 @@ export interface NatsStoreOptions {
    * (`STORE_UNSAFE`), since fencing tokens would start again. @default true
    */
   createBucket?: boolean;
-  /** How many per-resource writes `acquireMany` / `renewMany` / `releaseMany` keep in flight. @default 16 */
+  /**
+   * How many per-resource transitions `acquireMany` / `renewMany` / `releaseMany` keep in flight.
+   * They are pipelined on the one connection, so a wide window costs no more per write and keeps
+   * the bucket's stream busy. @default 256
+   */
   concurrency?: number;
   /** Where "now" comes from when writing and judging `expiresAt`. @default the system clock */
   clock?: Pick<Clock, 'now'>;
@@ -45,6 +50,13 @@ export interface NatsStoreOptions {
    * @default emits a process warning
    */
   onWatchError?: (error: LeaseError) => void;
+  /**
+   * The three driver modules, imported by you, for bundled programs (a bundler cannot see the
+   * store load them by name at run time): `{ transport: await import('@nats-io/transport-node'),
+   * jetstream: await import('@nats-io/jetstream'), kv: await import('@nats-io/kv') }`.
+   * @default the installed packages, loaded when the store opens
+   */
+  modules?: { readonly transport: object; readonly jetstream: object; readonly kv: object };
 }
 
 export const NATS_DEFAULTS = Object.freeze({
@@ -52,7 +64,7 @@ export const NATS_DEFAULTS = Object.freeze({
   maxClockSkewMs: 1000,
   timeoutMs: 5000,
   createBucket: true,
-  concurrency: 16,
+  concurrency: 256,
 });
 
 export interface ResolvedNatsOptions {
@@ -63,6 +75,7 @@ export interface ResolvedNatsOptions {
   readonly concurrency: number;
   readonly clock: Pick<Clock, 'now'>;
   readonly onWatchError: (error: LeaseError) => void;
+  readonly modules: NatsModules | undefined;
 }
 
 const NATS_KEYS = optionKeys<NatsStoreOptions>({
@@ -73,6 +86,7 @@ const NATS_KEYS = optionKeys<NatsStoreOptions>({
   concurrency: true,
   clock: true,
   onWatchError: true,
+  modules: true,
 });
 
 export function checkBucket(value: unknown): string {
@@ -110,7 +124,29 @@ export function resolveNatsOptions(options: NatsStoreOptions = {}): ResolvedNats
     concurrency: checkConcurrency(options.concurrency ?? NATS_DEFAULTS.concurrency),
     clock,
     onWatchError,
+    modules: checkModules(options.modules),
   };
+}
+
+/** `{ transport, jetstream, kv }`: the three @nats-io modules, each with what the store calls. */
+function checkModules(value: unknown): NatsModules | undefined {
+  if (value === undefined) return undefined;
+  const m = value as Partial<Record<keyof NatsModules, Record<string, unknown>>> | null;
+  const ok =
+    typeof m === 'object' &&
+    m !== null &&
+    typeof m.transport?.connect === 'function' &&
+    typeof m.transport.headers === 'function' &&
+    typeof m.transport.createInbox === 'function' &&
+    typeof m.jetstream?.jetstream === 'function' &&
+    typeof m.kv?.Kvm === 'function';
+  if (!ok) {
+    throw invalidArgument(
+      'modules',
+      'must be { transport, jetstream, kv }: the @nats-io/transport-node, @nats-io/jetstream and @nats-io/kv modules',
+    );
+  }
+  return value as NatsModules;
 }
 
 function warn(error: LeaseError): void {

@@ -24,6 +24,8 @@ import {
 import { parseNatsUrl, type NatsTarget } from './nats-url.js';
 import { NatsWatch, type NatsUnwatch } from './nats-watch.js';
 import { NatsTransitions } from './nats-transitions.js';
+import { NatsPublisher } from './nats-publish.js';
+import { runBatch } from './nats-batch.js';
 
 /**
  * Leases in a NATS JetStream KV bucket, one key per resource (see nats-keys.ts), written only with
@@ -52,9 +54,14 @@ import { NatsTransitions } from './nats-transitions.js';
  * (renewing it, so its `expiresAt` follows the new call); a timed-out renew is settled by the
  * next renew, which compares owner and token.
  *
- * Batches are one conditional write per lease, `concurrency` in flight (`capabilities.batch` is
- * false: JetStream 2.9 has no multi-key write). `list` reads every key under the prefix in one
- * consumer stream and sorts here. `watch` is one KV watch over the bucket (see nats-watch.ts).
+ * Writes go out as JetStream publishes on the key's subject with the expected-revision header,
+ * answered through one reply subscription (see nats-publish.ts), as `@nats-io/kv`'s `put` would
+ * send them but without its per-request timers and stack traces. Batches are one conditional write
+ * per lease (`capabilities.batch` is false: JetStream 2.9 has no multi-key write), pipelined on
+ * the connection, `concurrency` in flight (see nats-batch.ts); a lease whose last write this store
+ * does not know, or whose write was refused, takes the single-lease path above. `list` reads every
+ * key under the prefix in one consumer stream and sorts here. `watch` is one KV watch over the
+ * bucket (see nats-watch.ts).
  */
 export class NatsStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -90,7 +97,7 @@ export class NatsStore extends StoreBase {
     if (typeof (target as Partial<NatsConnectionLike> | null)?.isClosed !== 'function')
       throw invalidArgument('target', 'must be a nats:// URL or a NatsConnection');
     const resolved = resolveNatsOptions(options);
-    return NatsStore.attach(await loadNats(), target, resolved, false);
+    return NatsStore.attach(resolved.modules ?? (await loadNats()), target, resolved, false);
   }
 
   /** @internal Opens what a parsed URL names; `options` override the URL's parameters. */
@@ -99,7 +106,7 @@ export class NatsStore extends StoreBase {
       ...stripUndefined(target.store),
       ...stripUndefined(options),
     });
-    const loaded = await loadNats();
+    const loaded = resolved.modules ?? (await loadNats());
     const nc = await connectNats(loaded, target, resolved.timeoutMs);
     try {
       return await NatsStore.attach(loaded, nc, resolved, true);
@@ -126,7 +133,8 @@ export class NatsStore extends StoreBase {
     } catch (error) {
       throw mapNatsError(error, 'open', options.bucket);
     }
-    const store = new NatsStore(nc, kv, options);
+    const publisher = new NatsPublisher(nc, modules.transport, editPrefix(kv), options.timeoutMs);
+    const store = new NatsStore(nc, kv, publisher, options);
     store.ownsConnection = owns;
     return store;
   }
@@ -134,12 +142,13 @@ export class NatsStore extends StoreBase {
   private constructor(
     private readonly nc: NatsConnectionLike,
     private readonly kv: NatsKv,
+    private readonly publisher: NatsPublisher,
     options: ResolvedNatsOptions,
   ) {
     super();
     this.options = options;
     this.maxClockSkewMs = options.maxClockSkewMs;
-    this.records = new NatsTransitions(kv, options);
+    this.records = new NatsTransitions(kv, publisher, options);
     this.watcher = new NatsWatch(kv, {
       bucket: options.bucket,
       timeoutMs: options.timeoutMs,
@@ -198,21 +207,19 @@ export class NatsStore extends StoreBase {
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
-    return runInOrder(
-      leases,
-      (lease) => lease.resource,
-      this.options.concurrency,
-      (lease) => this.bounded('renewMany', () => this.records.renew(lease, ttlMs)),
-    );
+    return runBatch(leases, this.options.concurrency, {
+      send: (lease, done) => this.records.sendRenew(lease, ttlMs, done),
+      full: (lease, startedAt) =>
+        this.bounded('renewMany', () => this.records.renew(lease, ttlMs), startedAt),
+    });
   }
 
   protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return runInOrder(
-      leases,
-      (lease) => lease.resource,
-      this.options.concurrency,
-      (lease) => this.bounded('releaseMany', () => this.records.release(lease)),
-    );
+    return runBatch(leases, this.options.concurrency, {
+      send: (lease, done) => this.records.sendRelease(lease, done),
+      full: (lease, startedAt) =>
+        this.bounded('releaseMany', () => this.records.release(lease), startedAt),
+    });
   }
 
   /** One read. */
@@ -250,6 +257,7 @@ export class NatsStore extends StoreBase {
 
   protected async doClose(): Promise<void> {
     this.watcher.stop();
+    this.publisher.close();
     if (this.ownsConnection) await this.nc.close();
   }
 
@@ -257,10 +265,18 @@ export class NatsStore extends StoreBase {
     return mapNatsError(error, operation, this.options.bucket);
   }
 
-  /** One transition of one resource within `timeoutMs`, its reads and retries included. */
-  private bounded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * One transition of one resource within `timeoutMs`, its reads and retries included, counted
+   * from `startedAt` (`performance.now()`) when a batch's one-write attempt came first.
+   */
+  private bounded<T>(
+    operation: string,
+    fn: () => Promise<T>,
+    startedAt = performance.now(),
+  ): Promise<T> {
     const ms = this.options.timeoutMs;
-    return withDeadline(fn(), ms, () => noAnswer(operation, this.options.bucket, ms));
+    const left = Math.max(0, startedAt + ms - performance.now());
+    return withDeadline(fn(), left, () => noAnswer(operation, this.options.bucket, ms));
   }
 }
 
@@ -269,6 +285,12 @@ function noAnswer(operation: string, bucket: string, ms: number): LeaseError {
     ErrorCode.STORE_UNAVAILABLE,
     `NATS KV ${operation} on bucket "${bucket}" failed: no answer within ${ms} ms (is the server paused or unreachable? a write may still take effect)`,
   );
+}
+
+/** What the bucket's handle puts before a key to write it: `$KV.<bucket>.` for a plain bucket. */
+function editPrefix(kv: NatsKv): string {
+  const probe = 'k';
+  return kv.subjectForKey(probe, true).slice(0, -probe.length);
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

@@ -2,11 +2,17 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { isLive, type Lease, type LeaseRef } from '../../core/lease.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import type { NatsKv, NatsKvEntry } from './nats-driver.js';
-import { isConflict } from './nats-errors.js';
 import { keyOf } from './nats-keys.js';
 import { decodeEntry, encodeRecord, newNonce, nextToken, type StoredRecord } from './nats-ops.js';
 import type { ResolvedNatsOptions } from './nats-options.js';
+import type { NatsPublisher } from './nats-publish.js';
 import { OwnWrites } from './nats-writes.js';
+
+/**
+ * The answer to a write sent for a batch: an error when it got no usable answer, else the
+ * result, or `undefined` when the transition needs its full form (a read) to decide.
+ */
+export type SentAnswer<R> = (error: Error | undefined, result: R | undefined) => void;
 
 /** How many conditional writes one transition tries before giving up on a record that keeps changing. */
 const MAX_ATTEMPTS = 4;
@@ -20,6 +26,7 @@ export class NatsTransitions {
 
   constructor(
     private readonly kv: NatsKv,
+    private readonly publisher: NatsPublisher,
     private readonly options: ResolvedNatsOptions,
   ) {}
 
@@ -63,20 +70,14 @@ export class NatsTransitions {
     const nonce = newNonce();
     const expiresAt = this.options.clock.now() + ttlMs;
     this.writes.sending(resource, nonce, revision);
-    let written: number;
-    try {
-      written = await this.put(
-        keyOf(resource),
-        encodeRecord(owner, token, expiresAt, nonce),
-        revision,
-      );
-    } catch (error) {
-      // No answer: the write may land later, and a later read of its nonce will tell.
-      if (!isConflict(error)) throw error;
-      this.writes.answered(resource, nonce);
-      return null;
-    }
+    // No answer (it throws): the write may land later, and a later read of its nonce will tell.
+    const written = await this.put(
+      keyOf(resource),
+      encodeRecord(owner, token, expiresAt, nonce),
+      revision,
+    );
     this.writes.answered(resource, nonce);
+    if (written === null) return null;
     this.writes.remember(resource, { owner, token, nonce, revision: written });
     return { resource, owner, token, expiresAt, ttlMs };
   }
@@ -85,19 +86,15 @@ export class NatsTransitions {
   private async rewrite(stored: StoredRecord, ttlMs: number): Promise<Lease | null> {
     const { resource, owner, token } = stored.record;
     const expiresAt = this.options.clock.now() + ttlMs;
-    try {
-      const revision = await this.put(
-        keyOf(resource),
-        encodeRecord(owner, token, expiresAt, stored.nonce),
-        stored.revision,
-      );
-      this.writes.resolved(resource);
-      this.writes.remember(resource, { owner, token, nonce: stored.nonce, revision });
-      return { resource, owner, token, expiresAt, ttlMs };
-    } catch (error) {
-      if (isConflict(error)) return null;
-      throw error;
-    }
+    const revision = await this.put(
+      keyOf(resource),
+      encodeRecord(owner, token, expiresAt, stored.nonce),
+      stored.revision,
+    );
+    if (revision === null) return null;
+    this.writes.resolved(resource);
+    this.writes.remember(resource, { owner, token, nonce: stored.nonce, revision });
+    return { resource, owner, token, expiresAt, ttlMs };
   }
 
   /** Moves `expiresAt` of a record still the lease's (owner and token); `null` when it is not. */
@@ -160,24 +157,85 @@ export class NatsTransitions {
         if (enough(stored.record)) return true; // nothing to write: it already says as much
         base = stored;
       }
-      try {
-        const revision = await this.put(keyOf(resource), value(base.nonce), base.revision);
-        if (keep) this.writes.remember(resource, { owner, token, nonce: base.nonce, revision });
-        else {
-          this.writes.forget(resource);
-          this.writes.rememberReleased(resource, token, revision);
-        }
-        return true;
-      } catch (error) {
-        if (!isConflict(error)) throw error;
+      const revision = await this.put(keyOf(resource), value(base.nonce), base.revision);
+      if (revision === null) {
         base = undefined;
+        continue;
       }
+      this.wrote(ref, base.nonce, keep, revision);
+      return true;
     }
     throw new LeaseError(
       ErrorCode.STORE_UNAVAILABLE,
       `NATS KV record of ${JSON.stringify(resource)} changed under ${MAX_ATTEMPTS} conditional writes in a row`,
       { resource },
     );
+  }
+
+  /**
+   * The one-write form of `renew`, for batches: when this store knows its last write of the
+   * lease's grant, sends the write conditioned on that revision and answers through `done` without
+   * waiting on it; `false` when it knows none. `done` gets `undefined` for a revision gone stale
+   * (forgotten here): `renew` then reads the record and decides.
+   */
+  sendRenew(lease: Lease, ttlMs: number | undefined, done: SentAnswer<Lease | null>): boolean {
+    const ttl = ttlMs ?? lease.ttlMs;
+    const expiresAt = this.options.clock.now() + ttl;
+    return this.sendOwned(
+      lease,
+      (nonce) => encodeRecord(lease.owner, lease.token, expiresAt, nonce),
+      true,
+      (error, written) =>
+        done(
+          error,
+          written && {
+            resource: lease.resource,
+            owner: lease.owner,
+            token: lease.token,
+            expiresAt,
+            ttlMs: ttl,
+          },
+        ),
+    );
+  }
+
+  /** The one-write form of `release`, for batches, as `sendRenew` is of `renew`. */
+  sendRelease(lease: LeaseRef, done: SentAnswer<boolean>): boolean {
+    return this.sendOwned(lease, () => encodeRecord('', lease.token, 0, ''), false, done);
+  }
+
+  /** `writeOwned`'s first attempt, on the revision of our last write only, not awaited. */
+  private sendOwned(
+    ref: LeaseRef,
+    value: (nonce: string) => Uint8Array,
+    keep: boolean,
+    done: SentAnswer<true>,
+  ): boolean {
+    const { resource, owner, token } = ref;
+    const known = this.writes.knownFor(resource, owner, token);
+    if (!known) return false;
+    const base = known.revision;
+    this.publisher.write(keyOf(resource), value(known.nonce), base, (error, revision) => {
+      if (error) return done(error, undefined);
+      if (revision === null) {
+        this.writes.forgetStale(resource, base);
+        return done(undefined, undefined);
+      }
+      if (keep) this.writes.advance(resource, known, revision);
+      else this.wrote(ref, known.nonce, false, revision);
+      done(undefined, true);
+    });
+    return true;
+  }
+
+  /** Notes our write of `ref`'s grant at `revision`: the next renew's condition, or a release. */
+  private wrote(ref: LeaseRef, nonce: string, keep: boolean, revision: number): void {
+    const { resource, owner, token } = ref;
+    if (keep) this.writes.remember(resource, { owner, token, nonce, revision });
+    else {
+      this.writes.forget(resource);
+      this.writes.rememberReleased(resource, token, revision);
+    }
   }
 
   /** The key's last entry and what it holds. */
@@ -188,7 +246,8 @@ export class NatsTransitions {
     return { entry, stored: decodeEntry(resource, entry) };
   }
 
-  private put(key: string, data: Uint8Array, previousSeq: number): Promise<number> {
-    return this.kv.put(key, data, { previousSeq, timeout: this.options.timeoutMs });
+  /** A conditional write: the revision written, `null` when `previousSeq` was stale. */
+  private put(key: string, data: Uint8Array, previousSeq: number): Promise<number | null> {
+    return this.publisher.put(key, data, previousSeq);
   }
 }

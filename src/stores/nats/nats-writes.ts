@@ -3,7 +3,8 @@ export interface KnownWrite {
   readonly owner: string;
   readonly token: number;
   readonly nonce: string;
-  readonly revision: number;
+  /** Moved on in place by each renewal of the grant (see `advance`). */
+  revision: number;
 }
 
 /** An acquire whose answer never came: conditioned on `base`, it may land later or already has. */
@@ -12,8 +13,11 @@ interface Unsure {
   readonly base: number;
 }
 
-/** Past this many records, the cache of known revisions starts again (it only saves round trips). */
-const MAX_KNOWN = 100_000;
+/**
+ * Past this many records, the cache of known revisions starts again (it only saves round trips):
+ * well above the 100,000 leases a worker may hold, about 100 bytes each.
+ */
+const MAX_KNOWN = 1_000_000;
 
 /**
  * What this store remembers of its own writes, per resource. Neither is ever trusted without the
@@ -47,6 +51,15 @@ export class OwnWrites {
     return known && known.owner === owner && known.token === token ? known : undefined;
   }
 
+  /**
+   * Our write conditioned on `known` (still this grant, same nonce) landed at `revision`. Moves the
+   * remembered write on in place when it is still `known`, so a renewal allocates nothing here.
+   */
+  advance(resource: string, known: KnownWrite, revision: number): void {
+    if (this.known.get(resource) === known) known.revision = revision;
+    else this.remember(resource, { ...known, revision });
+  }
+
   remember(resource: string, write: KnownWrite): void {
     if (this.known.size >= MAX_KNOWN && !this.known.has(resource)) this.known.clear();
     this.known.set(resource, write);
@@ -54,6 +67,11 @@ export class OwnWrites {
 
   forget(resource: string): void {
     this.known.delete(resource);
+  }
+
+  /** Forgets our last write if it is still the one at `revision`, which the record moved past. */
+  forgetStale(resource: string, revision: number): void {
+    if (this.known.get(resource)?.revision === revision) this.known.delete(resource);
   }
 
   /** Forgets our last write unless it is still the record's current revision `revision`. */

@@ -5,7 +5,7 @@ import { parseNatsUrl } from './nats-url.js';
 
 /**
  * `nats://[user:password@|token@]host[:port][,host[:port]…]` (port 4222 by default) with
- * `?bucket=leasehold&maxClockSkewMs=1000&timeoutMs=5000&createBucket=true&concurrency=16`.
+ * `?bucket=leasehold&maxClockSkewMs=1000&timeoutMs=5000&createBucket=true&concurrency=256`.
  * Connects, opens the bucket (creating it when missing, unless `createBucket=false`) and checks it.
  */
 export async function openNats(url: StoreUrl, given: { clock?: Clock } = {}): Promise<NatsStore> {
