@@ -131,6 +131,24 @@ describeServer('zookeeper store', zookeeperUnavailable(), () => {
     expect(events).toHaveLength(4);
   });
 
+  it('watch never loses the last change, however quickly acquires and releases follow each other', async () => {
+    const chroot = fresh();
+    const watching = await open(chroot);
+    const acting = await open(chroot);
+    await acting.release((await acting.tryAcquire('q/job', 'a', 5000))!);
+    const events: WatchEvent[] = [];
+    const unwatch = watching.watch('q/', (event) => events.push(event));
+    await unwatch.ready;
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < 10; i++)
+        await acting.release((await acting.tryAcquire('q/job', 'a', 5000))!);
+      // The hold is gone now: whatever was coalesced, the watcher's last word is a release.
+      await waitFor('the last release', () => events.at(-1)?.type === 'released', 5000);
+      events.length = 0;
+    }
+    unwatch();
+  });
+
   it('a waiting acquirer woken by the watch takes the lease the moment it is released', async () => {
     const chroot = fresh();
     const holder = await open(chroot);

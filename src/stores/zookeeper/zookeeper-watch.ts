@@ -95,16 +95,20 @@ export class ZkWatch {
     await Promise.all(
       wanted.map(async (resource) => {
         const held = await this.arm(session, generation, resource);
-        if (!announce || generation !== this.generation) return;
+        if (!announce || held === undefined || generation !== this.generation) return;
         if (held) this.dispatch({ type: 'acquired', resource });
         else await this.ended(session, resource);
       }),
     );
   }
 
-  /** Watches the hold of `resource`; whether it exists now. */
-  private async arm(session: ZkSession, generation: number, resource: string): Promise<boolean> {
-    if (this.armed.has(resource)) return true;
+  /** Watches the hold of `resource`; whether it exists now (`undefined`: it was armed already). */
+  private async arm(
+    session: ZkSession,
+    generation: number,
+    resource: string,
+  ): Promise<boolean | undefined> {
+    if (this.armed.has(resource)) return undefined;
     this.armed.add(resource);
     try {
       const stat = await session.exists(this.paths.of(resource).hold, (event) =>
@@ -117,16 +121,20 @@ export class ZkWatch {
     }
   }
 
-  /** Tells how the hold of `resource` went: `released` when its record was blanked with it. */
-  private async ended(session: ZkSession, resource: string): Promise<void> {
+  /**
+   * Tells how the hold of `resource` went: `released` when its record was blanked with it.
+   * `retaken`: a new hold is there already, so the record is the new holder's and tells nothing.
+   */
+  private async ended(session: ZkSession, resource: string, retaken = false): Promise<void> {
     const path = this.paths.of(resource).record;
     let released = false;
-    try {
-      const record = await session.getData(path);
-      released = record !== null && decodeRecord(path, record.data).o === '';
-    } catch {
-      // unknown: it went, and not by a release seen here
-    }
+    if (!retaken)
+      try {
+        const record = await session.getData(path);
+        released = record !== null && decodeRecord(path, record.data).o === '';
+      } catch {
+        // unknown: it went, and not by a release seen here
+      }
     this.dispatch({ type: released ? 'released' : 'expired', resource });
   }
 
@@ -139,18 +147,37 @@ export class ZkWatch {
     if (generation !== this.generation) return;
     this.armed.delete(resource);
     const type = event.getType();
-    const rearm = (): void => {
-      if (this.matches(resource)) {
-        this.arm(session, generation, resource).catch((error: unknown) => this.fail(error));
-      }
+    // Between the event and the new watch the hold may have changed again, unwatched: what the
+    // re-arming read finds tells of it (a release right after an acquire, or the reverse).
+    const rearm = (expected: boolean | undefined): void => {
+      if (!this.matches(resource)) return;
+      this.arm(session, generation, resource).then(
+        (held) => {
+          if (held === undefined || expected === undefined || held === expected) return;
+          if (generation !== this.generation) return;
+          if (held) this.dispatch({ type: 'acquired', resource });
+          else return this.ended(session, resource);
+        },
+        (error: unknown) => this.fail(error),
+      );
     };
     if (type === ZK_EVENT.NODE_CREATED) {
       this.dispatch({ type: 'acquired', resource });
-      rearm();
+      rearm(true);
     } else if (type === ZK_EVENT.NODE_DELETED) {
-      void this.ended(session, resource).finally(rearm);
+      // Watched again before the record is read, so the read sees the state a later event would
+      // correct: a record already rewritten by the next grant reads as that holder's.
+      if (!this.matches(resource)) return void this.ended(session, resource);
+      this.arm(session, generation, resource).then(
+        async (held) => {
+          if (generation !== this.generation) return;
+          await this.ended(session, resource, held === true);
+          if (held) this.dispatch({ type: 'acquired', resource });
+        },
+        (error: unknown) => this.fail(error),
+      );
     } else {
-      rearm();
+      rearm(undefined);
     }
   }
 
