@@ -4,6 +4,7 @@ import { openStore, type Lease, type LeaseRecord, type LeaseStore } from '../../
 import { EtcdStore } from '../../src/stores/etcd/index.js';
 import type { EtcdClient, EtcdTxnRequest } from '../../src/stores/etcd/etcd-driver.js';
 import { EtcdCluster, etcdUnavailable } from '../harness/etcd-server.js';
+import { rpcCounter } from '../harness/etcd-rpcs.js';
 import { describeServer } from '../harness/describe-server.js';
 
 /** A single-lease transition and what it gave, in a form that does not depend on timing. */
@@ -33,31 +34,7 @@ describeServer('etcd store: single-lease transitions sent together', etcdUnavail
     return store as EtcdStore;
   };
 
-  /** gRPC calls the server has started since it began, by method (`Txn`, `LeaseGrant`, …). */
-  const rpcsStarted = async (): Promise<Record<string, number>> => {
-    const response = await fetch(`http://${etcd.members[0]!.endpoint}/metrics`, {
-      signal: AbortSignal.timeout(2000),
-    });
-    const out: Record<string, number> = {};
-    for (const [, labels, value] of (await response.text()).matchAll(
-      /^grpc_server_started_total\{([^}]*)\} (\S+)$/gm,
-    )) {
-      const method = /grpc_method="([^"]+)"/.exec(labels!)![1]!;
-      out[method] = (out[method] ?? 0) + Number(value);
-    }
-    return out;
-  };
-  /** The gRPC calls `work` made the server start, by method, leaving out methods it did not call. */
-  const rpcsOf = async (work: () => Promise<unknown>): Promise<Record<string, number>> => {
-    const before = await rpcsStarted();
-    await work();
-    const after = await rpcsStarted();
-    return Object.fromEntries(
-      Object.entries(after)
-        .map(([method, n]) => [method, n - (before[method] ?? 0)] as const)
-        .filter(([, n]) => n !== 0),
-    );
-  };
+  const rpcsOf = rpcCounter(() => etcd.members[0]!.endpoint);
 
   /**
    * The same starting state under `prefix`: `free/*` never acquired, `back/*` acquired and

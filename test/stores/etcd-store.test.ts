@@ -8,6 +8,7 @@ import { acquiredToken, acquireTxn, releaseTxn, renewTxn } from '../../src/store
 import { EtcdKeys, NONCE_LENGTH } from '../../src/stores/etcd/etcd-keys.js';
 import { Nonces } from '../../src/stores/etcd/etcd-nonce.js';
 import { EtcdCluster, etcdUnavailable } from '../harness/etcd-server.js';
+import { rpcCounter } from '../harness/etcd-rpcs.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
 import { rejection, sleep } from '../harness/expect-error.js';
@@ -58,31 +59,7 @@ describeServer('etcd store', etcdUnavailable(), () => {
     );
   };
 
-  /** gRPC calls the server has started since it began, by method (`Txn`, `LeaseGrant`, …). */
-  const rpcsStarted = async (): Promise<Record<string, number>> => {
-    const response = await fetch(`http://${etcd.members[0]!.endpoint}/metrics`, {
-      signal: AbortSignal.timeout(2000),
-    });
-    const out: Record<string, number> = {};
-    for (const [, labels, value] of (await response.text()).matchAll(
-      /^grpc_server_started_total\{([^}]*)\} (\S+)$/gm,
-    )) {
-      const method = /grpc_method="([^"]+)"/.exec(labels!)![1]!;
-      out[method] = (out[method] ?? 0) + Number(value);
-    }
-    return out;
-  };
-  /** The gRPC calls `work` made the server start, by method, leaving out methods it did not call. */
-  const rpcsOf = async (work: () => Promise<unknown>): Promise<Record<string, number>> => {
-    const before = await rpcsStarted();
-    await work();
-    const after = await rpcsStarted();
-    return Object.fromEntries(
-      Object.entries(after)
-        .map(([method, n]) => [method, n - (before[method] ?? 0)] as const)
-        .filter(([, n]) => n !== 0),
-    );
-  };
+  const rpcsOf = rpcCounter(() => etcd.members[0]!.endpoint);
 
   /**
    * The last moment, on this process's monotonic clock, at which a read still found the hold key
