@@ -1,4 +1,5 @@
 import type { Transaction } from './sqlite-driver.js';
+import { URGENT } from './sqlite-runner.js';
 
 /** The single-lease operations that may share a transaction. */
 export type GroupedOperation = 'tryAcquire' | 'renew' | 'release';
@@ -52,7 +53,7 @@ export class TransitionGroup {
 
   private send(members: GroupMember[]): void {
     const operations = [...new Set(members.map((m) => m.operation))];
-    const urgent = operations.some((op) => op !== 'tryAcquire');
+    const urgent = operations.some((op) => URGENT.has(op));
     // One statement alone runs in autocommit: measured here, an explicit BEGIN IMMEDIATE … COMMIT
     // around one statement costs about 200 µs more CPU per acquire-release cycle than the statement
     // on its own, for the same single commit. Each statement's result is read to its end, so its

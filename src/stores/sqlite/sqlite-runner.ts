@@ -21,7 +21,7 @@ export const BATCH_ROWS = 500;
 export const RENEW_ROWS = 1000;
 
 /** Operations that keep or give up what is held: they go before bulk work (see `Turns`). */
-const URGENT = new Set(['renew', 'renewMany', 'release', 'releaseMany']);
+export const URGENT = new Set(['renew', 'renewMany', 'release', 'releaseMany']);
 
 export interface RunnerOptions {
   /** How long a step may wait for another connection's lock before its call fails. */
