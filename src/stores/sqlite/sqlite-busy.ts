@@ -42,21 +42,39 @@ const BACKOFF_MAX_MS = 25;
  * So a busy failure always means "not committed": a retried acquire cannot take a token twice, and
  * a retried release cannot report `false` because its first attempt had landed.
  */
-export async function retryWhileBusy<T>(
+export function retryWhileBusy<T>(
   attempt: () => T,
   deadline: () => number,
   giveUp: (lastError: unknown) => Error,
 ): Promise<T> {
+  // The first attempt runs at once and, as it nearly always does, answers without an async frame.
+  try {
+    return Promise.resolve(attempt());
+  } catch (error) {
+    if (!isBusy(error)) return Promise.reject(error);
+    return retryAfterBusy(attempt, deadline, giveUp, error);
+  }
+}
+
+/** `retryWhileBusy` after its first attempt failed busy with `first`. */
+async function retryAfterBusy<T>(
+  attempt: () => T,
+  deadline: () => number,
+  giveUp: (lastError: unknown) => Error,
+  first: unknown,
+): Promise<T> {
+  let error = first;
   for (let tries = 0; ; tries++) {
+    const left = deadline() - performance.now();
+    if (left <= 0) throw giveUp(error);
+    const pause = Math.min(BACKOFF_MAX_MS, 2 ** tries) * (0.5 + Math.random());
+    // Not unref'd: a caller is awaiting this call, and the wait ends by `deadline`.
+    await new Promise((resolve) => setTimeout(resolve, Math.min(left, pause)));
     try {
       return attempt();
-    } catch (error) {
-      if (!isBusy(error)) throw error;
-      const left = deadline() - performance.now();
-      if (left <= 0) throw giveUp(error);
-      const pause = Math.min(BACKOFF_MAX_MS, 2 ** tries) * (0.5 + Math.random());
-      // Not unref'd: a caller is awaiting this call, and the wait ends by `deadline`.
-      await new Promise((resolve) => setTimeout(resolve, Math.min(left, pause)));
+    } catch (next) {
+      if (!isBusy(next)) throw next;
+      error = next;
     }
   }
 }

@@ -12,7 +12,10 @@ export interface GroupMember {
   readonly reject: (error: unknown) => void;
 }
 
-/** Runs a step (one transaction) the way the store's runner does: in turn, waiting out locks. */
+/**
+ * Runs a step (one transaction) the way the store's runner does: in turn, waiting out locks. It
+ * never throws: every failure, the file found gone included, is a rejection.
+ */
 export type RunStep = <T>(label: string, urgent: boolean, attempt: () => T) => Promise<T>;
 
 /**
@@ -39,30 +42,36 @@ export class TransitionGroup {
 
   add<T>(operation: GroupedOperation, apply: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      if (this.queue.length === 0) queueMicrotask(() => this.flush());
+      // A settled promise's reaction, not queueMicrotask (which wraps each call for async hooks).
+      if (this.queue.length === 0) void SETTLED.then(this.flush);
       this.queue.push({ operation, apply, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
-  private flush(): void {
+  private readonly flush = (): void => {
     const queue = this.queue;
     this.queue = [];
     for (let start = 0; start < queue.length; start += this.maxMembers)
       this.send(queue.slice(start, start + this.maxMembers));
-  }
+  };
 
   private send(members: GroupMember[]): void {
+    if (members.length === 1) {
+      // One statement alone runs in autocommit: measured here, an explicit BEGIN IMMEDIATE …
+      // COMMIT around one statement costs about 200 µs more CPU per acquire-release cycle than the
+      // statement on its own, for the same single commit. Its result is read to its end, so its
+      // commit's failure is thrown (see SqliteStore.grant).
+      const member = members[0]!;
+      const { operation } = member;
+      this.runStep(operation, URGENT.has(operation), member.apply).then(
+        member.resolve,
+        member.reject,
+      );
+      return;
+    }
     const operations = [...new Set(members.map((m) => m.operation))];
     const urgent = operations.some((op) => URGENT.has(op));
-    // One statement alone runs in autocommit: measured here, an explicit BEGIN IMMEDIATE … COMMIT
-    // around one statement costs about 200 µs more CPU per acquire-release cycle than the statement
-    // on its own, for the same single commit. Each statement's result is read to its end, so its
-    // commit's failure is thrown (see SqliteStore.grant).
-    const attempt =
-      members.length === 1
-        ? (): unknown[] => [members[0]!.apply()]
-        : (): unknown[] => this.applyAll.immediate(members);
-    this.runStep(operations.join('/'), urgent, attempt).then(
+    this.runStep(operations.join('/'), urgent, () => this.applyAll.immediate(members)).then(
       (results) => members.forEach((m, k) => m.resolve(results[k])),
       (error: unknown) => {
         for (const m of members) m.reject(error);
@@ -70,6 +79,8 @@ export class TransitionGroup {
     );
   }
 }
+
+const SETTLED = Promise.resolve();
 
 /** The transaction body for `TransitionGroup`: each member's statement, in order. */
 export function applyEach(members: readonly { apply: () => unknown }[]): unknown[] {

@@ -51,9 +51,14 @@ export class SqliteRunner {
    * `attempt` as one step, once the file is confirmed and it is this call's turn. `operation` names
    * the call in errors; renewals and releases are `urgent` (they go first) unless told otherwise.
    */
-  async run<T>(operation: string, attempt: () => T, urgent = URGENT.has(operation)): Promise<T> {
-    const checking = this.options.identity?.confirm(operation);
-    if (checking) await checking;
+  run<T>(operation: string, attempt: () => T, urgent = URGENT.has(operation)): Promise<T> {
+    let checking: Promise<void> | undefined;
+    try {
+      checking = this.options.identity?.confirm(operation);
+    } catch (error) {
+      return Promise.reject(error); // the file is gone: a rejection, as from every later step
+    }
+    if (checking) return checking.then(() => this.step(operation, attempt, urgent));
     return this.step(operation, attempt, urgent);
   }
 
@@ -88,31 +93,39 @@ export class SqliteRunner {
    * that wait too (once the first gives up, those behind it get one more attempt each), while
    * time spent behind steps that were simply working counts for nothing.
    */
-  private async step<T>(operation: string, attempt: () => T, urgent: boolean): Promise<T> {
-    const { busyTimeoutMs } = this.options;
+  private step<T>(operation: string, attempt: () => T, urgent: boolean): Promise<T> {
+    const queued = this.turns.take(urgent);
+    // A free turn was taken just now, at the start of its slice: no second reading of the clock.
+    if (!queued) return this.inTurn(operation, attempt, this.turns.sliceStart);
     const since = performance.now();
+    return queued.then(() => this.inTurn(operation, attempt, since));
+  }
+
+  /** `step` once it holds the turn, which it gives back when settled. */
+  private inTurn<T>(operation: string, attempt: () => T, since: number): Promise<T> {
+    const { busyTimeoutMs } = this.options;
     // Asked after a busy attempt only, so the file is locked now.
     const waitingSince = (): number => Math.max(since, (this.lockedSince ??= performance.now()));
     let gaveUp = false;
-    const queued = this.turns.take(urgent);
-    if (queued) await queued;
-    try {
-      const result = await retryWhileBusy(
-        attempt,
-        () => waitingSince() + busyTimeoutMs,
-        (error) => {
-          gaveUp = true;
-          return lockedError(operation, performance.now() - waitingSince(), busyTimeoutMs, error);
-        },
-      );
-      this.lockedSince = undefined;
-      return result;
-    } catch (error) {
-      // Any other failure got past the lock: the steps behind start counting afresh.
-      if (!gaveUp) this.lockedSince = undefined;
-      throw error;
-    } finally {
-      this.turns.give();
-    }
+    return retryWhileBusy(
+      attempt,
+      () => waitingSince() + busyTimeoutMs,
+      (error) => {
+        gaveUp = true;
+        return lockedError(operation, performance.now() - waitingSince(), busyTimeoutMs, error);
+      },
+    ).then(
+      (result) => {
+        this.lockedSince = undefined;
+        this.turns.give();
+        return result;
+      },
+      (error: unknown) => {
+        // Any other failure got past the lock: the steps behind start counting afresh.
+        if (!gaveUp) this.lockedSince = undefined;
+        this.turns.give();
+        throw error;
+      },
+    );
   }
 }

@@ -148,17 +148,8 @@ export class SqliteStore extends StoreBase {
     );
     this.acquireBatch = db.transaction(
       (resources: readonly string[], owner: string, ttlMs: number) => {
-        const params = {
-          resource: '',
-          owner,
-          ttl: ttlMs,
-          now: this.clock.now(),
-          skew: this.maxClockSkewMs,
-        };
-        return resources.map((resource) => {
-          params.resource = resource;
-          return this.acquireOne(params, resource, owner, ttlMs);
-        });
+        const now = this.clock.now();
+        return resources.map((resource) => this.acquireOne(resource, owner, ttlMs, now));
       },
     );
     this.renewBatch = db.transaction((leases: readonly Lease[], ttlMs: number | undefined) => {
@@ -288,24 +279,18 @@ export class SqliteStore extends StoreBase {
    * error better-sqlite3 does not report: a grant could be answered that never committed.)
    */
   private grant(resource: string, owner: string, ttlMs: number): Lease | null {
-    const [row] = this.sql.acquire.all({
-      resource,
-      owner,
-      ttl: ttlMs,
-      now: this.clock.now(),
-      skew: this.maxClockSkewMs,
-    }) as { token: number; expiresAt: number }[];
+    const now = this.clock.now();
+    const [row] = this.sql.acquire.all(resource, owner, now, ttlMs, this.maxClockSkewMs, now) as {
+      token: number;
+      expiresAt: number;
+    }[];
     return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
   }
 
   /** One resource of `acquireMany`; the holder is read in the same transaction when refused. */
-  private acquireOne(
-    params: Record<string, unknown>,
-    resource: string,
-    owner: string,
-    ttlMs: number,
-  ): AcquireOutcome {
-    const row = this.sql.acquire.get(params) as { token: number; expiresAt: number } | undefined;
+  private acquireOne(resource: string, owner: string, ttlMs: number, now: number): AcquireOutcome {
+    const row = this.sql.acquire.get(resource, owner, now, ttlMs, this.maxClockSkewMs, now) as
+      { token: number; expiresAt: number } | undefined;
     if (row) {
       return {
         resource,
@@ -318,30 +303,14 @@ export class SqliteStore extends StoreBase {
 
   private renewOne(lease: Lease, ttlMs: number | undefined, now: number): Lease | null {
     const ttl = ttlMs ?? lease.ttlMs;
+    const { resource, owner, token } = lease;
     // `all`, not `get`: see `grant`.
-    const [row] = this.sql.renew.all({
-      resource: lease.resource,
-      owner: lease.owner,
-      token: lease.token,
-      now,
-      ttl,
-    }) as { expiresAt: number }[];
-    return row
-      ? {
-          resource: lease.resource,
-          owner: lease.owner,
-          token: lease.token,
-          expiresAt: row.expiresAt,
-          ttlMs: ttl,
-        }
-      : null;
+    const [row] = this.sql.renew.all(now, ttl, resource, owner, token) as { expiresAt: number }[];
+    return row ? { resource, owner, token, expiresAt: row.expiresAt, ttlMs: ttl } : null;
   }
 
   private releaseOne(lease: LeaseRef): boolean {
-    return (
-      this.sql.release.run({ resource: lease.resource, owner: lease.owner, token: lease.token })
-        .changes > 0
-    );
+    return this.sql.release.run(lease.resource, lease.owner, lease.token).changes > 0;
   }
 
   /** Watch trouble is reported as a process warning, like the other stores' watches. */

@@ -14,7 +14,8 @@ export class Turns {
   private taken = false;
   private readonly urgent: (() => void)[] = [];
   private readonly waiting: (() => void)[] = [];
-  private sliceStart = 0;
+  /** When the current holder's slice began (`performance.now()`): when it took a free turn, or was handed one late. */
+  sliceStart = 0;
 
   /** `undefined` when the turn was free and is now taken; else resolves when it is handed over. */
   take(urgent = false): Promise<void> | undefined {
