@@ -1,7 +1,12 @@
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore, type Lease, type WatchEvent } from '../../src/index.js';
-import { EVENTS_KEPT, EVENTS_PRUNE_EVERY } from '../../src/stores/sqlite/sqlite-ops.js';
+import {
+  EVENTS_KEPT,
+  EVENTS_PRUNE_EVERY,
+  WATCHER_REFRESH_MS,
+  WATCHER_STALE_MS,
+} from '../../src/stores/sqlite/sqlite-ops.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { tempDir, waitFor } from '../harness/processes.js';
 
@@ -169,6 +174,7 @@ describe('SqliteStore.watch polling', () => {
 
   it('keeps the release log near its bound by pruning old entries in ranges', async () => {
     const { path, watcher } = await pair();
+    watcher.watch('none/', () => {}); // releases are logged only while someone watches
     const total = EVENTS_KEPT + 3 * EVENTS_PRUNE_EVERY;
     for (let start = 0; start < total; start += 1000) {
       const names = Array.from(
@@ -188,5 +194,105 @@ describe('SqliteStore.watch polling', () => {
     const lastPrune = Math.floor(total / EVENTS_PRUNE_EVERY) * EVENTS_PRUNE_EVERY;
     expect(log.first).toBe(lastPrune - EVENTS_KEPT + 1);
     expect(log.count).toBeLessThanOrEqual(EVENTS_KEPT + EVENTS_PRUNE_EVERY);
+  });
+});
+
+/** Rows of the release log and of the watchers table, read on a connection of the test's own. */
+function tables(path: string) {
+  const db = new Database(path, { readonly: true });
+  opened.push(db);
+  return {
+    logged: () =>
+      (
+        db.prepare('SELECT resource FROM leasehold_leases_events ORDER BY seq').all() as {
+          resource: string;
+        }[]
+      ).map((r) => r.resource),
+    watchers: () =>
+      db.prepare('SELECT id, seen_at AS seenAt FROM leasehold_leases_watchers').all() as {
+        id: string;
+        seenAt: number;
+      }[],
+  };
+}
+
+describe('SqliteStore release log, written only while someone watches', () => {
+  it('logs nothing while no store watches the file, and every release once one does', async () => {
+    const { path, watcher, other } = await pair();
+    const read = tables(path);
+    const [a, b, c] = await held(other, ['q/a', 'q/b', 'q/c']);
+    expect(await other.release(a!)).toBe(true);
+    expect(read.logged()).toEqual([]);
+    expect(read.watchers()).toEqual([]);
+
+    const heard: string[] = [];
+    const stop = watcher.watch('q/', (event) => heard.push(event.resource));
+    expect(read.watchers()).toHaveLength(1);
+    expect(await other.release(b!)).toBe(true);
+    await waitFor('q/b', () => heard.length === 1, 5000);
+    expect(heard).toEqual(['q/b']);
+    expect(read.logged()).toEqual(['q/b']);
+
+    stop(); // the last listener: its row goes, and with it the log's writes
+    expect(read.watchers()).toEqual([]);
+    expect(await other.release(c!)).toBe(true);
+    expect(read.logged()).toEqual(['q/b']);
+  });
+
+  it("deletes rows no watcher marked for WATCHER_STALE_MS (a dead process's), not live ones", async () => {
+    const clock = new ManualClock();
+    const { path, watcher, other } = await pair({ clock });
+    const read = tables(path);
+    const writer = new Database(path);
+    opened.push(writer);
+    const now = clock.now();
+    const insert = writer.prepare('INSERT INTO leasehold_leases_watchers VALUES (?, ?)');
+    insert.run('dead', now - WATCHER_STALE_MS - 1);
+    insert.run('alive', now - WATCHER_STALE_MS + 60_000);
+    // A dead watcher's row alone still makes releases logged: the cost of a crash, not a loss.
+    const [a] = await held(other, ['s/a']);
+    await other.release(a!);
+    expect(read.logged()).toEqual(['s/a']);
+
+    watcher.watch('', () => {});
+    const rows = read.watchers();
+    expect(rows).toHaveLength(2);
+    expect(rows.map((r) => r.id)).toContain('alive'); // 'dead' went as this watcher wrote its own
+    const own = rows.find((r) => r.id !== 'alive')!;
+    expect(own.seenAt).toBe(now);
+
+    // Marked again once WATCHER_REFRESH_MS have passed; 'alive', unmarked, goes stale meanwhile.
+    await clock.advance(WATCHER_REFRESH_MS + 60_000);
+    expect(read.watchers()).toEqual([{ id: own.id, seenAt: clock.now() }]);
+  });
+
+  it('writes its row again when it was deleted, and warns that releases may have been missed', async () => {
+    const clock = new ManualClock();
+    const { path, watcher, other } = await pair({ clock, watchPollMs: 1000 });
+    const read = tables(path);
+    const writer = new Database(path);
+    opened.push(writer);
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.message);
+    process.on('warning', onWarning);
+    try {
+      const heard: string[] = [];
+      watcher.watch('', (event) => heard.push(event.resource));
+      // What another watcher does to a row it finds stale (this process stopped, say).
+      writer.exec('DELETE FROM leasehold_leases_watchers');
+      const [lost, found] = await held(other, ['g/lost', 'g/found']);
+      await other.release(lost!); // no row: not logged, so never heard
+      await clock.advance(WATCHER_REFRESH_MS);
+      expect(read.watchers()).toHaveLength(1);
+      await other.release(found!);
+      await clock.advance(1000);
+      expect(heard).toEqual(['g/found']);
+      await waitFor('a warning', () => warnings.length > 0, 5000);
+      expect(warnings[0]).toMatch(
+        /row in the watchers table was gone .* may not have been reported/,
+      );
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });

@@ -1,13 +1,21 @@
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** The release log keeps about this many of its newest entries (a watcher further behind misses some). */
 export const EVENTS_KEPT = 10_000;
 /** The log is pruned when a release lands on a multiple of this sequence number: one range delete. */
 export const EVENTS_PRUNE_EVERY = 1024;
+/** How often, in ms, a watching store marks its row in the watchers table as still in use. */
+export const WATCHER_REFRESH_MS = 30_000;
+/**
+ * A watchers row not marked for this long (on the marking stores' clocks) is taken for the row of
+ * a process that died without removing it, and deleted by the next watcher that refreshes its own.
+ */
+export const WATCHER_STALE_MS = 300_000;
 
 export function migrations(table: string): string[] {
   const events = `"${table}_events"`;
+  const watchers = `"${table}_watchers"`;
   return [
     // 0 → 1
     `CREATE TABLE IF NOT EXISTS "${table}" (
@@ -22,6 +30,18 @@ export function migrations(table: string): string[] {
     `CREATE TABLE IF NOT EXISTS ${events} (seq INTEGER PRIMARY KEY, resource TEXT NOT NULL);
      CREATE TRIGGER IF NOT EXISTS "${table}_released" AFTER UPDATE OF owner ON "${table}"
      WHEN old.owner <> '' AND new.owner = ''
+     BEGIN
+       INSERT INTO ${events} (resource) VALUES (new.resource);
+       DELETE FROM ${events} WHERE seq <= CASE
+         WHEN last_insert_rowid() % ${EVENTS_PRUNE_EVERY} = 0 THEN last_insert_rowid() - ${EVENTS_KEPT}
+         ELSE 0 END;
+     END`,
+    // 2 → 3: releases are logged only while some store watches the file. Each watching store keeps
+    // a row in the watchers table; a release with none there writes nothing but its record.
+    `CREATE TABLE IF NOT EXISTS ${watchers} (id TEXT PRIMARY KEY, seen_at INTEGER NOT NULL) WITHOUT ROWID;
+     DROP TRIGGER IF EXISTS "${table}_released";
+     CREATE TRIGGER "${table}_released" AFTER UPDATE OF owner ON "${table}"
+     WHEN old.owner <> '' AND new.owner = '' AND EXISTS (SELECT 1 FROM ${watchers})
      BEGIN
        INSERT INTO ${events} (resource) VALUES (new.resource);
        DELETE FROM ${events} WHERE seq <= CASE
@@ -76,11 +96,21 @@ export function statements(table: string) {
 
 export function eventStatements(table: string) {
   const events = `"${table}_events"`;
+  const watchers = `"${table}_watchers"`;
   return {
     // Changes whenever another connection commits to the file; a read of a shared counter.
     dataVersion: `PRAGMA data_version`,
     // A bare max() of the key: SQLite reads it off the end of the table (null when empty).
     lastSeq: `SELECT max(seq) AS seq FROM ${events}`,
     eventsAfter: `SELECT seq, resource FROM ${events} WHERE seq > ? ORDER BY seq LIMIT ?`,
+    // (id, seenAt)
+    register: `INSERT INTO ${watchers} (id, seen_at) VALUES (?, ?)
+               ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`,
+    // (seenAt, id)
+    refresh: `UPDATE ${watchers} SET seen_at = ? WHERE id = ?`,
+    // (seenBefore)
+    prune: `DELETE FROM ${watchers} WHERE seen_at < ?`,
+    // (id)
+    unregister: `DELETE FROM ${watchers} WHERE id = ?`,
   };
 }

@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { WatchListener } from '../../core/store.js';
 import type { Clock, TimerHandle } from '../../core/time.js';
 import type { SqliteStatement } from './sqlite-driver.js';
 import { isBusy } from './sqlite-errors.js';
+import { WATCHER_REFRESH_MS, WATCHER_STALE_MS } from './sqlite-ops.js';
 
 export interface ReleaseWatchOptions {
   /** Statements on the store's own connection (see `eventStatements`). */
@@ -9,6 +12,10 @@ export interface ReleaseWatchOptions {
     readonly dataVersion: SqliteStatement;
     readonly lastSeq: SqliteStatement;
     readonly eventsAfter: SqliteStatement;
+    readonly register: SqliteStatement;
+    readonly refresh: SqliteStatement;
+    readonly prune: SqliteStatement;
+    readonly unregister: SqliteStatement;
   };
   readonly pollMs: number;
   /** A poll that finds the file locked is not reported until it has stayed locked this long. */
@@ -36,6 +43,13 @@ const CHUNK = 1000;
  * `PRAGMA data_version` every `pollMs` (it changes when another connection commits) and reads the
  * log past the last entry seen only when it did. This connection's own releases do not change
  * that counter, so the store calls `poke()` after them and they are delivered at once.
+ *
+ * Releases are logged only while the watchers table has a row, so a file nobody watches pays
+ * nothing for the log. A watching store writes its row before it reads where the log ends (every
+ * release committed after that is logged), marks it every `WATCHER_REFRESH_MS`, deletes rows
+ * nobody marked for `WATCHER_STALE_MS` (left by a process that died), and deletes its own when its
+ * last listener goes. A store whose own row was deleted meanwhile (its process was stopped that
+ * long) writes it again and reports that releases in between may have gone unreported.
  */
 export class ReleaseWatch {
   private readonly subscriptions = new Set<Subscription>();
@@ -50,6 +64,10 @@ export class ReleaseWatch {
   private busySince: number | undefined;
   /** Bumped by `stop`, so a delivery loop that a listener's unsubscribe ended stops too. */
   private generation = 0;
+  /** This store's row in the watchers table. */
+  private readonly id = randomUUID();
+  /** When the row was last written or marked (the clock's `now()`); `undefined` while it is not there. */
+  private markedAt: number | undefined;
 
   constructor(private readonly options: ReleaseWatchOptions) {}
 
@@ -74,6 +92,15 @@ export class ReleaseWatch {
   }
 
   stop(): void {
+    if (this.markedAt !== undefined) {
+      this.markedAt = undefined;
+      try {
+        this.options.sql.unregister.run(this.id);
+      } catch {
+        // A locked file: the row stays until a watcher finds it stale, and costs a log entry per
+        // release meanwhile.
+      }
+    }
     this.subscriptions.clear();
     this.timer?.clear();
     clearImmediate(this.immediate);
@@ -89,11 +116,14 @@ export class ReleaseWatch {
     try {
       this.options.checkFile();
       if (this.lastSeq === undefined) {
-        // Starts from the end of the log: only releases from now on are reported.
+        // Registers first, then starts from the end of the log: every release that commits after
+        // the start is logged and reported.
+        this.register();
         this.version = this.readVersion();
         const row = this.options.sql.lastSeq.get() as { seq: number | null };
         this.lastSeq = row.seq ?? 0;
       } else {
+        this.markIfDue();
         const version = this.readVersion();
         if (force || version !== this.version) {
           more = this.readLog(this.lastSeq, generation);
@@ -118,6 +148,47 @@ export class ReleaseWatch {
     if (generation !== this.generation) return;
     if (more) this.poke();
     else this.schedule();
+  }
+
+  /** Writes (or marks) this store's row in the watchers table, and deletes rows left stale. */
+  private register(): void {
+    const now = this.options.clock.now();
+    this.options.sql.register.run(this.id, now);
+    this.markedAt = now;
+    this.pruneStale(now);
+  }
+
+  /**
+   * Marks the row when it is due. A locked file is tried again at the next poll; a row found gone
+   * is written again, with a report that releases may have been missed.
+   */
+  private markIfDue(): void {
+    const now = this.options.clock.now();
+    if (this.markedAt !== undefined && now - this.markedAt < WATCHER_REFRESH_MS) return;
+    try {
+      if (this.options.sql.refresh.run(now, this.id).changes === 0) {
+        this.register();
+        this.options.onPollError(
+          new LeaseError(
+            ErrorCode.STORE_UNAVAILABLE,
+            `this store's row in the watchers table was gone (unmarked for over ${WATCHER_STALE_MS / 1000} s: was the process stopped?), so releases by other connections meanwhile may not have been reported`,
+          ),
+        );
+        return;
+      }
+      this.markedAt = now;
+      this.pruneStale(now);
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+    }
+  }
+
+  private pruneStale(now: number): void {
+    try {
+      this.options.sql.prune.run(now - WATCHER_STALE_MS);
+    } catch (error) {
+      if (!isBusy(error)) throw error; // done at a later mark
+    }
   }
 
   private readVersion(): number {
