@@ -31,10 +31,17 @@ interface Etcd3Module {
  * holds it), so with the defaults a server that restarted in half a second stayed unused for a
  * second or more: longer than a short lease's validity window. A holder must renew before its
  * deadline (design rule 2); a server that is back is used within about a quarter second.
+ *
+ * And while calls are waiting, gRPC pings the server every 10 s and closes a connection that gave
+ * no answer for 5 s: reads and transactions carry no gRPC deadline (see `EtcdRpc`), so a call on a
+ * connection to a server that froze or vanished ends with that connection, not never. (etcd lets
+ * a client ping every 5 s at most: `--grpc-keepalive-min-time`.)
  */
 const GRPC_OPTIONS = Object.freeze({
   'grpc.initial_reconnect_backoff_ms': 100,
   'grpc.max_reconnect_backoff_ms': 250,
+  'grpc.keepalive_time_ms': 10_000,
+  'grpc.keepalive_timeout_ms': 5_000,
 });
 
 /** How long an endpoint that failed is passed over while others answer: doubling per failed trial. */
