@@ -1,5 +1,6 @@
 import { ErrorCode, invalidArgument, LeaseError } from './errors.js';
 import type { Lease, LeaseRef } from './lease.js';
+import { yieldToLoop } from './time.js';
 
 /** Limits every store and the client enforce, so any name that passes round-trips on every store. */
 export const LIMITS = Object.freeze({
@@ -104,6 +105,35 @@ function checkArray<T>(
     throw invalidArgument(field, `must be an array, got ${describe(value)}`);
   value.forEach((item, i) => check(item, `${field}[${i}]`));
   return value as T[];
+}
+
+/**
+ * Items checked per turn of the event loop by `checkInTurns`: 10,000 leases took 3–5 ms on a
+ * loaded 2-core machine, where 100,000 in one go held the loop 30–50 ms.
+ */
+export const CHECKED_PER_TURN = 5_000;
+
+/**
+ * `checkLeases` / `checkLeaseRefs` for a batch of any size without holding the event loop for
+ * long (design rule 6): a longer array is copied first (so what was checked is what is sent,
+ * whatever the caller does with its array meanwhile) and checked `CHECKED_PER_TURN` items per
+ * turn. Every item is checked before the store is called.
+ */
+export async function checkInTurns<T>(
+  value: unknown,
+  check: (v: unknown, f: string) => T,
+  field = 'leases',
+): Promise<readonly T[]> {
+  if (!Array.isArray(value))
+    throw invalidArgument(field, `must be an array, got ${describe(value)}`);
+  if (value.length <= CHECKED_PER_TURN) return checkArray(value, field, check);
+  const copy: unknown[] = value.slice();
+  for (let start = 0; start < copy.length; start += CHECKED_PER_TURN) {
+    if (start > 0) await yieldToLoop();
+    const end = Math.min(copy.length, start + CHECKED_PER_TURN);
+    for (let i = start; i < end; i++) check(copy[i], `${field}[${i}]`);
+  }
+  return copy as T[];
 }
 
 /** Which records `list` returns: a prefix filter and a page. */

@@ -42,3 +42,20 @@ export async function runInOrder<T, R>(
   if (failure !== undefined) throw failure.error;
   return out;
 }
+
+/**
+ * `run` over consecutive chunks of at most `size` items, one after another, results concatenated
+ * in input order: a batch too big for one statement (or one piece of event-loop work) goes as
+ * several. Items listed twice across chunks are answered as if the calls had been made one by one.
+ */
+export async function runInChunks<T, R>(
+  items: readonly T[],
+  size: number,
+  run: (chunk: readonly T[]) => Promise<R[]>,
+): Promise<R[]> {
+  if (items.length <= size) return run(items);
+  const out: R[] = [];
+  for (let start = 0; start < items.length; start += size)
+    for (const result of await run(items.slice(start, start + size))) out.push(result);
+  return out;
+}

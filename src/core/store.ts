@@ -3,8 +3,7 @@ import type { Lease, LeaseRecord, LeaseRef } from './lease.js';
 import {
   checkLease,
   checkLeaseRef,
-  checkLeaseRefs,
-  checkLeases,
+  checkInTurns,
   checkListOptions,
   checkOwner,
   checkResource,
@@ -201,19 +200,18 @@ export abstract class StoreBase implements LeaseStore {
 
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]> {
     return this.guarded('renewMany', async () => {
-      checkLeases(leases);
+      const checked = await checkInTurns(leases, checkLease);
       if (ttlMs !== undefined) checkTtl(ttlMs);
-      if (leases.length === 0) return [];
-      const results = await this.doRenewMany(leases, ttlMs);
-      return results;
+      if (checked.length === 0) return [];
+      return this.doRenewMany(checked, ttlMs);
     });
   }
 
   releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     return this.guarded('releaseMany', async () => {
-      checkLeaseRefs(leases);
-      if (leases.length === 0) return [];
-      return this.doReleaseMany(leases);
+      const checked = await checkInTurns(leases, checkLeaseRef);
+      if (checked.length === 0) return [];
+      return this.doReleaseMany(checked);
     });
   }
 

@@ -11,6 +11,7 @@ import {
 import { PostgresStore, type PgPool } from '../../src/stores/postgres/index.js';
 import type { PgPoolClient } from '../../src/stores/postgres/postgres-driver.js';
 import { statements } from '../../src/stores/postgres/postgres-ops.js';
+import { BATCH_ROWS } from '../../src/stores/postgres/postgres-store.js';
 import { freshNamespace } from '../conformance/factory.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
 import { freePort } from '../harness/ports.js';
@@ -124,6 +125,32 @@ describeServer('PostgresStore', unavailable, () => {
     expect(Object.keys(measured)).toHaveLength(10);
     for (const [name, counts] of Object.entries(measured))
       expect([name, ...counts]).toEqual([name, 1, 1]);
+    await counted.pool.end();
+  });
+
+  it('renews and releases more than BATCH_ROWS leases as consecutive statements, each lease answered', async () => {
+    const counted = countingPool();
+    const store = track(new PostgresStore(counted.pool, { table: freshNamespace() }));
+    await store.init();
+    const names = Array.from({ length: BATCH_ROWS + 5 }, (_, i) => `big/${i}`);
+    const leases: Lease[] = [];
+    for (let i = 0; i < names.length; i += 5000)
+      for (const o of await store.acquireMany(names.slice(i, i + 5000), 'a', 30_000))
+        leases.push(o.lease!);
+    // The last lease also appears first, with a stale token: refused, every other one renewed.
+    const stale = { ...leases.at(-1)!, token: leases.at(-1)!.token + 1 };
+    let s0 = counted.statements();
+    const renewed = await store.renewMany([stale, ...leases]);
+    expect(counted.statements() - s0).toBe(2);
+    expect(renewed[0]).toBeNull();
+    expect(renewed.slice(1).every((r, i) => r?.resource === leases[i]!.resource)).toBe(true);
+    // Listed twice across two statements: the first release lands, the second finds it gone.
+    s0 = counted.statements();
+    const released = await store.releaseMany([...leases, leases[0]!]);
+    expect(counted.statements() - s0).toBe(2);
+    expect(released.slice(0, -1).every(Boolean)).toBe(true);
+    expect(released.at(-1)).toBe(false);
+    expect(await store.get(names.at(-1)!)).toMatchObject({ owner: '' });
     await counted.pool.end();
   });
 

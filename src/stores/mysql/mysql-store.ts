@@ -2,6 +2,7 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
+import { runInChunks } from '../../core/run-in-order.js';
 import { planBatch, planNames } from './mysql-batch.js';
 import { decodeGrant, ServerClock } from './mysql-grant.js';
 import {
@@ -37,16 +38,6 @@ interface Row {
  */
 export const BATCH_ROWS = 10_000;
 
-/** `run` over consecutive chunks of `BATCH_ROWS`, results concatenated in input order. */
-async function inChunks<T, R>(
-  items: readonly T[],
-  run: (chunk: readonly T[]) => Promise<R[]>,
-): Promise<R[]> {
-  const out: R[] = [];
-  for (let start = 0; start < items.length; start += BATCH_ROWS)
-    for (const result of await run(items.slice(start, start + BATCH_ROWS))) out.push(result);
-  return out;
-}
 
 /**
  * Leases in a MySQL 8 or MariaDB 10.6+ table. Expiry is decided on the server's clock inside each
@@ -209,7 +200,7 @@ export class MysqlStore extends StoreBase {
   ): Promise<(Lease | null)[]> {
     if (leases.length === 1) return [await this.doRenew(leases[0]!, ttlMs)];
     if (leases.length > BATCH_ROWS)
-      return inChunks(leases, (chunk) => this.doRenewMany(chunk, ttlMs));
+      return runInChunks(leases, BATCH_ROWS, (chunk) => this.doRenewMany(chunk, ttlMs));
     const batch = planBatch(leases, (lease) => ttlMs ?? lease.ttlMs);
     const results = await this.call((c) => c.query(q(this.sql.renewBatch), [batch.json]));
     const out: (Lease | null)[] = leases.map(() => null);
@@ -227,7 +218,8 @@ export class MysqlStore extends StoreBase {
 
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     if (leases.length === 1) return [await this.doRelease(leases[0]!)];
-    if (leases.length > BATCH_ROWS) return inChunks(leases, (chunk) => this.doReleaseMany(chunk));
+    if (leases.length > BATCH_ROWS)
+      return runInChunks(leases, BATCH_ROWS, (chunk) => this.doReleaseMany(chunk));
     const batch = planBatch(leases, () => 0);
     const results = await this.call((c) => c.query(q(this.sql.releaseBatch), [batch.json]));
     const out = leases.map(() => false);

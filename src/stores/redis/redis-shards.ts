@@ -16,12 +16,16 @@ export async function perShard<T, R>(
 ): Promise<R[]> {
   if (keys.shards === 1 && items.length <= maxPerCall) return script(items, 0);
   const groups = new Map<number, number[]>();
-  items.forEach((item, i) => {
-    const shard = keys.shardOf(resource(item));
-    const group = groups.get(shard);
-    if (group) group.push(i);
-    else groups.set(shard, [i]);
-  });
+  if (keys.shards === 1) {
+    groups.set(0, Array.from({ length: items.length }, (_, i) => i));
+  } else {
+    items.forEach((item, i) => {
+      const shard = keys.shardOf(resource(item));
+      const group = groups.get(shard);
+      if (group) group.push(i);
+      else groups.set(shard, [i]);
+    });
+  }
   const calls = [...groups].flatMap(([shard, indexes]) =>
     Array.from({ length: Math.ceil(indexes.length / maxPerCall) }, (_, k) => ({
       shard,

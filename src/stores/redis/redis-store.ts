@@ -224,41 +224,34 @@ export class RedisStore extends StoreBase {
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
-    const expiries = await this.batch(
-      'renewMany',
-      leases,
-      resourceOf,
-      MAX_SCRIPT_LEASES,
-      (group) =>
-        runScript(
-          this.client,
-          RENEW_MANY,
-          group.map((l) => this.keys.record(l.resource)),
-          group.flatMap((l) => [l.owner, String(l.token), ttlMs ?? l.ttlMs]),
-        ) as Promise<unknown[]>,
+    // Each call's leases are answered as its reply arrives, so no step handles the whole batch.
+    return this.batch('renewMany', leases, resourceOf, MAX_SCRIPT_LEASES, (group) =>
+      runScript(
+        this.client,
+        RENEW_MANY,
+        group.map((l) => this.keys.record(l.resource)),
+        group.flatMap((l) => [l.owner, String(l.token), ttlMs ?? l.ttlMs]),
+        (reply) =>
+          group.map((lease, k): Lease | null => {
+            const expiresAt = Number((reply as unknown[])[k]);
+            if (expiresAt === 0) return null;
+            const { resource, owner, token } = lease;
+            return { resource, owner, token, expiresAt, ttlMs: ttlMs ?? lease.ttlMs };
+          }),
+      ),
     );
-    return leases.map((lease, i) => {
-      const expiresAt = Number(expiries[i]);
-      if (expiresAt === 0) return null;
-      return { ...pickRecord(lease), expiresAt, ttlMs: ttlMs ?? lease.ttlMs };
-    });
   }
 
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    const released = await this.batch(
-      'releaseMany',
-      leases,
-      resourceOf,
-      MAX_SCRIPT_LEASES,
-      (group) =>
-        runScript(
-          this.client,
-          RELEASE_MANY,
-          group.map((l) => this.keys.record(l.resource)),
-          [this.keys.channel, ...group.flatMap((l) => [l.owner, String(l.token), l.resource])],
-        ) as Promise<unknown[]>,
+    return this.batch('releaseMany', leases, resourceOf, MAX_SCRIPT_LEASES, (group) =>
+      runScript(
+        this.client,
+        RELEASE_MANY,
+        group.map((l) => this.keys.record(l.resource)),
+        [this.keys.channel, ...group.flatMap((l) => [l.owner, String(l.token), l.resource])],
+        (reply) => (reply as unknown[]).map(isReleased),
+      ),
     );
-    return released.map(isReleased);
   }
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
@@ -454,10 +447,6 @@ function replying<T>(
 const itself = (resource: string): string => resource;
 const isReleased = (reply: unknown): boolean => Number(reply) === 1;
 const resourceOf = (lease: LeaseRef): string => lease.resource;
-
-function pickRecord(lease: Lease): LeaseRef {
-  return { resource: lease.resource, owner: lease.owner, token: lease.token };
-}
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;

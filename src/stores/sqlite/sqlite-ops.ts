@@ -16,6 +16,14 @@ export const WATCHER_STALE_MS = 300_000;
 export function migrations(table: string): string[] {
   const events = `"${table}_events"`;
   const watchers = `"${table}_watchers"`;
+  // What the release trigger does: log the release, and now and then drop the oldest entries by
+  // seq range (inside a trigger, last_insert_rowid() is the seq just written).
+  const logRelease = `BEGIN
+       INSERT INTO ${events} (resource) VALUES (new.resource);
+       DELETE FROM ${events} WHERE seq <= CASE
+         WHEN last_insert_rowid() % ${EVENTS_PRUNE_EVERY} = 0 THEN last_insert_rowid() - ${EVENTS_KEPT}
+         ELSE 0 END;
+     END`;
   return [
     // 0 → 1
     `CREATE TABLE IF NOT EXISTS "${table}" (
@@ -25,29 +33,18 @@ export function migrations(table: string): string[] {
        expires_at INTEGER NOT NULL
      ) WITHOUT ROWID`,
     // 1 → 2: the release log `watch` reads. The trigger writes it inside the releasing statement
-    // (so in its transaction, by every connection), and now and then drops the oldest entries by
-    // seq range; inside a trigger, last_insert_rowid() is the seq just written.
+    // (so in its transaction, by every connection).
     `CREATE TABLE IF NOT EXISTS ${events} (seq INTEGER PRIMARY KEY, resource TEXT NOT NULL);
      CREATE TRIGGER IF NOT EXISTS "${table}_released" AFTER UPDATE OF owner ON "${table}"
      WHEN old.owner <> '' AND new.owner = ''
-     BEGIN
-       INSERT INTO ${events} (resource) VALUES (new.resource);
-       DELETE FROM ${events} WHERE seq <= CASE
-         WHEN last_insert_rowid() % ${EVENTS_PRUNE_EVERY} = 0 THEN last_insert_rowid() - ${EVENTS_KEPT}
-         ELSE 0 END;
-     END`,
+     ${logRelease}`,
     // 2 → 3: releases are logged only while some store watches the file. Each watching store keeps
     // a row in the watchers table; a release with none there writes nothing but its record.
     `CREATE TABLE IF NOT EXISTS ${watchers} (id TEXT PRIMARY KEY, seen_at INTEGER NOT NULL) WITHOUT ROWID;
      DROP TRIGGER IF EXISTS "${table}_released";
      CREATE TRIGGER "${table}_released" AFTER UPDATE OF owner ON "${table}"
      WHEN old.owner <> '' AND new.owner = '' AND EXISTS (SELECT 1 FROM ${watchers})
-     BEGIN
-       INSERT INTO ${events} (resource) VALUES (new.resource);
-       DELETE FROM ${events} WHERE seq <= CASE
-         WHEN last_insert_rowid() % ${EVENTS_PRUNE_EVERY} = 0 THEN last_insert_rowid() - ${EVENTS_KEPT}
-         ELSE 0 END;
-     END`,
+     ${logRelease}`,
   ];
 }
 
