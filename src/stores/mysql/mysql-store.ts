@@ -38,7 +38,6 @@ interface Row {
  */
 export const BATCH_ROWS = 10_000;
 
-
 /**
  * Leases in a MySQL 8 or MariaDB 10.6+ table. Expiry is decided on the server's clock inside each
  * compare-and-set. Acquire, renew and release are one prepared statement each, batches one round

@@ -17,7 +17,10 @@ export async function perShard<T, R>(
   if (keys.shards === 1 && items.length <= maxPerCall) return script(items, 0);
   const groups = new Map<number, number[]>();
   if (keys.shards === 1) {
-    groups.set(0, Array.from({ length: items.length }, (_, i) => i));
+    groups.set(
+      0,
+      Array.from({ length: items.length }, (_, i) => i),
+    );
   } else {
     items.forEach((item, i) => {
       const shard = keys.shardOf(resource(item));
