@@ -173,12 +173,12 @@ describeServer('DynamoDB store faults', dynaliteUnavailable(), () => {
         child.pause();
         try {
           for (const call of [
-            store.renew(lease),
-            store.renewMany([lease]),
-            store.tryAcquire('other', 'b', 5000),
-            store.get('job'),
+            () => store.renew(lease),
+            () => store.renewMany([lease]),
+            () => store.tryAcquire('other', 'b', 5000),
+            () => store.get('job'),
           ]) {
-            const { error, ms } = await outcome(call);
+            const { error, ms } = await outcome(call());
             expect(error.code).toBe('STORE_UNAVAILABLE');
             expect(error.retryable).toBe(true);
             expect(error.message).toContain('DynamoDB');

@@ -495,13 +495,13 @@ describeServer('S3 store on Ceph radosgw', cephUnavailable(), () => {
       ceph.pause();
       try {
         for (const call of [
-          store.renew(lease),
-          store.renewMany([lease]),
-          store.tryAcquire('other', 'b', 5000),
-          store.get('job'),
-          store.list(),
+          () => store.renew(lease),
+          () => store.renewMany([lease]),
+          () => store.tryAcquire('other', 'b', 5000),
+          () => store.get('job'),
+          () => store.list(),
         ]) {
-          const { error, ms } = await outcome(call);
+          const { error, ms } = await outcome(call());
           expect(error.code).toBe('STORE_UNAVAILABLE');
           expect(error.retryable).toBe(true);
           expect(error.message).toContain('S3');
