@@ -11,6 +11,7 @@ import {
   checkTtl,
   type ListOptions,
 } from './options.js';
+import { runInChunks } from './run-in-order.js';
 
 /** What a store can do, as data: callers and tests branch on this, never on a store's name. */
 export interface StoreCapabilities {
@@ -106,6 +107,15 @@ export abstract class StoreBase implements LeaseStore {
   abstract readonly capabilities: StoreCapabilities;
   abstract readonly maxClockSkewMs: number;
   private closed = false;
+  /**
+   * Leases (or names) per piece of a batch: a longer `acquireMany`, `renewMany` or `releaseMany`
+   * reaches the adapter as consecutive pieces of at most this many, one after another, so that
+   * encoding one piece's request and decoding its answer each hold the event loop briefly (design
+   * rule 6), and a lease listed twice across pieces is answered as calls made one by one would
+   * be. An adapter whose driver encodes or decodes a whole request in one synchronous step sets
+   * it from a measurement. @default Infinity (the adapter sees the whole batch)
+   */
+  protected readonly batchPiece: number = Infinity;
 
   protected abstract doTryAcquire(
     resource: string,
@@ -182,7 +192,9 @@ export abstract class StoreBase implements LeaseStore {
       checkOwner(owner);
       checkTtl(ttlMs);
       if (resources.length === 0) return [];
-      return this.doAcquireMany(resources, owner, ttlMs);
+      return runInChunks(resources, this.batchPiece, (piece) =>
+        this.doAcquireMany(piece, owner, ttlMs),
+      );
     });
   }
 
@@ -203,7 +215,7 @@ export abstract class StoreBase implements LeaseStore {
       const checked = await checkInTurns(leases, checkLease);
       if (ttlMs !== undefined) checkTtl(ttlMs);
       if (checked.length === 0) return [];
-      return this.doRenewMany(checked, ttlMs);
+      return runInChunks(checked, this.batchPiece, (piece) => this.doRenewMany(piece, ttlMs));
     });
   }
 
@@ -211,7 +223,7 @@ export abstract class StoreBase implements LeaseStore {
     return this.guarded('releaseMany', async () => {
       const checked = await checkInTurns(leases, checkLeaseRef);
       if (checked.length === 0) return [];
-      return this.doReleaseMany(checked);
+      return runInChunks(checked, this.batchPiece, (piece) => this.doReleaseMany(piece));
     });
   }
 

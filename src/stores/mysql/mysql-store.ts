@@ -2,7 +2,6 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
-import { runInChunks } from '../../core/run-in-order.js';
 import { planBatch, planNames } from './mysql-batch.js';
 import { decodeGrant, ServerClock } from './mysql-grant.js';
 import {
@@ -52,6 +51,7 @@ export class MysqlStore extends StoreBase {
   });
   /** The server's clock decides expiry, so contenders allow no skew. */
   readonly maxClockSkewMs = 0;
+  protected override readonly batchPiece = BATCH_ROWS;
   private readonly options: ResolvedMysqlOptions;
   private readonly sql: Statements;
   /** Our estimate of the server clock, which lets an acquire answer in one statement. */
@@ -198,8 +198,6 @@ export class MysqlStore extends StoreBase {
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
     if (leases.length === 1) return [await this.doRenew(leases[0]!, ttlMs)];
-    if (leases.length > BATCH_ROWS)
-      return runInChunks(leases, BATCH_ROWS, (chunk) => this.doRenewMany(chunk, ttlMs));
     const batch = planBatch(leases, (lease) => ttlMs ?? lease.ttlMs);
     const results = await this.call((c) => c.query(q(this.sql.renewBatch), [batch.json]));
     const out: (Lease | null)[] = leases.map(() => null);
@@ -217,8 +215,6 @@ export class MysqlStore extends StoreBase {
 
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     if (leases.length === 1) return [await this.doRelease(leases[0]!)];
-    if (leases.length > BATCH_ROWS)
-      return runInChunks(leases, BATCH_ROWS, (chunk) => this.doReleaseMany(chunk));
     const batch = planBatch(leases, () => 0);
     const results = await this.call((c) => c.query(q(this.sql.releaseBatch), [batch.json]));
     const out = leases.map(() => false);

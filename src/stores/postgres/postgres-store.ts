@@ -3,7 +3,6 @@ import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
 import { loadDriver } from '../../core/load-driver.js';
-import { runInChunks } from '../../core/run-in-order.js';
 import { redact } from '../../core/store-url.js';
 import {
   prefixEnd,
@@ -64,6 +63,7 @@ export class PostgresStore extends StoreBase {
   readonly capabilities: StoreCapabilities;
   /** The server's clock is the only one that decides expiry, so no skew is allowed for. */
   readonly maxClockSkewMs = 0;
+  protected override readonly batchPiece = BATCH_ROWS;
   private readonly options: ResolvedPostgresOptions;
   private readonly sql: { readonly [K in keyof Statements]: Statement };
   private readonly channel: string;
@@ -233,8 +233,6 @@ export class PostgresStore extends StoreBase {
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
-    if (leases.length > BATCH_ROWS)
-      return runInChunks(leases, BATCH_ROWS, (chunk) => this.doRenewMany(chunk, ttlMs));
     const ttls = leases.map((lease) => ttlMs ?? lease.ttlMs);
     const rows = await this.query(this.sql.renewMany, [...columns(leases), ttls]);
     const expiresAt = new Map<number, number>();
@@ -247,8 +245,6 @@ export class PostgresStore extends StoreBase {
   }
 
   protected async doReleaseMany(leases: readonly Lease[]): Promise<boolean[]> {
-    if (leases.length > BATCH_ROWS)
-      return runInChunks(leases, BATCH_ROWS, (chunk) => this.doReleaseMany(chunk));
     const rows = await this.query(this.sql.releaseMany, [
       ...columns(leases),
       ...this.channelParam(),

@@ -1,4 +1,5 @@
 import type { Lease, LeaseRef } from '../../core/lease.js';
+import { yieldToLoop } from '../../core/time.js';
 import type { ZkOpResult, ZkStat, ZkTransaction } from './zookeeper-driver.js';
 import type { ZkGrants } from './zookeeper-grants.js';
 import {
@@ -210,7 +211,8 @@ async function stillHeld<T extends LeaseRef>(
 }
 
 /**
- * Sends the operations of `items` in `multi`s of up to 256 KB (sent together). A `multi` is all
+ * Sends the operations of `items` in `multi`s of up to 256 KB (all in flight at once, each sent in
+ * its own turn of the event loop). A `multi` is all
  * or nothing, and tells only the first operation that failed: that lease is answered with its
  * refusal, and the rest of its `multi` is sent again without it (a lease changed since its write
  * was prepared, which is rare). `ops` adds one lease's operations and says how many.
@@ -247,8 +249,19 @@ async function sendBatched<T extends LeaseRef>(
     }
   };
   const groups = splitForMulti(items, (item) => opBytesOf(item.paths, item.lease.owner));
-  if (groups.length === 1) await send(groups[0]!);
-  else await Promise.all(groups.map(send));
+  if (groups.length === 1) {
+    await send(groups[0]!);
+    return out;
+  }
+  // The driver encodes a `multi` when it is sent: one per turn of the event loop, not all in one.
+  const sending: Promise<void>[] = [];
+  for (const group of groups) {
+    if (sending.length > 0) await yieldToLoop();
+    const sent = send(group);
+    sent.catch(() => {}); // awaited below; not an unhandled rejection while later ones are sent
+    sending.push(sent);
+  }
+  await Promise.all(sending);
   return out;
 }
 
