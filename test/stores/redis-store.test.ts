@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
+import { LeaseError, openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
 import { RedisStore, type RedisClient } from '../../src/stores/redis/index.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisServer, redisUnavailable } from '../harness/redis-server.js';
@@ -221,9 +221,9 @@ describeServer('redis store', redisUnavailable(), () => {
     });
     expect(again).toMatchObject({ owner: 'b', token: 2 });
 
-    // Refused calls cost the same one call and write nothing.
+    // Refused calls cost the same one call and write nothing; a refused renewal reads no clock.
     expect(await sent(() => store.tryAcquire('job', 'c', 5000), { time: 1, hmget: 1 })).toBeNull();
-    expect(await sent(() => store.renew(lease), { time: 1, hmget: 1 })).toBeNull();
+    expect(await sent(() => store.renew(lease), { hmget: 1 })).toBeNull();
     expect(await sent(() => store.release(lease), { hmget: 1 })).toBe(false);
     expect(await store.list()).toEqual([
       { resource: 'job', owner: 'b', token: 2, expiresAt: again!.expiresAt },
@@ -267,6 +267,34 @@ describeServer('redis store', redisUnavailable(), () => {
     expect(outcome!.lease).toMatchObject({ owner: 'b', token: Number.MAX_SAFE_INTEGER });
     const [blocked] = await store.acquireMany(['job'], 'c', 5000);
     expect(blocked!.holder).toMatchObject({ owner: 'b', token: Number.MAX_SAFE_INTEGER });
+  });
+
+  it('refuses to take a record whose expiresAt is not a number, on every acquire path, and leaves it as it was', async () => {
+    const store = await open('prefix=bad1:');
+    const held = (await store.tryAcquire('job', 'a', 60_000))!;
+    await server.cli('hset', 'bad1:{0}r:job', 'expiresAt', 'soon');
+    const calls: [string, () => Promise<unknown>][] = [
+      ['tryAcquire', () => store.tryAcquire('job', 'b', 5000)],
+      ['acquireMany', () => store.acquireMany(['job'], 'b', 5000)],
+      // two at once: the second goes coalesced with the first, through the transitions script
+      [
+        'tryAcquire',
+        () => Promise.all([store.tryAcquire('x', 'b', 5000), store.tryAcquire('job', 'b', 5000)]),
+      ],
+    ];
+    for (const [operation, call] of calls) {
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(LeaseError);
+      expect((error as LeaseError).code).toBe('STORE_UNAVAILABLE');
+      expect((error as LeaseError).retryable).toBe(false);
+      expect((error as LeaseError).message).toContain(`Redis ${operation} failed`);
+    }
+    expect(await server.cli('hgetall', 'bad1:{0}r:job')).toBe(
+      ['owner', 'a', 'token', String(held.token), 'expiresAt', 'soon'].join('\n'),
+    );
   });
 
   it('keeps working on records the previous scripts wrote: tokens go on, list and get see them', async () => {

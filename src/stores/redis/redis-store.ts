@@ -153,6 +153,12 @@ export class RedisStore extends StoreBase {
   protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
     const reply = (value: unknown): Lease | null => {
       if (value === 0) return null;
+      // ACQUIRE answers "token expiresAt"; a coalesced acquisition, the pair.
+      if (typeof value === 'string') {
+        const space = value.indexOf(' ');
+        const token = Number(value.slice(0, space));
+        return { resource, owner, token, expiresAt: Number(value.slice(space + 1)), ttlMs };
+      }
       const [token, expiresAt] = value as [number, number];
       return { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
     };
