@@ -199,15 +199,18 @@ describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
   });
 
   it('a stale token or a forged owner changes nothing: refused in the multi or by the reads', async () => {
-    // Lapsed and taken over through another store: the token moved on, the multi is refused.
+    // Lapsed and taken over through another store: the record was written since, the multi is
+    // refused, and the reads show the grant over; it is forgotten, so what is asked next is read.
     const old = (await store.tryAcquire('stale', 'a', 400))!;
     await new Promise((resolve) => setTimeout(resolve, 700));
     const taken = (await other.tryAcquire('stale', 'b', 5000))!;
     expect(taken.token).toBe(old.token + 1);
     relay.counts.clear();
     expect(await store.release(old)).toBe(false);
-    expect(Object.fromEntries(relay.counts)).toEqual({ multi: 1 });
+    expect(Object.fromEntries(relay.counts)).toEqual({ multi: 1, exists: 2, getData: 1 });
+    relay.counts.clear();
     expect(await store.renew(old)).toBeNull();
+    expect(Object.fromEntries(relay.counts)).toEqual({ exists: 2, getData: 1 });
     expect(await other.get('stale')).toMatchObject({ owner: 'b', token: taken.token });
     // The right token with another owner is not the lease this store granted: it is read, and
     // nothing is written.
@@ -219,6 +222,10 @@ describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
     expect(await store.release(forged)).toBe(false);
     expect(Object.fromEntries(relay.counts)).toEqual({ exists: 4, getData: 2 });
     expect(await other.get('forged')).toEqual(before);
+    // ...and the real lease is still remembered: its renewal is the one multi.
+    relay.counts.clear();
+    expect(await store.renew(lease)).toMatchObject({ owner: 'a', token: lease.token });
+    expect(Object.fromEntries(relay.counts)).toEqual({ multi: 1 });
   });
 
   it('batches: one multi for all their writes, whatever their size', async () => {

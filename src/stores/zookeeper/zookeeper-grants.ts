@@ -19,8 +19,8 @@ const SWEEP_FROM = 1024;
 /**
  * The grants this store made or renewed, by hold znode, so that renew and release need no reads.
  * A record znode's version changes with every write, so a `multi` conditioned on the version this
- * store's own write left (and on the token znode's version and the hold's existence) applies only
- * if nobody wrote the record since: the record still names the owner and the grant of that write.
+ * store's own write left (and on the hold's existence) applies only if nobody wrote the record
+ * since: the record still names the owner and the grant of that write (every grant writes it).
  * What is remembered is never trusted beyond that: a lease this store does not know, or whose
  * record someone else wrote since (another process renewing it, a renewal whose answer was lost),
  * is read first, as any lease is. Forgetting is always safe; it only costs the reads.

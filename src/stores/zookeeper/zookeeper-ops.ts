@@ -21,10 +21,29 @@ export interface StoredRecord {
 
 const RELEASED = Buffer.from('{"o":"","t":0}', 'utf8');
 
+/** The last record encoded: a holder renews the same owner and TTL again and again. */
+let lastRecord = { owner: '', ttlMs: 0, data: RELEASED };
+
+/** The record znode's data; the buffer may be shared, and is never written to. */
 export function encodeRecord(owner: string, ttlMs: number): Buffer {
   if (owner === '') return RELEASED;
-  return Buffer.from(`{"o":${JSON.stringify(owner)},"t":${ttlMs}}`, 'utf8');
+  if (lastRecord.owner === owner && lastRecord.ttlMs === ttlMs) return lastRecord.data;
+  const data = Buffer.from(`{"o":${JSON.stringify(owner)},"t":${ttlMs}}`, 'utf8');
+  lastRecord = { owner, ttlMs, data };
+  return data;
 }
+
+/** The last owner encoded as a hold znode's data. */
+let lastOwner = { owner: '', data: Buffer.alloc(0) };
+
+/** A hold znode's data: its owner. The buffer may be shared, and is never written to. */
+export function ownerData(owner: string): Buffer {
+  if (lastOwner.owner !== owner) lastOwner = { owner, data: Buffer.from(owner, 'utf8') };
+  return lastOwner.data;
+}
+
+/** The token znode's data: none (only its version counts). */
+const NO_DATA = Buffer.alloc(0);
 
 export function decodeRecord(path: string, data: Buffer): StoredRecord {
   let parsed: unknown;
@@ -40,7 +59,8 @@ export function decodeRecord(path: string, data: Buffer): StoredRecord {
 
 /** A znode's `mtime`: the leader's wall-clock time, in ms, of the transaction that last wrote it. */
 export function mtimeOf(stat: ZkStat): number {
-  return Number(stat.mtime.readBigInt64BE(0));
+  // Two 32-bit halves: exact below 2^53 ms, and cheaper than a BigInt.
+  return stat.mtime.readInt32BE(0) * 0x1_0000_0000 + stat.mtime.readUInt32BE(4);
 }
 
 /** The token a token znode's version stands for; refused, never wrapped, past 2^31 − 1 grants. */
@@ -90,8 +110,8 @@ export function acquireOps(
   ttlMs: number,
   modes: Modes,
 ): number {
-  tx.create(p.hold, Buffer.from(owner, 'utf8'), modes.ephemeral)
-    .setData(p.token, Buffer.alloc(0), -1)
+  tx.create(p.hold, ownerData(owner), modes.ephemeral)
+    .setData(p.token, NO_DATA, -1)
     .setData(p.record, encodeRecord(owner, ttlMs), -1);
   return 3;
 }
@@ -106,10 +126,10 @@ export function firstAcquireOps(
 ): number {
   const record = encodeRecord(owner, ttlMs);
   tx.create(p.record, record, modes.persistent)
-    .create(p.token, Buffer.alloc(0), modes.persistent)
-    .setData(p.token, Buffer.alloc(0), -1)
+    .create(p.token, NO_DATA, modes.persistent)
+    .setData(p.token, NO_DATA, -1)
     .setData(p.record, record, -1)
-    .create(p.hold, Buffer.from(owner, 'utf8'), modes.ephemeral);
+    .create(p.hold, ownerData(owner), modes.ephemeral);
   return 5;
 }
 
@@ -129,60 +149,52 @@ export function takeoverOps(
 ): number {
   tx.check(p.record, recordVersion)
     .remove(p.hold, -1)
-    .create(p.hold, Buffer.from(owner, 'utf8'), modes.ephemeral)
-    .setData(p.token, Buffer.alloc(0), -1)
+    .create(p.hold, ownerData(owner), modes.ephemeral)
+    .setData(p.token, NO_DATA, -1)
     .setData(p.record, encodeRecord(owner, ttlMs), -1);
   return 5;
 }
 
 /**
- * Renew: only if the token znode is still at the lease's token (no grant since), the hold still
- * exists and the record is still at `recordVersion` (a version whose owner and token were checked:
- * read, or left by this store's own write for this grant), writes the record again (its answer is
- * the last operation). With `move`, the hold is re-created on this session (one whose timeout
- * covers the new TTL).
+ * Renew: only if the hold still exists and the record is still at `recordVersion` (a version whose
+ * owner and token were checked: read, or left by this store's own write for this grant), writes
+ * the record again (its answer is the last operation). Every grant writes the record, so a record
+ * still at that version proves no grant came since: the token znode needs no check of its own.
+ * With `move`, the hold is re-created on this session (one whose timeout covers the new TTL).
  */
 export function renewOps(
   tx: ZkTransaction,
   p: ResourcePaths,
-  token: number,
   recordVersion: number,
   owner: string,
   ttlMs: number,
   move: { ephemeral: number } | undefined,
 ): number {
-  tx.check(p.token, token);
   if (move) {
-    tx.remove(p.hold, -1).create(p.hold, Buffer.from(owner, 'utf8'), move.ephemeral);
+    tx.remove(p.hold, -1).create(p.hold, ownerData(owner), move.ephemeral);
   } else {
     tx.check(p.hold, -1);
   }
   tx.setData(p.record, encodeRecord(owner, ttlMs), recordVersion);
-  return move ? 4 : 3;
+  return move ? 3 : 2;
 }
 
 /**
- * Release: only if the token znode is still at the lease's token and the record still at
- * `recordVersion` (as for renew), deletes the hold and blanks the record.
+ * Release: only if the record is still at `recordVersion` (as for renew), deletes the hold and
+ * blanks the record.
  */
-export function releaseOps(
-  tx: ZkTransaction,
-  p: ResourcePaths,
-  token: number,
-  recordVersion: number,
-): number {
-  tx.check(p.token, token).remove(p.hold, -1).setData(p.record, RELEASED, recordVersion);
-  return 3;
+export function releaseOps(tx: ZkTransaction, p: ResourcePaths, recordVersion: number): number {
+  tx.remove(p.hold, -1).setData(p.record, RELEASED, recordVersion);
+  return 2;
 }
 
 /**
  * How the operations of a renew or release were refused, by their offset: the grant is over
- * (`over`: the token moved on, or the hold is gone), or the record was written since the version
- * the operations were conditioned on (`changed`).
+ * (`over`: the hold is gone), or the record was written since the version the operations were
+ * conditioned on (`changed`: by a grant, a renewal or a release, which a read tells apart).
  */
 export function refusalOf(op: number, code: number): 'over' | 'changed' {
-  if (op === 0 && code === ZK_CODE.BAD_VERSION) return 'over';
-  if (op === 1 && code === ZK_CODE.NO_NODE) return 'over';
+  if (op === 0 && code === ZK_CODE.NO_NODE) return 'over';
   return 'changed';
 }
 

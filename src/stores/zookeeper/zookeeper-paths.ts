@@ -19,6 +19,8 @@
 export class ZkPaths {
   readonly clock: string;
   readonly records: string;
+  /** Recently used resources' paths: the same strings again, so maps keyed by them hash them once. */
+  private readonly recent = new Map<string, ResourcePaths>();
 
   constructor(readonly chroot: string) {
     this.clock = `${chroot}/clock`;
@@ -27,10 +29,18 @@ export class ZkPaths {
 
   /** The three znodes of `resource`. */
   of(resource: string): ResourcePaths {
+    let paths = this.recent.get(resource);
+    if (paths) return paths;
+    if (this.recent.size >= RECENT_RESOURCES) this.recent.clear();
     const record = `${this.records}/${encodeName(resource)}`;
-    return { resource, record, token: `${record}/t`, hold: `${record}/h` };
+    paths = Object.freeze({ resource, record, token: `${record}/t`, hold: `${record}/h` });
+    this.recent.set(resource, paths);
+    return paths;
   }
 }
+
+/** How many resources' paths `ZkPaths.of` keeps; when full, it starts over. */
+const RECENT_RESOURCES = 1024;
 
 export interface ResourcePaths {
   readonly resource: string;

@@ -1,3 +1,4 @@
+import { CallDeadlines } from '../../core/call-deadlines.js';
 import { noAnswer, withDeadline } from '../../core/deadline.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { zkCode } from './zookeeper-errors.js';
@@ -45,6 +46,8 @@ export class ZkSession {
   private readonly expiryListeners = new Set<() => void>();
   /** Rejecters of the calls waiting for an answer. */
   private readonly waiting = new Set<(error: unknown) => void>();
+  /** Every call's deadline, on one timer (a timer per call cost more than the rest of the call). */
+  private readonly deadlines: CallDeadlines;
 
   private constructor(
     private readonly client: ZkClient,
@@ -54,6 +57,9 @@ export class ZkSession {
     readonly timeoutMs: number,
     private readonly callTimeoutMs: number,
   ) {
+    this.deadlines = new CallDeadlines(callTimeoutMs, (what) =>
+      noAnswer(`zookeeper ${what}`, callTimeoutMs),
+    );
     client.on('expired', () => {
       this.expired = true;
       // The driver forgets requests it had not sent yet: they would wait for their deadline.
@@ -221,22 +227,31 @@ export class ZkSession {
   ): Promise<T> {
     if (this.expired) return Promise.reject(sessionExpired());
     let socket = this.client.connectionManager?.socket;
-    const attempt = (retries: number): Promise<T> =>
-      new Promise<T>((resolve, reject) => {
-        this.waiting.add(reject);
+    return this.deadlines.bound<T>(what, (resolve, reject) => {
+      let retries = read ? 1 : 0;
+      this.waiting.add(reject);
+      const run = (): void =>
         start((error, value) => {
-          this.waiting.delete(reject);
-          if (!error) return resolve(value as T);
-          if (retries > 0 && zkCode(error) === ZK_CODE.CONNECTION_LOSS && !this.expired) {
+          if (error && retries > 0 && zkCode(error) === ZK_CODE.CONNECTION_LOSS && !this.expired) {
+            retries--;
             socket = this.client.connectionManager?.socket;
-            return resolve(attempt(retries - 1));
+            return run();
           }
-          reject(error);
+          this.waiting.delete(reject);
+          if (error) reject(error);
+          else resolve(value as T);
         });
-      });
-    return withDeadline(attempt(read ? 1 : 0), this.callTimeoutMs, () => {
-      this.dropConnection(socket);
-      return noAnswer(`zookeeper ${what}`, this.callTimeoutMs);
+      try {
+        run();
+      } catch (error) {
+        this.waiting.delete(reject);
+        throw error;
+      }
+      // Past the deadline: drop the connection it was sent on, so the driver reconnects.
+      return () => {
+        this.waiting.delete(reject);
+        this.dropConnection(socket);
+      };
     });
   }
 

@@ -26,6 +26,9 @@ export class ZkSessions {
   private readonly ready = new Map<number, ZkSession>();
   private readonly opened = new Set<ZkSession>();
   private closed = false;
+  /** The last TTL asked for and its class: most calls ask for the same TTL again. */
+  private lastTtl = 0;
+  private lastClassMs = 0;
 
   constructor(
     private readonly zk: ZkModule,
@@ -44,7 +47,11 @@ export class ZkSessions {
    * the session, and end the lease, while its holder still counts on it.
    */
   async forTtl(ttlMs: number): Promise<ZkSession> {
-    const session = await this.ofClass(sessionClassMs(ttlMs));
+    if (ttlMs !== this.lastTtl) {
+      this.lastTtl = ttlMs;
+      this.lastClassMs = sessionClassMs(ttlMs);
+    }
+    const session = await this.ofClass(this.lastClassMs);
     if (session.timeoutMs < ttlMs) {
       throw new LeaseError(
         ErrorCode.INVALID_ARGUMENT,

@@ -74,7 +74,6 @@ export class ZkUpdates {
       renewOps(
         tx,
         paths,
-        lease.token,
         bases.get(index)!.recordVersion,
         lease.owner,
         ttlOf(lease),
@@ -89,7 +88,7 @@ export class ZkUpdates {
         if (this.readAgain(item, bases.get(index)!, r)) again.push(item);
         continue;
       }
-      const stat = r.results[r.first + (moves.has(index) ? 3 : 2)]?.stat;
+      const stat = r.results[r.first + (moves.has(index) ? 2 : 1)]?.stat;
       if (!stat) continue;
       const ttl = ttlOf(lease);
       const on = moves.has(index) ? s : bases.get(index)!.holder!;
@@ -122,7 +121,7 @@ export class ZkUpdates {
     const bases = await this.bases(s, round, remembered);
     const live = round.filter((item) => bases.has(item.index));
     const sent = await sendBatched(s, live, (tx, { index, lease, paths }) =>
-      releaseOps(tx, paths, lease.token, bases.get(index)!.recordVersion),
+      releaseOps(tx, paths, bases.get(index)!.recordVersion),
     );
     const again: Item<LeaseRef>[] = [];
     for (const item of live) {
@@ -176,7 +175,13 @@ export class ZkUpdates {
     const found = await stillHeld(s, unknown);
     unknown.forEach((item, k) => {
       const f = found[k];
-      if (!f) return;
+      if (!f) {
+        // Read and not held: a grant remembered for this very lease is over (it was taken over).
+        if (this.grants.of(item.paths.hold, item.lease)) {
+          this.grants.forget(item.paths.hold, item.lease.token);
+        }
+        return;
+      }
       out.set(item.index, {
         recordVersion: f.recordVersion,
         holder: this.sessions.byOwner(f.hold.ephemeralOwner),
