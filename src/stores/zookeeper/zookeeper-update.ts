@@ -120,7 +120,7 @@ export class ZkUpdates {
   ): Promise<void> {
     const bases = await this.bases(s, round, remembered);
     const live = round.filter((item) => bases.has(item.index));
-    const sent = await sendBatched(s, live, (tx, { index, lease, paths }) =>
+    const sent = await sendBatched(s, live, (tx, { index, paths }) =>
       releaseOps(tx, paths, bases.get(index)!.recordVersion),
     );
     const again: Item<LeaseRef>[] = [];
