@@ -18,7 +18,7 @@ afterAll(() => dir.cleanup());
 describe('leasehold tour', () => {
   it('runs the tour: token 1, takeover with token 2, a rejected stale write', async () => {
     const store = `sqlite:${join(dir.path, 'tour.db')}`;
-    const result = await cli('tour', '--ttl', '300ms', '--store', store, '--json');
+    const result = await cli('tour', '--ttl', '1s', '--store', store, '--json');
     expect(result).toMatchObject({ code: 0, stderr: '' });
     const steps = result.stdout
       .trim()
@@ -41,7 +41,7 @@ describe('leasehold tour', () => {
 
   it('narrates the tour as plain text by default', async () => {
     const store = `sqlite:${join(dir.path, 'tour-text.db')}`;
-    const result = await cli('tour', '--ttl', '300ms', '--store', store);
+    const result = await cli('tour', '--ttl', '1s', '--store', store);
     expect(result.code).toBe(0);
     const out = result.stdout;
     expect(out).toMatch(/^leasehold tour: /);
