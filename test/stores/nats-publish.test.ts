@@ -150,9 +150,11 @@ describe('NATS conditional writes refused by the server', () => {
       );
       try {
         const lease = (await admin.tryAcquire('job', 'a', 10_000))!;
+        // Renewed for longer than the grant: a renewal to an expiry already in place (same TTL in
+        // the same millisecond) succeeds without writing, and would not meet the permission.
         for (const call of [
-          () => limited.renew(lease),
-          () => limited.renewMany([lease, lease]),
+          () => limited.renew(lease, 20_000),
+          () => limited.renewMany([lease, lease], 20_000),
           () => limited.tryAcquire('other', 'b', 10_000),
         ]) {
           const started = performance.now();
