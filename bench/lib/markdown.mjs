@@ -316,8 +316,7 @@ function failoverSection(rows, stores, quick) {
     'Two `LeaseClient`s in separate processes; the waiter waits with `client.acquire()` (backoff ' +
       'up to TTL / 4 between attempts). After a SIGKILL the lease must lapse first (about the ' +
       'TTL, less the time since the last renewal, plus the clock-skew allowance); after a ' +
-      'graceful `release()` the waiter tries again at once on a store that announces releases ' +
-      '(capabilities.watch), else at its next attempt. p50 / p99.',
+      'graceful `release()` the waiter holds it at its next attempt. p50 / p99.',
     '',
     table(['store', 'TTL', 'heartbeat', 'SIGKILL → waiter holds', 'release → waiter holds'], body) +
       notRun,
