@@ -16,7 +16,6 @@ import {
 } from './client-options.js';
 import { HeldLease, type LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
-import { ReleaseWake } from './release-wake.js';
 
 /** One resource's answer to `tryAcquireMany`. */
 export interface HeldOutcome {
@@ -199,29 +198,13 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   }
 
   /**
-   * Acquires `resource`, waiting with jittered backoff while another holder has it; on a store
-   * that announces releases (`capabilities.watch`), a release of it ends the backoff at once.
+   * Acquires `resource`, waiting with jittered backoff while another holder has it.
    * Throws `LEASE_UNAVAILABLE` when `waitMs` runs out; rejects with `signal.reason` when aborted.
    * When the last attempt was granted but answered too late to use, the message says so instead.
    */
   async acquire(resource: string, options?: AcquireOptions): Promise<HeldLease> {
     const { waitMs, signal } = checkAcquireOptions(options);
     checkResource(resource);
-    // Where the store announces releases, a release ends the backoff at once.
-    const wake = waitMs > 0 ? ReleaseWake.for(this.options.store, resource) : undefined;
-    try {
-      return await this.acquireWaiting(resource, waitMs, signal, wake);
-    } finally {
-      wake?.close();
-    }
-  }
-
-  private async acquireWaiting(
-    resource: string,
-    waitMs: number,
-    signal: AbortSignal | undefined,
-    wake: ReleaseWake | undefined,
-  ): Promise<HeldLease> {
     const { clock, ttlMs } = this.options;
     const deadline = clock.monotonic() + waitMs;
     const maxDelay = Math.min(1000, Math.max(25, Math.floor(ttlMs / 4)));
@@ -251,8 +234,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         );
       }
       const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(attempt, 10));
-      const delay = Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5)));
-      await (wake ? wake.sleep(clock, delay, signal) : sleep(clock, delay, signal));
+      await sleep(clock, Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5))), signal);
     }
   }
 
