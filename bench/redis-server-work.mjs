@@ -1,9 +1,9 @@
 // The Redis server's own work per acquire → release cycle, counted in instructions rather than
 // timed: one private redis-server runs under valgrind's callgrind, and for each contender (leasehold,
 // the bare compare-and-set of bench/lib/contenders/redis.mjs, redis-semaphore, redlock) the counters
-// are zeroed, N cycles run one at a time, and the count is dumped. Instruction counts repeat from run
-// to run whatever else the machine is doing, so a change of a few per cent in a script shows, where
-// the timed transition rounds (npm run bench) move by more than that with the machine's load.
+// are zeroed, N cycles run one at a time, and the count is dumped. Instruction counts move by about
+// 1 % between runs whatever else the machine is doing, so a change of a few per cent in a script
+// shows, where the timed transition rounds (npm run bench) move by more than that with the load.
 //
 //   npm run build && node bench/redis-server-work.mjs [--cycles N] [--baseline-dist DIR] [--out DIR]
 //

@@ -49,8 +49,9 @@ export const BATCH_LEASES = 2_000;
  * that wrote the record plus the TTL, and a contender finds a lease lapsed by the `mtime` of a
  * write of its own to the clock znode; so a holder that lives on without renewing loses the lease
  * at its TTL even though its session lives on. Acquire is one `multi` when the resource is free.
- * Renew and release are one `multi` conditioned on the token znode's version, the hold's existence
- * and the record's version that this store's own last write of the lease left (see `ZkGrants`);
+ * Renew and release are one `multi` conditioned on the hold's existence and on the record's
+ * version that this store's own last write of the lease left (see `ZkGrants`: every grant writes
+ * the record, so that version also proves no grant came since);
  * a lease this store did not write last has its znodes read first (served by the connected
  * server, no quorum write). Batches go in pieces of `BATCH_LEASES`; each piece sends all its
  * reads, if any, together and then one `multi` per 256 KB of operations.
