@@ -1,5 +1,6 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { checkResource } from '../core/options.js';
+import { checkOut } from '../core/pg-checkout.js';
 import {
   checkWrite,
   fenceError,
@@ -24,10 +25,18 @@ export interface PgFenceClient {
   query(text: string, values?: unknown[]): Promise<PgFenceQueryResult>;
 }
 
+/** A connection checked out of a pool for one fenced write. */
+export type PgFenceCheckedOut = PgFenceClient & { release(error?: Error | boolean): void };
+
 /** The part of node-postgres's `Pool` a fence uses. */
 export interface PgFencePool extends PgFenceClient {
-  /** Checks a connection out for one fenced write; it is released afterwards. */
-  connect(): Promise<PgFenceClient & { release(error?: Error | boolean): void }>;
+  /**
+   * Checks a connection out for one fenced write; it is released afterwards. With a callback,
+   * node-postgres' form, called as the pool hands it over; a promise alone is fine too.
+   */
+  connect(
+    callback?: (error: Error | undefined, client: PgFenceCheckedOut | undefined) => void,
+  ): Promise<PgFenceCheckedOut> | void;
   /** The pool's connection count; its presence (with `connect`) is how a pool is told from a client. */
   readonly totalCount: number;
 }
@@ -83,9 +92,9 @@ export class PostgresFence<C extends PgFenceClient = PgFenceClient> {
   ): Promise<FenceResult<T>> {
     checkWrite(resource, token, fn);
     if (isPool(this.db)) {
-      let client: Awaited<ReturnType<PgFencePool['connect']>>;
+      let client: PgFenceCheckedOut;
       try {
-        client = await this.db.connect();
+        client = await checkOut(this.db);
       } catch (error) {
         throw fenceError(error, `fenced write on ${JSON.stringify(resource)}: connect`);
       }

@@ -12,6 +12,12 @@ export type ProxyMode = 'pass' | 'drop-responses' | 'blackhole';
 /** A loopback TCP proxy in front of one server, for partitions and lost responses in tests. */
 export class TcpProxy {
   mode: ProxyMode = 'pass';
+  /**
+   * In `pass` mode, what is sent on for each answer chunk of the `index`-th connection (from 0):
+   * a fault injected into the byte stream, say a server's FATAL right behind its answer.
+   */
+  rewrite: ((chunk: Buffer, index: number) => Buffer) | undefined;
+  private accepted = 0;
   /** Chunks the proxy forwarded to the server, and answer chunks it threw away. */
   readonly counts = { forwarded: 0, droppedResponses: 0, droppedRequests: 0 };
   private readonly sockets = new Set<Socket>();
@@ -54,6 +60,7 @@ export class TcpProxy {
 
   private accept(client: Socket, host: string, port: number): void {
     const upstream = connect({ host, port });
+    const index = this.accepted++;
     for (const socket of [client, upstream]) {
       this.sockets.add(socket);
       socket.on('error', () => {});
@@ -73,7 +80,7 @@ export class TcpProxy {
     });
     upstream.on('data', (chunk) => {
       if (this.mode === 'pass') {
-        client.write(chunk);
+        client.write(this.rewrite ? this.rewrite(chunk, index) : chunk);
         return;
       }
       this.counts.droppedResponses++;

@@ -33,8 +33,14 @@ export interface PgPoolClient {
 export interface PgPool {
   /** Runs one statement on any pooled connection. */
   query(config: PgQueryConfig): Promise<PgQueryResult>;
-  /** Checks a connection out (for transactions and the `watch` LISTEN connection). */
-  connect(): Promise<PgPoolClient>;
+  /**
+   * Checks a connection out (for the schema check, each statement and the `watch` LISTEN
+   * connection): with a callback, node-postgres' form, called as the pool hands it over; a pool
+   * that answers only with a promise is fine too.
+   */
+  connect(
+    callback?: (error: Error | undefined, client: PgPoolClient | undefined) => void,
+  ): Promise<PgPoolClient> | void;
   /** Closes the pool; the store calls it on `close()` only for a pool it created. */
   end(): Promise<void>;
 }

@@ -3,6 +3,7 @@ import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
 import { loadDriver } from '../../core/load-driver.js';
+import { checkOut } from '../../core/pg-checkout.js';
 import { redact } from '../../core/store-url.js';
 import {
   prefixEnd,
@@ -137,7 +138,7 @@ export class PostgresStore extends StoreBase {
     this.capabilities = Object.freeze({ clock: 'store', batch: true, watch: notify });
     this.notifier = notify
       ? new Notifier({
-          connect: () => this.pool.connect(),
+          connect: () => checkOut(this.pool),
           ready: () => this.ready(),
           channel: this.channel,
           sql: watchStatements(schema, table),
@@ -311,7 +312,7 @@ export class PostgresStore extends StoreBase {
         released = true;
         client!.release(error);
       };
-      this.pool.connect().then((checkedOut) => {
+      checkOut(this.pool).then((checkedOut) => {
         if (late) return checkedOut.release(); // came after the deadline: unused, still good
         client = checkedOut;
         checkedOut.query({ text: statement.text, name: statement.name, values }).then(
@@ -348,7 +349,7 @@ export class PostgresStore extends StoreBase {
   private async migrate(): Promise<void> {
     const { schema, table, statementTimeoutMs } = this.options;
     const setup = setupStatements(schema, table);
-    const client = await this.pool.connect();
+    const client = await checkOut(this.pool);
     const run = (text: string, values?: unknown[]): Promise<PgQueryResult> =>
       client.query({ text, values, query_timeout: statementTimeoutMs });
     let failure: Error | undefined;
