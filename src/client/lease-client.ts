@@ -4,7 +4,7 @@ import type { Lease, LeaseRecord } from '../core/lease.js';
 import { checkResource, checkResources } from '../core/options.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
-import { sleep, validUntil } from '../core/time.js';
+import { validUntil } from '../core/time.js';
 import { ClientReporter } from '../observability/client-reporter.js';
 import type { StoreOperation } from '../observability/channels.js';
 import {
@@ -16,6 +16,7 @@ import {
 } from './client-options.js';
 import { HeldLease, type LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
+import { ReleaseWake, type Wake } from './release-wake.js';
 
 /** One resource's answer to `tryAcquireMany`. */
 export interface HeldOutcome {
@@ -198,13 +199,34 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   }
 
   /**
-   * Acquires `resource`, waiting with jittered backoff while another holder has it.
+   * Acquires `resource`, waiting with jittered backoff while another holder has it; on a store
+   * that announces releases (`capabilities.watch`), a release of it ends the backoff at once.
    * Throws `LEASE_UNAVAILABLE` when `waitMs` runs out; rejects with `signal.reason` when aborted.
    * When the last attempt was granted but answered too late to use, the message says so instead.
    */
   async acquire(resource: string, options?: AcquireOptions): Promise<HeldLease> {
     const { waitMs, signal } = checkAcquireOptions(options);
     checkResource(resource);
+    // Opened only once an attempt was refused: a lease granted at once costs no subscription.
+    let wake: Wake | undefined;
+    try {
+      return await this.acquireWaiting(
+        resource,
+        waitMs,
+        signal,
+        () => (wake ??= ReleaseWake.for(this.options.store, resource)),
+      );
+    } finally {
+      wake?.close();
+    }
+  }
+
+  private async acquireWaiting(
+    resource: string,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+    wake: () => Wake,
+  ): Promise<HeldLease> {
     const { clock, ttlMs } = this.options;
     const deadline = clock.monotonic() + waitMs;
     const maxDelay = Math.min(1000, Math.max(25, Math.floor(ttlMs / 4)));
@@ -234,7 +256,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         );
       }
       const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(attempt, 10));
-      await sleep(clock, Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5))), signal);
+      const delay = Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5)));
+      await wake().sleep(clock, delay, signal);
     }
   }
 

@@ -1,0 +1,108 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { LeaseClient, openStore, type LeaseStore } from '../../src/index.js';
+import { ManualClock } from '../../src/testing/index.js';
+import { sleep } from '../harness/expect-error.js';
+
+// The waiter's backoff runs on a clock that never moves, so only the store's release notice can
+// end its wait: without it, these waits would never end and the tests would time out.
+let dir: string;
+let store: LeaseStore;
+let holder: LeaseClient;
+let waiter: LeaseClient;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'leasehold-wake-'));
+  store = await openStore(`sqlite:${join(dir, 'leases.db')}`);
+  holder = new LeaseClient({ store, owner: 'holder', ttlMs: 60_000 });
+  waiter = new LeaseClient({ store, owner: 'waiter', ttlMs: 60_000, clock: new ManualClock() });
+});
+
+afterEach(async () => {
+  await waiter.close();
+  await holder.close();
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The watchers the file lists: a store keeps a row there while anything of it watches. */
+function watchers(): number {
+  const db = new Database(join(dir, 'leases.db'), { readonly: true });
+  try {
+    return (
+      db.prepare('SELECT count(*) AS n FROM leasehold_leases_watchers').get() as { n: number }
+    ).n;
+  } finally {
+    db.close();
+  }
+}
+
+it('a waiting acquire takes the lease when the store announces its release, not at the end of its backoff', async () => {
+  const held = (await holder.tryAcquire('job'))!;
+  let settled = false;
+  const waiting = waiter.acquire('job', { waitMs: 600_000 }).finally(() => (settled = true));
+  await sleep(300); // refused, and asleep on the clock that never moves
+  expect(settled).toBe(false);
+  expect(watchers()).toBe(1);
+
+  await held.release();
+  const got = await waiting;
+  expect(got).toMatchObject({ resource: 'job', owner: 'waiter', token: held.token + 1 });
+  expect(watchers()).toBe(0); // the wait's subscription ended with it
+  await got.release();
+});
+
+it('a release of another resource does not end the wait, and aborting it ends the subscription', async () => {
+  const held = (await holder.tryAcquire('job'))!;
+  const other = (await holder.tryAcquire('job-2'))!;
+  const abort = new AbortController();
+  let settled = false;
+  const waiting = waiter
+    .acquire('job', { waitMs: 600_000, signal: abort.signal })
+    .finally(() => (settled = true));
+  await sleep(300);
+  await other.release(); // a name that starts with the waited one: not its release
+  await sleep(300);
+  expect(settled).toBe(false);
+  expect(await store.get('job')).toMatchObject({ owner: 'holder', token: held.token });
+
+  abort.abort(new Error('gave up'));
+  await expect(waiting).rejects.toThrow('gave up');
+  expect(watchers()).toBe(0);
+  await held.release();
+});
+
+it('an acquire granted at once, or that does not wait, subscribes to nothing', async () => {
+  let watches = 0;
+  const counted = new Proxy(store, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      const bound = (value as (...args: unknown[]) => unknown).bind(target);
+      if (property !== 'watch') return bound;
+      return (...args: unknown[]) => {
+        watches++;
+        return bound(...args);
+      };
+    },
+  });
+  const client = new LeaseClient({ store: counted, owner: 'quick', ttlMs: 60_000 });
+  try {
+    const got = await client.acquire('free', { waitMs: 60_000 });
+    await got.release();
+    const held = (await holder.tryAcquire('taken'))!;
+    await expect(client.acquire('taken', { waitMs: 0 })).rejects.toThrow(/held by another/);
+    expect(watches).toBe(0);
+    // Refused with time left: now it subscribes, once for the whole wait.
+    const waiting = client.acquire('taken', { waitMs: 60_000 });
+    await sleep(300);
+    await held.release();
+    await (await waiting).release();
+    expect(watches).toBe(1);
+  } finally {
+    await client.close();
+  }
+});
