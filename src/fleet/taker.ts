@@ -38,6 +38,8 @@ export class Taker {
   /** The in-flight limit now: halved when a batch is slow or fails, raised by one after a quick one. */
   private window: number;
   private readonly queue: (() => void)[] = [];
+  /** Ends the waits of callers asked again later (busy, nothing in flight): `stop` calls them. */
+  private readonly sleepers = new Set<() => void>();
   private readonly taking = new Set<string>();
   private readonly gathered = new Set<string>();
   private room: () => number = () => 0;
@@ -93,10 +95,13 @@ export class Taker {
     }, GATHER_MS);
   }
 
+  /** Drops what is gathered and ends every wait for a slot at once: a stopping caller waits for nothing. */
   stop(): void {
     this.stopped = true;
     this.gatherTimer?.clear();
     this.gathered.clear();
+    for (const wake of [...this.sleepers]) wake();
+    for (const next of this.queue.splice(0)) next();
   }
 
   private async acquire(candidates: string[]): Promise<number> {
@@ -142,12 +147,22 @@ export class Taker {
       const full = this.inFlight >= this.window;
       if (!full && !this.options.busy()) break;
       if (full || this.inFlight > 0) await new Promise<void>((resolve) => this.queue.push(resolve));
-      else
-        await new Promise<void>((resolve) =>
-          this.options.clock.setTimeout(resolve, this.options.recheckMs),
-        );
+      else await this.recheckLater();
     }
     this.inFlight++;
+  }
+
+  /** Resolves after `recheckMs`, or at once when the taker stops. */
+  private recheckLater(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        this.sleepers.delete(wake);
+        timer.clear();
+        resolve();
+      };
+      const timer = this.options.clock.setTimeout(wake, this.options.recheckMs);
+      this.sleepers.add(wake);
+    });
   }
 
   /** Additive increase, multiplicative decrease of the window, from how the last batch went. */

@@ -1,17 +1,18 @@
 import { expect, it } from 'vitest';
 import { LeaseClient, MemoryStore, type HeldLease } from '../../src/index.js';
 import { Taker } from '../../src/fleet/taker.js';
-import { systemClock } from '../../src/core/time.js';
+import { systemClock, type Clock } from '../../src/core/time.js';
+import { ManualClock } from '../../src/testing/index.js';
 import { FaultyStore } from '../harness/faulty-store.js';
 
-function taker(maxInFlight: number, batchSize = 2, busy = () => false) {
+function taker(maxInFlight: number, batchSize = 2, busy = () => false, clock: Clock = systemClock) {
   const store = new FaultyStore(new MemoryStore());
   const client = new LeaseClient({ store, owner: 'me', ttlMs: 60_000 });
   const acquired: HeldLease[] = [];
   const errors: unknown[] = [];
   const t = new Taker({
     client,
-    clock: systemClock,
+    clock,
     batchSize,
     maxInFlight,
     onAcquired: (lease) => acquired.push(lease),
@@ -84,6 +85,19 @@ it('a stopped taker stops waiting for renewals to catch up', async () => {
   const { t, client, store } = taker(2, 1, () => true);
   const taking = t.take(['a', 'b'], () => 2 - client.size);
   await new Promise((r) => setTimeout(r, 30));
+  t.stop();
+  expect(await taking).toBe(0);
+  expect(store.calls.acquireMany).toBe(0);
+  await client.close();
+});
+
+it('stopping ends the wait at once, not at the next recheck (a stopping manager waits for it)', async () => {
+  // On a clock that never moves, the recheck never comes: only stop() can end these waits.
+  const { t, client, store } = taker(2, 1, () => true, new ManualClock());
+  let settled = false;
+  const taking = t.take(['a', 'b', 'c'], () => 3 - client.size).finally(() => (settled = true));
+  await new Promise((r) => setTimeout(r, 30));
+  expect(settled).toBe(false);
   t.stop();
   expect(await taking).toBe(0);
   expect(store.calls.acquireMany).toBe(0);
