@@ -106,3 +106,22 @@ it('an acquire granted at once, or that does not wait, subscribes to nothing', a
     await client.close();
   }
 });
+
+it('a store closed under a waiting acquire ends the wait with its own error, the subscription gone quietly', async () => {
+  const own = await openStore(`sqlite:${join(dir, 'other.db')}`);
+  const first = new LeaseClient({ store: own, owner: 'first', ttlMs: 60_000 });
+  const second = new LeaseClient({ store: own, owner: 'second', ttlMs: 60_000 });
+  const held = (await first.tryAcquire('job'))!;
+  const waiting = second.acquire('job', { waitMs: 60_000 });
+  await sleep(200); // refused, subscribed, asleep
+  await own.close();
+  const error = await waiting.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+  expect(String((error as Error).message)).toMatch(/closed/);
+  expect(held.state).not.toBe('released');
+  await second.close();
+  await first.close().catch(() => undefined);
+});
