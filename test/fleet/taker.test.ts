@@ -81,17 +81,7 @@ it('while renewals are behind, no bulk batch starts; takes go on once they catch
   await client.close();
 });
 
-it('a stopped taker stops waiting for renewals to catch up', async () => {
-  const { t, client, store } = taker(2, 1, () => true);
-  const taking = t.take(['a', 'b'], () => 2 - client.size);
-  await new Promise((r) => setTimeout(r, 30));
-  t.stop();
-  expect(await taking).toBe(0);
-  expect(store.calls.acquireMany).toBe(0);
-  await client.close();
-});
-
-it('stopping ends the wait at once, not at the next recheck (a stopping manager waits for it)', async () => {
+it('a stopped taker stops waiting for renewals to catch up: at once, not at the next recheck (a stopping manager waits for it)', async () => {
   // On a clock that never moves, the recheck never comes: only stop() can end these waits.
   const { t, client, store } = taker(2, 1, () => true, new ManualClock());
   let settled = false;

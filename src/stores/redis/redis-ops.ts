@@ -21,9 +21,11 @@ const EXACT = 9007199254740928;
 // Numbers are Lua doubles: ms timestamps and tokens stay exact below 2^53, and are written
 // with %d so that a stored token is always a plain integer string (Redis's own conversion of a
 // number argument may write exponents on some versions, and release compares the token as text).
+/** The server's time in ms, from the `t` that `redis.call('TIME')` answered. */
+const MS_OF_TIME = 't[1] * 1000 + math.floor(t[2] / 1000)';
 const NOW = `
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = ${MS_OF_TIME}
 `;
 
 /**
@@ -107,7 +109,7 @@ for i = 2, #KEYS do
   if ARGV[a] == 'a' then
     if not now then
       local t = redis.call('TIME')
-      now = t[1] * 1000 + math.floor(t[2] / 1000)
+      now = ${MS_OF_TIME}
     end
     local r = redis.call('HMGET', KEYS[i], 'token', 'expiresAt')
     if r[2] and r[2] + 0 >= now then
