@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { retryWhileBusy } from '../../src/stores/sqlite/sqlite-busy.js';
+import { retryAfterBusy } from '../../src/stores/sqlite/sqlite-busy.js';
 import { tempDir } from '../harness/processes.js';
 
 const dir = tempDir('leasehold-sqlite-busy-');
@@ -69,16 +69,17 @@ describe('a busy transaction commits nothing', () => {
   });
 });
 
-describe('retryWhileBusy', () => {
+describe('retryAfterBusy', () => {
   it('repeats busy attempts until one succeeds', async () => {
-    let attempts = 0;
-    const result = await retryWhileBusy(
+    let attempts = 1; // the first, which failed busy before the call
+    const result = await retryAfterBusy(
       () => {
         if (++attempts < 4) throw busy();
         return 'done';
       },
       () => performance.now() + 5000,
       () => new Error('gave up'),
+      busy(),
     );
     expect([result, attempts]).toEqual(['done', 4]);
   });
@@ -87,13 +88,14 @@ describe('retryWhileBusy', () => {
     let attempts = 0;
     const failure = Object.assign(new Error('constraint'), { code: 'SQLITE_CONSTRAINT' });
     await expect(
-      retryWhileBusy(
+      retryAfterBusy(
         () => {
           attempts++;
           throw failure;
         },
         () => performance.now() + 5000,
         () => new Error('gave up'),
+        busy(),
       ),
     ).rejects.toBe(failure);
     expect(attempts).toBe(1);
@@ -104,12 +106,13 @@ describe('retryWhileBusy', () => {
     let last: unknown;
     const giveUp = new Error('gave up');
     await expect(
-      retryWhileBusy(
+      retryAfterBusy(
         () => {
           throw busy();
         },
         () => started + 100,
         (error) => ((last = error), giveUp),
+        busy(),
       ),
     ).rejects.toBe(giveUp);
     expect(performance.now() - started).toBeGreaterThanOrEqual(99);

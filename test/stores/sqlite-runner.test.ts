@@ -27,6 +27,28 @@ describe('SqliteRunner', () => {
     expect(order).toEqual([...Array(10).keys()]);
   });
 
+  it('gives a free turn back as soon as the step answers or fails, without waiting for the loop', async () => {
+    const runner = new SqliteRunner({ busyTimeoutMs: 5000, identity: undefined });
+    const order: string[] = [];
+    const answered = runner.run('renew', () => {
+      order.push('a');
+      return 'a';
+    });
+    const failed = runner.run('release', () => {
+      order.push('b');
+      throw new Error('disk I/O error');
+    });
+    const after = runner.run('tryAcquire', () => {
+      order.push('c');
+      return 'c';
+    });
+    order.push('same turn of the loop');
+    expect(order).toEqual(['a', 'b', 'c', 'same turn of the loop']);
+    expect(await answered).toBe('a');
+    await expect(failed).rejects.toThrow('disk I/O error');
+    expect(await after).toBe('c');
+  });
+
   it('lets renewals and releases go before bulk acquisitions queued earlier', async () => {
     const runner = new SqliteRunner({ busyTimeoutMs: 5000, identity: undefined });
     const order: string[] = [];

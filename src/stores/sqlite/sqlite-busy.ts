@@ -2,7 +2,7 @@ import { isBusy } from './sqlite-errors.js';
 
 /**
  * The connection's `busy_timeout`: 0, so SQLite's own busy handler never sleeps and an attempt on a
- * locked file fails at once (in about 0.05 ms); all waiting happens in `retryWhileBusy`, off the
+ * locked file fails at once (in about 0.05 ms); all waiting happens in `retryAfterBusy`, off the
  * event loop. The handler sleeps synchronously, and a loaded machine oversleeps: measured on a
  * loaded 2-core machine, a 5 ms busy timeout held the loop 5.4 ms typically and up to 42 ms, a 1 ms
  * one up to 5 ms. The pauses below start at 1 ms, as the handler's own do.
@@ -17,9 +17,10 @@ export const ATTEMPT_BUSY_MS = 0;
 const BACKOFF_MAX_MS = 25;
 
 /**
- * Runs `attempt` until it no longer fails with `SQLITE_BUSY` / `SQLITE_LOCKED`, pausing
- * asynchronously (1, 2, 4 … 25 ms, ±50 % jitter) between attempts, so a lock someone else holds
- * never holds this process's event loop. After each busy failure `deadline()` (on
+ * Runs `attempt` again, after its first try failed busy with `first`, until it no longer fails with
+ * `SQLITE_BUSY` / `SQLITE_LOCKED`, pausing asynchronously (1, 2, 4 … 25 ms, ±50 % jitter) between
+ * attempts, so a lock someone else holds never holds this process's event loop. (The first try
+ * runs at once in `SqliteRunner`, which calls this only when it failed busy.) After each busy failure `deadline()` (on
  * `performance.now()`) is asked; once it has passed, that failure is thrown as `giveUp(error)`.
  *
  * Repeating an attempt that failed busy cannot apply a write twice, because such an attempt
@@ -42,22 +43,7 @@ const BACKOFF_MAX_MS = 25;
  * So a busy failure always means "not committed": a retried acquire cannot take a token twice, and
  * a retried release cannot report `false` because its first attempt had landed.
  */
-export function retryWhileBusy<T>(
-  attempt: () => T,
-  deadline: () => number,
-  giveUp: (lastError: unknown) => Error,
-): Promise<T> {
-  // The first attempt runs at once and, as it nearly always does, answers without an async frame.
-  try {
-    return Promise.resolve(attempt());
-  } catch (error) {
-    if (!isBusy(error)) return Promise.reject(error);
-    return retryAfterBusy(attempt, deadline, giveUp, error);
-  }
-}
-
-/** `retryWhileBusy` after its first attempt failed busy with `first`. */
-async function retryAfterBusy<T>(
+export async function retryAfterBusy<T>(
   attempt: () => T,
   deadline: () => number,
   giveUp: (lastError: unknown) => Error,

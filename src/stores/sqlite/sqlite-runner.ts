@@ -1,4 +1,5 @@
-import { retryWhileBusy } from './sqlite-busy.js';
+import { retryAfterBusy } from './sqlite-busy.js';
+import { isBusy } from './sqlite-errors.js';
 import { lockedError } from './sqlite-errors.js';
 import type { FileIdentity } from './sqlite-file-identity.js';
 import { Turns, yieldToLoop } from './sqlite-turns.js';
@@ -34,7 +35,7 @@ export interface RunnerOptions {
  * How every SQLite call runs without holding the event loop (design rule 6): better-sqlite3 is
  * synchronous, so each call is cut into steps (one transaction, or one read) that each hold the
  * loop for a few milliseconds at most. Steps take turns on the connection, a busy file is waited for
- * asynchronously (`retryWhileBusy`), and batches go in chunks of `BATCH_ROWS` with the event loop
+ * asynchronously (`retryAfterBusy`), and batches go in chunks of `BATCH_ROWS` with the event loop
  * free in between.
  */
 export class SqliteRunner {
@@ -101,19 +102,48 @@ export class SqliteRunner {
     return queued.then(() => this.inTurn(operation, attempt, since));
   }
 
-  /** `step` once it holds the turn, which it gives back when settled. */
+  /**
+   * `step` once it holds the turn, which it gives back when settled. The first attempt, which
+   * nearly always answers, runs at once and gives the turn back in the same synchronous step, so
+   * a call on a free connection pays for no promise chain of its own. Measured on a disk-backed
+   * file (an fsync per commit), in one process alternating with the build before: 4–6 µs less per
+   * acquire→release cycle of ~380 µs (4 runs of 8,000 cycles), below what the bench's rounds resolve.
+   */
   private inTurn<T>(operation: string, attempt: () => T, since: number): Promise<T> {
+    let result: T;
+    try {
+      result = attempt();
+    } catch (error) {
+      if (isBusy(error)) return this.waitOutLock(operation, attempt, since, error);
+      // Any other failure got past the lock: the steps behind start counting afresh.
+      this.lockedSince = undefined;
+      this.turns.give();
+      return Promise.reject(error);
+    }
+    this.lockedSince = undefined;
+    this.turns.give();
+    return Promise.resolve(result);
+  }
+
+  /** `inTurn` after its first attempt found the file locked (`first`): retried until `busyTimeoutMs`. */
+  private waitOutLock<T>(
+    operation: string,
+    attempt: () => T,
+    since: number,
+    first: unknown,
+  ): Promise<T> {
     const { busyTimeoutMs } = this.options;
     // Asked after a busy attempt only, so the file is locked now.
     const waitingSince = (): number => Math.max(since, (this.lockedSince ??= performance.now()));
     let gaveUp = false;
-    return retryWhileBusy(
+    return retryAfterBusy(
       attempt,
       () => waitingSince() + busyTimeoutMs,
       (error) => {
         gaveUp = true;
         return lockedError(operation, performance.now() - waitingSince(), busyTimeoutMs, error);
       },
+      first,
     ).then(
       (result) => {
         this.lockedSince = undefined;
@@ -121,7 +151,6 @@ export class SqliteRunner {
         return result;
       },
       (error: unknown) => {
-        // Any other failure got past the lock: the steps behind start counting afresh.
         if (!gaveUp) this.lockedSince = undefined;
         this.turns.give();
         throw error;
