@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeStores, expiryWait, sleep } from './stores.js';
 
-describeStores('renew and release', ({ open, shortTtl }) => {
+describeStores('renew and release', ({ open, reopen, factory, shortTtl }) => {
   it('renew extends expiresAt and keeps owner and token', async () => {
     const store = await open();
     const lease = await store.tryAcquire('job', 'a', 1000);
@@ -27,6 +27,48 @@ describeStores('renew and release', ({ open, shortTtl }) => {
     expect(first).not.toBeNull();
     expect(retried).toMatchObject({ owner: 'a', token: 1 });
   });
+
+  it('renewals of one lease sent together all succeed, whichever lands first', async () => {
+    const store = await open();
+    const lease = await store.tryAcquire('job', 'a', 5000);
+    const renewed = await Promise.all(
+      [1000, 4000, 3000, 6000].map((ttl) => store.renew(lease!, ttl)),
+    );
+    for (const r of renewed) expect(r).toMatchObject({ resource: 'job', owner: 'a', token: 1 });
+    expect(await store.get('job')).toMatchObject({ owner: 'a', token: 1 });
+    expect(await store.renew(lease!)).toMatchObject({ owner: 'a', token: 1 });
+  });
+
+  it('a release sent together with renewals of the same lease releases it', async () => {
+    const store = await open();
+    const lease = await store.tryAcquire('job', 'a', 5000);
+    const [early, released, late] = await Promise.all([
+      store.renew(lease!),
+      store.release(lease!),
+      store.renew(lease!),
+    ]);
+    expect(released).toBe(true);
+    expect(await store.get('job')).toMatchObject({ owner: '', token: 1, expiresAt: 0 });
+    // Each renewal landed before the release (and holds the lease) or after it (and fails).
+    for (const r of [early, late])
+      if (r !== null) expect(r).toMatchObject({ owner: 'a', token: 1 });
+  });
+
+  it.skipIf(!factory.durable)(
+    'renewals of one lease from two handles at once both succeed',
+    async () => {
+      const store = await open();
+      const other = await reopen(store);
+      const lease = await store.tryAcquire('job', 'a', 5000);
+      for (let i = 0; i < 3; i++) {
+        const [mine, theirs] = await Promise.all([store.renew(lease!), other.renew(lease!)]);
+        expect(mine).toMatchObject({ owner: 'a', token: 1 });
+        expect(theirs).toMatchObject({ owner: 'a', token: 1 });
+      }
+      expect(await store.release(lease!)).toBe(true);
+      expect(await other.renew(lease!)).toBeNull();
+    },
+  );
 
   it('renew and release by another owner fail and change nothing', async () => {
     const store = await open();

@@ -15,6 +15,12 @@ import type { ResourcePaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
 import type { ZkSessions } from './zookeeper-sessions.js';
 
+/**
+ * How many times one renewal or release is written at most: once as remembered or read, and again
+ * after each refusal that showed its record rewritten meanwhile (see `ZkUpdates.readAgain`).
+ */
+const MAX_ATTEMPTS = 8;
+
 /** A lease of a batch and its znodes. */
 export interface Item<T extends LeaseRef> {
   readonly index: number;
@@ -27,8 +33,6 @@ interface Basis {
   readonly recordVersion: number;
   /** The store's usable session that holds the hold znode, if it is one of the store's. */
   readonly holder: ZkSession | undefined;
-  /** Taken from `ZkGrants`, not read: a refusal that does not end the grant is read again. */
-  readonly remembered: boolean;
 }
 
 /** How one lease's operations went in a `multi`: applied, or refused at an operation of its own. */
@@ -40,9 +44,10 @@ type Sent =
  * Renew and release, in rounds where each resource appears at most once, on one session. A lease
  * this store granted or last renewed is written in one `multi` conditioned on what the store
  * remembers (see `ZkGrants`); any other is read first (its record, token and hold znodes, sent
- * together) and the `multi` is conditioned on what was read. A remembered lease whose `multi` is
- * refused without the grant being over (its record was written by someone else since) goes round
- * once more with reads, so the answer is always the one the reads would give.
+ * together) and the `multi` is conditioned on what was read. A lease whose `multi` is refused
+ * without the grant being over (its record was written since: by a grant, a release, or another
+ * renewal of the same lease) goes round again with reads, so the answer is always the one the
+ * reads would give.
  */
 export class ZkUpdates {
   constructor(
@@ -60,10 +65,10 @@ export class ZkUpdates {
     round: readonly Item<Lease>[],
     ttlOf: (lease: Lease) => number,
     out: (Lease | null)[],
-    remembered = true,
+    attempt = 0,
   ): Promise<void> {
     const since = performance.now();
-    const bases = await this.bases(s, round, remembered);
+    const bases = await this.bases(s, round, attempt === 0);
     const live = round.filter((item) => bases.has(item.index));
     const moves = new Set<number>();
     for (const { index, lease } of live) {
@@ -85,7 +90,7 @@ export class ZkUpdates {
       const { index, lease, paths } = item;
       const r = sent.get(index)!;
       if (!r.ok) {
-        if (this.readAgain(item, bases.get(index)!, r)) again.push(item);
+        if (this.readAgain(item, r, attempt)) again.push(item);
         continue;
       }
       const stat = r.results[r.first + (moves.has(index) ? 2 : 1)]?.stat;
@@ -108,7 +113,7 @@ export class ZkUpdates {
         ttlMs: ttl,
       };
     }
-    if (again.length > 0) await this.renew(s, again, ttlOf, out, false);
+    if (again.length > 0) await this.renew(s, again, ttlOf, out, attempt + 1);
   }
 
   /** Deletes each hold and blanks its record. Sets `out[index]`. */
@@ -116,9 +121,9 @@ export class ZkUpdates {
     s: ZkSession,
     round: readonly Item<LeaseRef>[],
     out: boolean[],
-    remembered = true,
+    attempt = 0,
   ): Promise<void> {
-    const bases = await this.bases(s, round, remembered);
+    const bases = await this.bases(s, round, attempt === 0);
     const live = round.filter((item) => bases.has(item.index));
     const sent = await sendBatched(s, live, (tx, { index, paths }) =>
       releaseOps(tx, paths, bases.get(index)!.recordVersion),
@@ -127,26 +132,32 @@ export class ZkUpdates {
     for (const item of live) {
       const r = sent.get(item.index)!;
       if (!r.ok) {
-        if (this.readAgain(item, bases.get(item.index)!, r)) again.push(item);
+        if (this.readAgain(item, r, attempt)) again.push(item);
         continue;
       }
       this.sessions.untrack(item.paths.hold);
       this.grants.forget(item.paths.hold, item.lease.token);
       out[item.index] = true;
     }
-    if (again.length > 0) await this.release(s, again, out, false);
+    if (again.length > 0) await this.release(s, again, out, attempt + 1);
   }
 
   /**
-   * Whether a refused lease is to be read and tried again: only a remembered one whose grant the
-   * refusal does not show to be over. A grant shown over is forgotten.
+   * Whether a refused lease is to be read and tried again: one whose grant the refusal does not
+   * show to be over. Its record was written since what the write was conditioned on (remembered,
+   * or read): by a grant or a release, which the next read finds, or by another renewal of the
+   * same lease (this store's or another process's), after which the lease is still the caller's
+   * and must be renewed or released, not answered as lost. Each round lands one of the writes
+   * that raced, so the rounds end; `MAX_ATTEMPTS` only bounds a record rewritten without pause.
+   * A grant shown over is forgotten.
    */
   private readAgain(
     { lease, paths }: Item<LeaseRef>,
-    basis: Basis,
     refused: Extract<Sent, { ok: false }>,
+    attempt: number,
   ): boolean {
-    if (basis.remembered && refusalOf(refused.op, refused.code) === 'changed') return true;
+    if (refusalOf(refused.op, refused.code) === 'changed' && attempt + 1 < MAX_ATTEMPTS)
+      return true;
     this.grants.forget(paths.hold, lease.token);
     return false;
   }
@@ -168,7 +179,6 @@ export class ZkUpdates {
       out.set(item.index, {
         recordVersion: known.recordVersion,
         holder: known.session.usable ? known.session : undefined,
-        remembered: true,
       });
     }
     if (unknown.length === 0) return out;
@@ -185,7 +195,6 @@ export class ZkUpdates {
       out.set(item.index, {
         recordVersion: f.recordVersion,
         holder: this.sessions.byOwner(f.hold.ephemeralOwner),
-        remembered: false,
       });
     });
     return out;
