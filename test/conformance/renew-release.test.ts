@@ -70,6 +70,35 @@ describeStores('renew and release', ({ open, reopen, factory, shortTtl }) => {
     },
   );
 
+  it.skipIf(!factory.durable)(
+    'renewals racing contenders on two handles: the holder keeps it, then one contender wins',
+    async () => {
+      const store = await open();
+      const other = await reopen(store);
+      let lease = (await store.tryAcquire('job', 'a', 5000))!;
+      for (let round = 0; round < 3; round++) {
+        const handles = [store, other];
+        const results = await Promise.all([
+          ...handles.flatMap((h) => [h.renew(lease), h.renew(lease)]),
+          ...handles.map((h, i) => h.tryAcquire('job', `b${round}${i}`, 5000)),
+        ]);
+        for (const r of results.slice(0, 4))
+          expect(r).toMatchObject({ owner: lease.owner, token: lease.token });
+        expect(results.slice(4)).toEqual([null, null]);
+        const [released, ...takers] = await Promise.all([
+          store.release(lease),
+          ...handles.map((h, i) => h.tryAcquire('job', `c${round}${i}`, 5000)),
+        ]);
+        expect(released).toBe(true);
+        const winners = takers.filter((t) => t !== null);
+        expect(winners.length).toBeLessThanOrEqual(1);
+        lease = winners[0] ?? (await other.tryAcquire('job', `d${round}`, 5000))!;
+        expect(lease.token).toBe(round + 2);
+        expect(await store.get('job')).toMatchObject({ owner: lease.owner, token: round + 2 });
+      }
+    },
+  );
+
   it('renew and release by another owner fail and change nothing', async () => {
     const store = await open();
     const lease = await store.tryAcquire('job', 'a', 5000);
