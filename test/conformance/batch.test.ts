@@ -43,6 +43,27 @@ describeStores('batch calls', ({ open, shortTtl }) => {
     expect(await store.get('r3')).toMatchObject({ owner: '', expiresAt: 0 });
   });
 
+  it('renewMany and releaseMany racing single renewals of the same leases answer as the model says', async () => {
+    const store = await open();
+    const names = Array.from({ length: 20 }, (_, i) => `race/${i}`);
+    const leases = (await store.acquireMany(names, 'a', 5000)).map((o) => o.lease!);
+    const [batch, ...singles] = await Promise.all([
+      store.renewMany(leases),
+      ...leases.map((l) => store.renew(l)),
+    ]);
+    expect(batch.map((l) => l?.token)).toEqual(leases.map(() => 1));
+    expect(singles.map((l) => l?.token)).toEqual(leases.map(() => 1));
+    const [released, ...late] = await Promise.all([
+      store.releaseMany(leases),
+      ...leases.map((l) => store.renew(l)),
+    ]);
+    expect(released).toEqual(leases.map(() => true));
+    // A renewal landed before the release (answered with the lease) or after it (null).
+    for (const r of late) if (r !== null) expect(r).toMatchObject({ owner: 'a', token: 1 });
+    const records = await Promise.all(names.map((n) => store.get(n)));
+    expect(records.map((r) => [r?.owner, r?.expiresAt])).toEqual(names.map(() => ['', 0]));
+  });
+
   it('empty batches return empty arrays', async () => {
     const store = await open();
     expect(await store.renewMany([])).toEqual([]);

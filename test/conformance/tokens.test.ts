@@ -32,6 +32,42 @@ describeStores('fencing tokens', ({ open, reopen, factory, shortTtl }) => {
     });
   });
 
+  it.skipIf(!factory.durable)(
+    'rise by one per grant while two handles take turns acquiring and releasing',
+    async () => {
+      const store = await open();
+      const other = await reopen(store);
+      const handles = [store, other, other, store, store, other];
+      for (const [i, h] of handles.entries()) {
+        const lease = await h.tryAcquire('turns', `o${i % 2}`, 5000);
+        expect(lease).toMatchObject({ token: i + 1 });
+        // The other handle sees the grant and cannot take it.
+        const peer = h === store ? other : store;
+        expect(await peer.tryAcquire('turns', 'x', 5000)).toBeNull();
+        expect(await peer.get('turns')).toMatchObject({ owner: `o${i % 2}`, token: i + 1 });
+        expect(await h.release(lease!)).toBe(true);
+      }
+    },
+  );
+
+  it.skipIf(!factory.durable)(
+    'rise by one per grant when a batch and single calls of two handles interleave',
+    async () => {
+      const store = await open();
+      const other = await reopen(store);
+      const names = ['m0', 'm1', 'm2'];
+      for (let round = 1; round <= 3; round++) {
+        const taker = round % 2 === 0 ? other : store;
+        const got = await taker.acquireMany(names, 'batch', 5000);
+        expect(got.map((o) => o.lease?.token)).toEqual([round, round, round]);
+        const renewed = await (taker === store ? other : store).renewMany(got.map((o) => o.lease!));
+        expect(renewed.map((l) => l?.token)).toEqual([round, round, round]);
+        expect(await store.releaseMany(got.map((o) => o.lease!))).toEqual([true, true, true]);
+      }
+      expect((await other.get('m1'))!.token).toBe(3);
+    },
+  );
+
   it('are independent per resource', async () => {
     const store = await open();
     const a = await store.tryAcquire('r1', 'a', 5000);
