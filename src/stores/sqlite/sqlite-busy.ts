@@ -20,8 +20,9 @@ const BACKOFF_MAX_MS = 25;
  * Runs `attempt` again, after its first try failed busy with `first`, until it no longer fails with
  * `SQLITE_BUSY` / `SQLITE_LOCKED`, pausing asynchronously (1, 2, 4 … 25 ms, ±50 % jitter) between
  * attempts, so a lock someone else holds never holds this process's event loop. (The first try
- * runs at once in `SqliteRunner`, which calls this only when it failed busy.) After each busy failure `deadline()` (on
- * `performance.now()`) is asked; once it has passed, that failure is thrown as `giveUp(error)`.
+ * runs at once in `SqliteRunner`, which calls this only when it failed busy.) After each busy
+ * failure `deadline()` (on `performance.now()`) is asked; once it has passed, that failure is
+ * thrown as `giveUp(error)`.
  *
  * Repeating an attempt that failed busy cannot apply a write twice, because such an attempt
  * committed nothing:

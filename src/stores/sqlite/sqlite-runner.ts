@@ -1,6 +1,5 @@
 import { retryAfterBusy } from './sqlite-busy.js';
-import { isBusy } from './sqlite-errors.js';
-import { lockedError } from './sqlite-errors.js';
+import { isBusy, lockedError } from './sqlite-errors.js';
 import type { FileIdentity } from './sqlite-file-identity.js';
 import { Turns, yieldToLoop } from './sqlite-turns.js';
 
