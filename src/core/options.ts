@@ -16,6 +16,16 @@ export const LIMITS = Object.freeze({
   listMaxLimit: 100_000,
   /** The most resources one `acquireMany` call takes. */
   batchMaxSize: 10_000,
+  /**
+   * The most permits a counting lease may have: each permit is a record of its own, and a caller
+   * that finds all busy reads them in one `list` page.
+   */
+  permitsMax: 1_000,
+  /**
+   * The most resources one all-or-nothing group (`acquireAll`) may hold: one etcd transaction, one
+   * ZooKeeper `multi`, one SQL statement or one Redis script carries all of them.
+   */
+  groupMaxSize: 100,
 });
 
 /** UTF-8 length, computed only when the string could be over `max` (each UTF-16 unit is at most 3 bytes). */
@@ -195,6 +205,44 @@ export function checkResources(value: unknown, field = 'resources'): readonly st
     seen.add(item as string);
   });
   return value as string[];
+}
+
+/**
+ * The members of an all-or-nothing group: a non-empty array of valid names without duplicates, at
+ * most `LIMITS.groupMaxSize`.
+ */
+export function checkGroup(value: unknown, field = 'resources'): readonly string[] {
+  if (!Array.isArray(value))
+    throw invalidArgument(field, `must be an array, got ${describe(value)}`);
+  if (value.length === 0) throw invalidArgument(field, 'must name at least one resource');
+  if (value.length > LIMITS.groupMaxSize)
+    throw invalidArgument(
+      field,
+      `must hold at most ${LIMITS.groupMaxSize} names (LIMITS.groupMaxSize), got ${value.length}`,
+    );
+  return checkResources(value, field);
+}
+
+/** Refuses an `acquireFirst` candidate list that is empty or longer than `LIMITS.permitsMax`. */
+export function invalidCandidates(count: number, field = 'resources'): void {
+  if (count === 0) throw invalidArgument(field, 'must name at least one resource');
+  if (count > LIMITS.permitsMax)
+    throw invalidArgument(
+      field,
+      `must hold at most ${LIMITS.permitsMax} names (LIMITS.permitsMax), got ${count}`,
+    );
+}
+
+/** The number of permits of a counting lease: a safe integer from 1 to `LIMITS.permitsMax`. */
+export function checkPermits(value: unknown, field = 'permits'): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw invalidArgument(field, `must be a positive safe integer, got ${describe(value)}`);
+  if (value > LIMITS.permitsMax)
+    throw invalidArgument(
+      field,
+      `must be at most ${LIMITS.permitsMax} (LIMITS.permitsMax), got ${value}`,
+    );
+  return value;
 }
 
 export function describe(value: unknown): string {

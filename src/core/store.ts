@@ -7,11 +7,21 @@ import {
   checkListOptions,
   checkOwner,
   checkResource,
+  checkGroup,
   checkResources,
   checkTtl,
+  invalidCandidates,
   type ListOptions,
 } from './options.js';
 import { runInChunks } from './run-in-order.js';
+import { acquireFirstByList, acquireInOrder, type SingleOps } from './store-defaults.js';
+
+/** The candidates of `acquireFirst`: a non-empty list of names, no duplicates, at most `LIMITS.permitsMax`. */
+function checkCandidates(resources: unknown): readonly string[] {
+  const checked = checkResources(resources);
+  invalidCandidates(checked.length);
+  return checked;
+}
 
 /** What a store can do, as data: callers and tests branch on this, never on a store's name. */
 export interface StoreCapabilities {
@@ -21,6 +31,12 @@ export interface StoreCapabilities {
   readonly batch: boolean;
   /** The store can notify `watch` listeners when a lease is released or expires. */
   readonly watch: boolean;
+  /**
+   * `acquireAll` of up to this many resources is one atomic store call (a transaction, a script,
+   * a `multi`); a larger group, and every group when `0`, is taken one member at a time in resource
+   * order and given back at the first refusal. Either way a caller gets every member or none.
+   */
+  readonly atomicGroupMax: number;
 }
 
 /** What a `watch` listener is told about one resource. */
@@ -81,6 +97,19 @@ export interface LeaseStore {
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]>;
+  /**
+   * Takes every resource of `resources` (no duplicates, at most `LIMITS.groupMaxSize`) or none: the
+   * leases in input order, or `null` when a live lease stood in the way of any of them. One atomic
+   * call up to `capabilities.atomicGroupMax` members; beyond it, members are taken in resource
+   * order and given back at the first refusal, so nothing of a refused group stays held.
+   */
+  acquireAll(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease[] | null>;
+  /**
+   * Takes one free resource among `resources` (no duplicates, at most `LIMITS.permitsMax`),
+   * preferring earlier ones: the lease, or `null` when each one is held. One round trip where the
+   * store can choose a free record inside one call; counting leases are built on it.
+   */
+  acquireFirst(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease | null>;
   /** Extends a lease still ours (same owner and token); `null` when it is not. */
   renew(lease: Lease, ttlMs?: number): Promise<Lease | null>;
   /** Gives a lease up (owner and token must match); `false` when it was no longer ours. */
@@ -153,6 +182,55 @@ export abstract class StoreBase implements LeaseStore {
     return outcomes;
   }
 
+  /**
+   * The atomic form of `acquireAll`, called for groups of up to `capabilities.atomicGroupMax`
+   * members: every lease in input order, or `null` with nothing written. Adapters that declare
+   * `atomicGroupMax > 0` override it.
+   */
+  protected doAcquireAll(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease[] | null> {
+    return acquireInOrder(this.singleOps(), resources, owner, ttlMs, compareResources);
+  }
+
+  /**
+   * The form of `acquireFirst` an adapter overrides when it can pick a free record in one call.
+   * The default tries the first candidate, then reads the rest with one `list` page and tries
+   * those that look free.
+   */
+  protected doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    return acquireFirstByList(this.singleOps(), resources, owner, ttlMs);
+  }
+
+  /**
+   * The store's time as the caller can estimate it, for telling which records look free in the
+   * default `acquireFirst` (advice only: the grant is still the store's compare-and-set). Stores
+   * with an injected clock override it. @default Date.now()
+   */
+  protected nowEstimate(): number {
+    return Date.now();
+  }
+
+  private singleOps(): SingleOps {
+    return {
+      tryAcquire: (resource, owner, ttlMs) => this.doTryAcquire(resource, owner, ttlMs),
+      releaseMany: (leases) =>
+        runInChunks(leases, this.batchPiece, (piece) => this.doReleaseMany(piece)),
+      list: (prefix, limit, after) => this.doList(prefix, limit, after),
+      now: () => this.nowEstimate(),
+      allowanceMs: this.maxClockSkewMs + (this.expiryLagMs ?? 0),
+    };
+  }
+
+  /** How long after `expiresAt` the store may still count a lapsed lease (see `LeaseStore`). */
+  declare readonly expiryLagMs?: number;
+
   /** Single-lease forms default to the batch forms; adapters override when one is cheaper. */
   protected async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     const [result] = await this.doRenewMany([lease], ttlMs);
@@ -195,6 +273,27 @@ export abstract class StoreBase implements LeaseStore {
       return runInChunks(resources, this.batchPiece, (piece) =>
         this.doAcquireMany(piece, owner, ttlMs),
       );
+    });
+  }
+
+  acquireAll(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease[] | null> {
+    return this.guarded('acquireAll', () => {
+      checkGroup(resources);
+      checkOwner(owner);
+      checkTtl(ttlMs);
+      const copy = [...resources];
+      return copy.length <= this.capabilities.atomicGroupMax
+        ? this.doAcquireAll(copy, owner, ttlMs)
+        : acquireInOrder(this.singleOps(), copy, owner, ttlMs, compareResources);
+    });
+  }
+
+  acquireFirst(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease | null> {
+    return this.guarded('acquireFirst', () => {
+      checkCandidates(resources);
+      checkOwner(owner);
+      checkTtl(ttlMs);
+      return this.doAcquireFirst([...resources], owner, ttlMs);
     });
   }
 

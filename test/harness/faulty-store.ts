@@ -9,7 +9,16 @@ import type {
 import { LeaseError } from '../../src/index.js';
 
 type Method =
-  'tryAcquire' | 'acquireMany' | 'renew' | 'release' | 'renewMany' | 'releaseMany' | 'get' | 'list';
+  | 'tryAcquire'
+  | 'acquireMany'
+  | 'acquireAll'
+  | 'acquireFirst'
+  | 'renew'
+  | 'release'
+  | 'renewMany'
+  | 'releaseMany'
+  | 'get'
+  | 'list';
 
 /**
  * Wraps a real store so a test can make it stop answering (`hang`), fail (`fail`) or answer
@@ -19,6 +28,8 @@ export class FaultyStore implements LeaseStore {
   readonly calls: Record<Method, number> = {
     tryAcquire: 0,
     acquireMany: 0,
+    acquireAll: 0,
+    acquireFirst: 0,
     renew: 0,
     release: 0,
     renewMany: 0,
@@ -67,6 +78,12 @@ export class FaultyStore implements LeaseStore {
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
     return this.call('acquireMany', () => this.inner.acquireMany(resources, owner, ttlMs));
+  }
+  acquireAll(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease[] | null> {
+    return this.call('acquireAll', () => this.inner.acquireAll(resources, owner, ttlMs));
+  }
+  acquireFirst(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease | null> {
+    return this.call('acquireFirst', () => this.inner.acquireFirst(resources, owner, ttlMs));
   }
   renew(lease: Lease, ttlMs?: number): Promise<Lease | null> {
     return this.call('renew', () => this.inner.renew(lease, ttlMs));

@@ -106,6 +106,7 @@ export class DynamodbStore extends StoreBase {
     clock: 'local',
     batch: false,
     watch: false,
+    atomicGroupMax: 0,
   });
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedDynamodbOptions;

@@ -52,6 +52,7 @@ export class EtcdStore extends StoreBase {
     clock: 'store',
     batch: true,
     watch: true,
+    atomicGroupMax: 0,
   });
   /** The etcd leader alone decides expiry, so no skew is allowed for. */
   readonly maxClockSkewMs = 0;
@@ -66,7 +67,7 @@ export class EtcdStore extends StoreBase {
    * commits each revocation through raft. (Longer when the owner kept the shared etcd lease alive
    * for other leases after this one's last renewal, up to its rotation.)
    */
-  readonly expiryLagMs = 2000;
+  override readonly expiryLagMs = 2000;
   private readonly options: ResolvedEtcdOptions;
   private readonly keys: EtcdKeys;
   private readonly rpc: EtcdRpc;

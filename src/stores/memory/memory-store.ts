@@ -6,6 +6,7 @@ import {
   type StoreCapabilities,
 } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
+import { LIMITS } from '../../core/options.js';
 import { resolveMemoryOptions, type MemoryStoreOptions } from './memory-options.js';
 
 /** Leases in this process's memory: the same rules as every store, for tests and single-process use. */
@@ -14,6 +15,7 @@ export class MemoryStore extends StoreBase {
     clock: 'local',
     batch: true,
     watch: false,
+    atomicGroupMax: LIMITS.groupMaxSize,
   });
   readonly maxClockSkewMs: number;
   private readonly clock: Clock;
@@ -32,7 +34,11 @@ export class MemoryStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
-    const now = this.clock.now();
+    return this.take(resource, owner, ttlMs, this.clock.now());
+  }
+
+  /** One acquire, synchronously: the batch and group forms call it without yielding in between. */
+  private take(resource: string, owner: string, ttlMs: number, now: number): Lease | null {
     const current = this.records.get(resource);
     if (current && isLive(current, now, this.maxClockSkewMs)) return null;
     const lease: Lease = {
@@ -91,6 +97,36 @@ export class MemoryStore extends StoreBase {
       outcomes.push(holder ? { resource, lease, holder } : { resource, lease });
     }
     return outcomes;
+  }
+
+  protected override async doAcquireAll(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease[] | null> {
+    const now = this.clock.now();
+    for (const resource of resources) {
+      const current = this.records.get(resource);
+      if (current && isLive(current, now, this.maxClockSkewMs)) return null;
+    }
+    return resources.map((resource) => this.take(resource, owner, ttlMs, now)!);
+  }
+
+  protected override async doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const now = this.clock.now();
+    for (const resource of resources) {
+      const lease = this.take(resource, owner, ttlMs, now);
+      if (lease) return lease;
+    }
+    return null;
+  }
+
+  protected override nowEstimate(): number {
+    return this.clock.now();
   }
 
   protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {

@@ -48,6 +48,7 @@ export class MysqlStore extends StoreBase {
     clock: 'store',
     batch: true,
     watch: false,
+    atomicGroupMax: 0,
   });
   /** The server's clock decides expiry, so contenders allow no skew. */
   readonly maxClockSkewMs = 0;

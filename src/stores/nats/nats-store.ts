@@ -68,6 +68,7 @@ export class NatsStore extends StoreBase {
     clock: 'local',
     batch: false,
     watch: true,
+    atomicGroupMax: 0,
   });
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedNatsOptions;

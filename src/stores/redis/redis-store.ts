@@ -60,6 +60,7 @@ export class RedisStore extends StoreBase {
     clock: 'store',
     batch: true,
     watch: true,
+    atomicGroupMax: 0,
   });
   /** Redis alone decides expiry, inside the script, so no skew is allowed for. */
   readonly maxClockSkewMs = 0;

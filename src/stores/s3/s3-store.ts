@@ -73,6 +73,7 @@ export class S3Store extends StoreBase {
     clock: 'local',
     batch: false,
     watch: false,
+    atomicGroupMax: 0,
   });
   readonly maxClockSkewMs: number;
   private readonly keys: KeySpace;

@@ -49,6 +49,7 @@ export class SqliteStore extends StoreBase {
     clock: 'local',
     batch: true,
     watch: true,
+    atomicGroupMax: 0,
   });
   readonly maxClockSkewMs: number;
   private readonly clock: Clock;

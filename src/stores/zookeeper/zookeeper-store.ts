@@ -61,6 +61,7 @@ export class ZookeeperStore extends StoreBase {
     clock: 'store',
     batch: true,
     watch: true,
+    atomicGroupMax: 0,
   });
   /**
    * How far the ensemble's server clocks may disagree (the `maxClockSkewMs` option): expiry is

@@ -1,0 +1,44 @@
+import { invalidArgument } from './errors.js';
+import { checkResource } from './options.js';
+
+/**
+ * The records of a counting lease named `name` with N permits: permit 0 is the record `name`
+ * itself (so `permits: 1` is exactly the exclusive lease on `name`), permit i > 0 the record
+ * `name` + `PERMIT_MARK` + i. The mark starts with U+0001, the smallest character a name may hold,
+ * so a name's permits sort right after it and one `list` page starting at `name` reads them all.
+ */
+export const PERMIT_MARK = '\u0001permit=';
+
+/** The record that holds permit `permit` of `name`. */
+export function permitResource(name: string, permit: number): string {
+  return permit === 0 ? name : `${name}${PERMIT_MARK}${permit}`;
+}
+
+/**
+ * The records of permits 0 … `permits` − 1 of `name`, each checked as a resource name (a name
+ * too long to carry the suffix is refused here, naming the permit).
+ */
+export function permitResources(name: string, permits: number): string[] {
+  const resources = Array.from({ length: permits }, (_, i) => permitResource(name, i));
+  const longest = resources[resources.length - 1]!;
+  try {
+    checkResource(longest);
+  } catch {
+    throw invalidArgument(
+      'resource',
+      `is too long for ${permits} permits: permit ${permits - 1} is stored as ${JSON.stringify(name)} plus ${JSON.stringify(longest.slice(name.length))}, over the 512-byte name limit`,
+    );
+  }
+  return resources;
+}
+
+/** The name and permit index a record stands for: `{ name: resource, permit: 0 }` for a plain record. */
+export function parsePermit(resource: string): { name: string; permit: number } {
+  const mark = resource.lastIndexOf(PERMIT_MARK);
+  if (mark > 0) {
+    const digits = resource.slice(mark + PERMIT_MARK.length);
+    if (/^[1-9][0-9]{0,5}$/.test(digits))
+      return { name: resource.slice(0, mark), permit: Number(digits) };
+  }
+  return { name: resource, permit: 0 };
+}
