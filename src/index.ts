@@ -1,6 +1,7 @@
 export { ErrorCode, LeaseError, isLeaseError, type LeaseErrorOptions } from './core/errors.js';
 export type { Lease, LeaseRecord, LeaseRef } from './core/lease.js';
 export { LIMITS, type ListOptions } from './core/options.js';
+export { PERMIT_MARK, parsePermit, permitResource } from './core/permits.js';
 export type {
   AcquireOutcome,
   LeaseStore,
@@ -92,7 +93,13 @@ export {
   type OpenTelemetryInstrumentOptions,
 } from './observability/index.js';
 export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
-export type { LeaseClientOptions, AcquireOptions } from './client/client-options.js';
+export type {
+  LeaseClientOptions,
+  AcquireOptions,
+  AcquireAllOptions,
+  TryAcquireOptions,
+} from './client/client-options.js';
+export { HeldGroup } from './client/held-group.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';
 export { LeaseManager, type LeaseManagerEvents, type StopOptions } from './fleet/lease-manager.js';
 export type { LeaseManagerOptions, WantedResources } from './fleet/manager-options.js';

@@ -6,6 +6,7 @@ import {
   checkInteger,
   checkKnownKeys,
   checkOwner,
+  checkPermits,
   checkTtl,
   describe,
   LIMITS,
@@ -132,24 +133,72 @@ export function defaultOwner(): string {
   return `${host}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
-/** How long `acquire` (and `withLease`) wait for a lease someone else holds. */
-export interface AcquireOptions {
+/** What `tryAcquire` takes besides the resource. */
+export interface TryAcquireOptions {
+  /**
+   * Take one of this many permits of the name (a counting lease: at most `permits` holders at
+   * once); `1` is the exclusive lease. Every caller of one name should ask with the same number
+   * (see the README on changing it). @default 1
+   */
+  permits?: number;
+}
+
+/** How long `acquire` (and `withLease`) wait for a lease someone else holds, and for what. */
+export interface AcquireOptions extends TryAcquireOptions {
+  /** Give up after this many ms with `LEASE_UNAVAILABLE`; `0` tries once. @default Infinity */
+  waitMs?: number;
+  /** Stops waiting; the call rejects with `signal.reason`. */
+  signal?: AbortSignal;
+  /**
+   * Wait in line: fair waiters on a name are granted in the order they arrived, and a release
+   * wakes only the head of the line. A waiter that dies leaves the line within its TTL.
+   * @default false
+   */
+  fair?: boolean;
+}
+
+/** The options of `acquireAll` (every member or none). */
+export interface AcquireAllOptions {
   /** Give up after this many ms with `LEASE_UNAVAILABLE`; `0` tries once. @default Infinity */
   waitMs?: number;
   /** Stops waiting; the call rejects with `signal.reason`. */
   signal?: AbortSignal;
 }
 
-const ACQUIRE_KEYS = optionKeys<AcquireOptions>({ waitMs: true, signal: true });
+const TRY_KEYS = optionKeys<TryAcquireOptions>({ permits: true });
+const ACQUIRE_KEYS = optionKeys<AcquireOptions>({
+  waitMs: true,
+  signal: true,
+  permits: true,
+  fair: true,
+});
+const ALL_KEYS = optionKeys<AcquireAllOptions>({ waitMs: true, signal: true });
 
-export function checkAcquireOptions(options: AcquireOptions | undefined): {
+export interface CheckedAcquireOptions {
   waitMs: number;
   signal: AbortSignal | undefined;
-} {
-  if (options === undefined) return { waitMs: Infinity, signal: undefined };
+  permits: number;
+  fair: boolean;
+}
+
+export function checkTryAcquireOptions(options: TryAcquireOptions | undefined): number {
+  if (options === undefined) return 1;
   if (typeof options !== 'object' || options === null)
-    throw invalidArgument('acquire options', `must be an object, got ${describe(options)}`);
-  checkKnownKeys('acquire options', options, ACQUIRE_KEYS);
+    throw invalidArgument('tryAcquire options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('tryAcquire options', options, TRY_KEYS);
+  return options.permits === undefined ? 1 : checkPermits(options.permits);
+}
+
+export function checkAcquireOptions(
+  options: AcquireOptions | undefined,
+  what = 'acquire options',
+  keys: readonly string[] = ACQUIRE_KEYS,
+): CheckedAcquireOptions {
+  if (options === undefined)
+    return { waitMs: Infinity, signal: undefined, permits: 1, fair: false };
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument(what, `must be an object, got ${describe(options)}`);
+  checkKnownKeys(what, options, keys);
   const waitMs = options.waitMs ?? Infinity;
   if (
     typeof waitMs !== 'number' ||
@@ -165,5 +214,14 @@ export function checkAcquireOptions(options: AcquireOptions | undefined): {
   const { signal } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal))
     throw invalidArgument('signal', 'must be an AbortSignal');
+  const permits = options.permits === undefined ? 1 : checkPermits(options.permits);
+  const fair = options.fair === undefined ? false : checkBoolean('fair', options.fair);
+  return { waitMs, signal, permits, fair };
+}
+
+export function checkAcquireAllOptions(
+  options: AcquireAllOptions | undefined,
+): Pick<CheckedAcquireOptions, 'waitMs' | 'signal'> {
+  const { waitMs, signal } = checkAcquireOptions(options, 'acquireAll options', ALL_KEYS);
   return { waitMs, signal };
 }

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { Lease } from '../core/lease.js';
+import { parsePermit } from '../core/permits.js';
 import { safeEmit } from '../core/safe-emit.js';
 import type { Clock } from '../core/time.js';
 import type { LeaseLossCause } from '../observability/channels.js';
@@ -41,8 +42,15 @@ export interface LeaseKeeper {
  * longer be sure of it. Its state only moves forward: held ⇄ at-risk → lost | released.
  */
 export class HeldLease extends EventEmitter<HeldLeaseEvents> {
-  /** The resource this lease is on. */
+  /** The resource this lease is on: for a permit of a counting lease, the name the permits share. */
   readonly resource: string;
+  /**
+   * Which permit of `resource` this lease is (0 … permits − 1); `0` for an exclusive lease, which
+   * is permit 0 of a one-permit name. Fencing tokens rise per permit.
+   */
+  readonly permit: number;
+  /** The store record the lease lives in: `resource` itself, or the record of permit `permit`. */
+  readonly key: string;
   /** The owner the lease was granted to. */
   readonly owner: string;
   /** The fencing token of this grant: pass it to downstream writes so stale holders are refused. */
@@ -79,7 +87,10 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     private readonly keeper: LeaseKeeper,
   ) {
     super();
-    this.resource = lease.resource;
+    const { name, permit } = parsePermit(lease.resource);
+    this.resource = name;
+    this.permit = permit;
+    this.key = lease.resource;
     this.owner = lease.owner;
     this.token = lease.token;
     this.current = lease;
@@ -168,10 +179,10 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     await this.release();
   }
 
-  /** A plain snapshot for logs: resource, owner, token, expiresAt, ttlMs, validUntil and state. */
+  /** A plain snapshot for logs: resource, permit, owner, token, expiresAt, ttlMs, validUntil and state. */
   toJSON(): object {
-    const { resource, owner, token, expiresAt, ttlMs, validUntil, state } = this;
-    return { resource, owner, token, expiresAt, ttlMs, validUntil, state };
+    const { resource, permit, owner, token, expiresAt, ttlMs, validUntil, state } = this;
+    return { resource, permit, owner, token, expiresAt, ttlMs, validUntil, state };
   }
 
   /** @internal a renewal sent at `tSent` landed; returns false when the lease was already over. */
@@ -208,7 +219,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     this.lossCause = why;
     const error = quietError(
       ErrorCode.LEASE_LOST,
-      `lease on ${JSON.stringify(this.resource)} (token ${this.token}) lost: ${message}`,
+      `lease on ${this.describe()} (token ${this.token}) lost: ${message}`,
       {
         cause,
         resource: this.resource,
@@ -230,10 +241,16 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     this.end(
       quietError(
         ErrorCode.LEASE_RELEASED,
-        `lease on ${JSON.stringify(this.resource)} (token ${this.token}) is being released: ${why}`,
+        `lease on ${this.describe()} (token ${this.token}) is being released: ${why}`,
         { resource: this.resource, retryable: false },
       ),
     );
+  }
+
+  /** The resource, quoted, and the permit when the lease is one of several. */
+  private describe(): string {
+    const name = JSON.stringify(this.resource);
+    return this.key === this.resource ? name : `${name} permit ${this.permit}`;
   }
 
   private end(reason: LeaseError): void {
@@ -244,7 +261,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   private releasedReason(): LeaseError {
     return (this.endReason ??= quietError(
       ErrorCode.LEASE_RELEASED,
-      `lease on ${JSON.stringify(this.resource)} (token ${this.token}) released`,
+      `lease on ${this.describe()} (token ${this.token}) released`,
       { resource: this.resource, retryable: false },
     ));
   }

@@ -1,19 +1,27 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { Lease, LeaseRecord } from '../core/lease.js';
-import { checkResource, checkResources } from '../core/options.js';
+import { checkGroup, checkResource, checkResources } from '../core/options.js';
+import { parsePermit, permitResources } from '../core/permits.js';
+import { commonPrefix } from '../core/store-defaults.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { validUntil } from '../core/time.js';
 import { ClientReporter } from '../observability/client-reporter.js';
 import type { StoreOperation } from '../observability/channels.js';
 import {
+  checkAcquireAllOptions,
   checkAcquireOptions,
+  checkTryAcquireOptions,
   resolveClientOptions,
+  type AcquireAllOptions,
   type AcquireOptions,
+  type TryAcquireOptions,
   type LeaseClientOptions,
   type ResolvedClientOptions,
 } from './client-options.js';
+import { FairLine } from './fair-line.js';
+import { HeldGroup } from './held-group.js';
 import { HeldLease, type LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
 import { ReleaseWake, type Wake } from './release-wake.js';
@@ -84,7 +92,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       stateChanged: (held, state, detail) => {
         if (state !== 'at-risk') {
           this.heartbeat.end(held);
-          if (this.leases.get(held.resource) === held) this.leases.delete(held.resource);
+          if (this.leases.get(held.key) === held) this.leases.delete(held.key);
         }
         if (state === 'at-risk') {
           this.report.atRisk(held, detail as string, held.remainingMs());
@@ -111,24 +119,34 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   /**
    * Acquires `resource` if it is free now; `null` when another live holder has it (or when the
    * store answered so late that the lease's validity deadline had already passed: it is released).
+   * With `permits: N`, takes any one of the N permits of the name, in one store call
+   * (`acquireFirst`); `null` when all N are held.
    */
-  async tryAcquire(resource: string): Promise<HeldLease | null> {
-    const outcome = await this.tryOnce(resource);
+  async tryAcquire(resource: string, options?: TryAcquireOptions): Promise<HeldLease | null> {
+    const permits = checkTryAcquireOptions(options);
+    const outcome = await this.tryOnce(resource, permits);
     return typeof outcome === 'string' ? null : outcome;
   }
 
   /** One acquisition attempt: the lease, or why there is none. */
-  private async tryOnce(resource: string): Promise<HeldLease | 'held-by-other' | 'too-late'> {
+  private async tryOnce(
+    resource: string,
+    permits: number,
+  ): Promise<HeldLease | 'held-by-other' | 'too-late'> {
     this.assertOpen();
-    this.assertNotHeld(checkResource(resource));
+    const candidates = this.candidates(checkResource(resource), permits);
     const { store, owner, ttlMs, clock } = this.options;
     const tSent = clock.monotonic();
+    const operation = candidates.length === 1 ? 'tryAcquire' : 'acquireFirst';
     let lease: Lease | null;
     try {
-      lease = await store.tryAcquire(resource, owner, ttlMs);
+      lease =
+        candidates.length === 1
+          ? await store.tryAcquire(candidates[0]!, owner, ttlMs)
+          : await store.acquireFirst(candidates, owner, ttlMs);
     } catch (error) {
       this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError('tryAcquire', error, 1);
+      this.report.storeError(operation, error, 1);
       throw error;
     }
     if (!lease) {
@@ -136,7 +154,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       return 'held-by-other';
     }
     const held = this.grant(lease, tSent);
-    if (!held.isValid() || this.closing) {
+    if (!held.isValid() || this.closing || this.leases.has(held.key)) {
       this.report.attempt(resource, 'too-late', tSent, { token: held.token });
       // The answer came after the deadline measured from when the request left (or the client
       // is closing): never hand it out.
@@ -145,11 +163,31 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       return 'too-late';
     }
     this.report.attempt(resource, 'acquired', tSent, { token: held.token });
-    this.leases.set(resource, held);
+    this.leases.set(held.key, held);
     this.heartbeat.add(held);
     this.report.acquired(held);
     this.emit('acquired', held);
     return held;
+  }
+
+  /**
+   * The records one attempt may take: the resource itself, or the permits of the name this client
+   * does not hold yet, starting at a random one so that callers arriving together spread out.
+   */
+  private candidates(resource: string, permits: number): string[] {
+    if (permits === 1) {
+      this.assertNotHeld(resource);
+      return [resource];
+    }
+    const free = permitResources(resource, permits).filter((key) => !this.leases.has(key));
+    if (free.length === 0)
+      throw new LeaseError(
+        ErrorCode.INVALID_ARGUMENT,
+        `this client already holds all ${permits} permits of ${JSON.stringify(resource)}`,
+        { resource },
+      );
+    const start = Math.floor(Math.random() * free.length);
+    return [...free.slice(start), ...free.slice(0, start)];
   }
 
   /**
@@ -176,7 +214,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         return outcome as HeldOutcome;
       }
       const held = this.grant(outcome.lease, tSent);
-      if (!held.isValid() || this.closing || this.leases.has(held.resource)) {
+      if (!held.isValid() || this.closing || this.leases.has(held.key)) {
         this.report.attempt(outcome.resource, 'too-late', tSent, { token: held.token });
         late.push(held);
         return { resource: outcome.resource, lease: null };
@@ -187,7 +225,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     if (late.length > 0) await this.releaseManyQuietly(late);
     for (const { lease } of result) {
       if (!lease) continue;
-      this.leases.set(lease.resource, lease);
+      this.leases.set(lease.key, lease);
       this.heartbeat.add(lease);
     }
     for (const { lease } of result) {
@@ -201,44 +239,178 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   /**
    * Acquires `resource`, waiting with jittered backoff while another holder has it; on a store
    * that announces releases (`capabilities.watch`), a release of it ends the backoff at once.
-   * Throws `LEASE_UNAVAILABLE` when `waitMs` runs out; rejects with `signal.reason` when aborted.
-   * When the last attempt was granted but answered too late to use, the message says so instead.
+   * With `permits: N`, waits for any one of the N permits of the name; with `fair: true`, waits in
+   * line (see `AcquireOptions.fair`). Throws `LEASE_UNAVAILABLE` when `waitMs` runs out; rejects
+   * with `signal.reason` when aborted. When the last attempt was granted but answered too late to
+   * use, the message says so instead.
    */
   async acquire(resource: string, options?: AcquireOptions): Promise<HeldLease> {
-    const { waitMs, signal } = checkAcquireOptions(options);
+    const { waitMs, signal, permits, fair } = checkAcquireOptions(options);
     checkResource(resource);
+    if (permits > 1) permitResources(resource, permits); // a name too long for its permits fails now
+    if (fair) return this.acquireFair(resource, permits, waitMs, signal);
+    const matches =
+      permits === 1
+        ? undefined
+        : (key: string): boolean => {
+            const p = parsePermit(key);
+            return p.name === resource && p.permit < permits;
+          };
     // Opened only once an attempt was refused: a lease granted at once costs no subscription.
     let wake: Wake | undefined;
     try {
-      return await this.acquireWaiting(
+      return await this.waitFor(
+        `lease on ${JSON.stringify(resource)}${permits > 1 ? ` (all ${permits} permits)` : ''}`,
         resource,
         waitMs,
         signal,
-        () => (wake ??= ReleaseWake.for(this.options.store, resource)),
+        () => this.tryOnce(resource, permits),
+        (held) => this.releaseQuietly(held),
+        () => (wake ??= ReleaseWake.for(this.options.store, resource, matches)),
       );
     } finally {
       wake?.close();
     }
   }
 
-  private async acquireWaiting(
+  /**
+   * Acquires every resource of `resources` or none, if all are free now: the group, or `null` when
+   * any member is held by someone else. One atomic store call where the store has multi-record
+   * transactions (`capabilities.atomicGroupMax`); elsewhere the members are taken in resource order
+   * and given back at the first refusal. A caller never receives part of a set.
+   */
+  async tryAcquireAll(resources: readonly string[]): Promise<HeldGroup | null> {
+    const outcome = await this.tryGroupOnce(resources);
+    return typeof outcome === 'string' ? null : outcome;
+  }
+
+  /**
+   * Acquires every resource of `resources` or none, waiting (jittered backoff, cut short by a
+   * release of any member on stores that announce releases) until all are free at once. Nothing
+   * is held while waiting, so groups over crossing sets never deadlock. Throws `LEASE_UNAVAILABLE`
+   * when `waitMs` runs out; rejects with `signal.reason` when aborted.
+   */
+  async acquireAll(resources: readonly string[], options?: AcquireAllOptions): Promise<HeldGroup> {
+    const { waitMs, signal } = checkAcquireAllOptions(options);
+    const names = new Set(checkGroup(resources));
+    let wake: Wake | undefined;
+    try {
+      return await this.waitFor(
+        `group of ${resources.length} leases (${resources
+          .slice(0, 3)
+          .map((r) => JSON.stringify(r))
+          .join(', ')}${resources.length > 3 ? ', …' : ''})`,
+        undefined,
+        waitMs,
+        signal,
+        () => this.tryGroupOnce(resources),
+        (group) => this.releaseManyQuietly(group.leases),
+        () =>
+          (wake ??= ReleaseWake.for(this.options.store, commonPrefix(resources), (r) =>
+            names.has(r),
+          )),
+      );
+    } finally {
+      wake?.close();
+    }
+  }
+
+  private async tryGroupOnce(
+    resources: readonly string[],
+  ): Promise<HeldGroup | 'held-by-other' | 'too-late'> {
+    this.assertOpen();
+    for (const resource of checkGroup(resources)) this.assertNotHeld(resource);
+    const names = [...resources];
+    const { store, owner, ttlMs, clock } = this.options;
+    const tSent = clock.monotonic();
+    let leases: Lease[] | null;
+    try {
+      leases = await store.acquireAll(names, owner, ttlMs);
+    } catch (error) {
+      for (const resource of names) this.report.attempt(resource, 'error', tSent, { error });
+      this.report.storeError('acquireAll', error, names.length);
+      throw error;
+    }
+    if (!leases) {
+      for (const resource of names) this.report.attempt(resource, 'held-by-other', tSent);
+      return 'held-by-other';
+    }
+    const members = leases.map((lease) => this.grant(lease, tSent));
+    if (this.closing || members.some((m) => !m.isValid() || this.leases.has(m.key))) {
+      for (const m of members)
+        this.report.attempt(m.resource, 'too-late', tSent, { token: m.token });
+      await this.releaseManyQuietly(members);
+      this.assertOpen();
+      return 'too-late';
+    }
+    for (const held of members) {
+      this.report.attempt(held.resource, 'acquired', tSent, { token: held.token });
+      this.leases.set(held.key, held);
+      this.heartbeat.add(held);
+    }
+    const group = new HeldGroup(members, {
+      releaseMany: (leases) => this.releaseMany(leases),
+      releaseQuietly: (leases) => this.releaseManyQuietly(leases),
+    });
+    for (const held of members) {
+      this.report.acquired(held);
+      this.emit('acquired', held);
+    }
+    return group;
+  }
+
+  /** Fair waiting: in line behind earlier fair waiters on the name (see `FairLine`). */
+  private async acquireFair(
     resource: string,
+    permits: number,
     waitMs: number,
     signal: AbortSignal | undefined,
-    wake: () => Wake,
   ): Promise<HeldLease> {
+    this.assertOpen();
+    const line = new FairLine({
+      store: this.options.store,
+      clock: this.options.clock,
+      owner: this.owner,
+      ttlMs: this.ttlMs,
+      heartbeatMs: this.heartbeatMs,
+      maxClockSkewMs: this.maxClockSkewMs,
+      name: resource,
+      permits,
+    });
+    return line.wait(
+      waitMs,
+      signal,
+      () => this.tryOnce(resource, permits),
+      (held) => this.releaseQuietly(held),
+    );
+  }
+
+  /**
+   * The waiting loop of `acquire` and `acquireAll`: attempts with jittered backoff (cut short by
+   * `wake`) until one is granted, `waitMs` runs out (`LEASE_UNAVAILABLE`, naming `what`) or
+   * `signal` aborts (its reason). A grant that arrives after the abort is given back.
+   */
+  private async waitFor<T>(
+    what: string,
+    resource: string | undefined,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+    attempt: () => Promise<T | 'held-by-other' | 'too-late'>,
+    giveBack: (granted: T) => Promise<void>,
+    wake: () => Wake,
+  ): Promise<T> {
     const { clock, ttlMs } = this.options;
     const deadline = clock.monotonic() + waitMs;
     const maxDelay = Math.min(1000, Math.max(25, Math.floor(ttlMs / 4)));
-    for (let attempt = 0; ; attempt++) {
+    for (let try_ = 0; ; try_++) {
       signal?.throwIfAborted();
-      const outcome = await this.tryOnce(resource);
-      const held = typeof outcome === 'string' ? null : outcome;
-      if (held && signal?.aborted) {
-        await this.releaseQuietly(held); // aborted while the store was answering
+      const outcome = await attempt();
+      const granted = typeof outcome === 'string' ? null : outcome;
+      if (granted && signal?.aborted) {
+        await giveBack(granted); // aborted while the store was answering
         signal.throwIfAborted();
       }
-      if (held) return held;
+      if (granted) return granted;
       const left = deadline - clock.monotonic();
       if (left <= 0) {
         const waited = waitMs > 0 ? ` (waited ${waitMs} ms)` : '';
@@ -246,16 +418,12 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
           outcome === 'too-late'
             ? `was granted, but the store answered after its validity deadline, so it was given back${waited}: a longer ttlMs leaves more room for the store's latency`
             : `is held by another owner${waited}`;
-        throw new LeaseError(
-          ErrorCode.LEASE_UNAVAILABLE,
-          `lease on ${JSON.stringify(resource)} ${why}`,
-          {
-            resource,
-            retryable: true,
-          },
-        );
+        throw new LeaseError(ErrorCode.LEASE_UNAVAILABLE, `${what} ${why}`, {
+          resource,
+          retryable: true,
+        });
       }
-      const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(attempt, 10));
+      const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(try_, 10));
       const delay = Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5)));
       await wake().sleep(clock, delay, signal);
     }
@@ -393,7 +561,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
 
   /** One bounded `releaseMany` for leases we no longer count on (answered too late, or closing). */
   private async releaseManyQuietly(leases: readonly HeldLease[]): Promise<void> {
-    for (const held of leases) held.markReleased();
+    leases = leases.filter((held) => held.markReleased());
+    if (leases.length === 0) return;
     try {
       await this.bounded(
         this.options.store.releaseMany(leases.map((h) => h.lease)),
@@ -434,7 +603,14 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   }
 
   private assertNotHeld(resource: string): void {
-    if (!this.leases.has(resource)) return;
+    const held = this.leases.get(resource);
+    if (!held) return;
+    if (held.key !== held.resource)
+      throw new LeaseError(
+        ErrorCode.INVALID_ARGUMENT,
+        `resource ${JSON.stringify(resource)} is the record of permit ${held.permit} of ${JSON.stringify(held.resource)}, held by this client`,
+        { resource },
+      );
     throw new LeaseError(
       ErrorCode.INVALID_ARGUMENT,
       `resource ${JSON.stringify(resource)} is already held by this client`,

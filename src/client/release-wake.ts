@@ -28,9 +28,9 @@ export class ReleaseWake implements Wake {
   private wakeUp: (() => void) | undefined;
   private readonly unwatch: () => void;
 
-  private constructor(store: LeaseStore, resource: string) {
-    this.unwatch = store.watch!(resource, (event) => {
-      if (event.resource !== resource || event.type === 'acquired') return;
+  private constructor(store: LeaseStore, prefix: string, matches: (resource: string) => boolean) {
+    this.unwatch = store.watch!(prefix, (event) => {
+      if (event.type === 'acquired' || !matches(event.resource)) return;
       this.poke();
     });
     const ready = (this.unwatch as { ready?: unknown }).ready;
@@ -41,11 +41,18 @@ export class ReleaseWake implements Wake {
       );
   }
 
-  /** A wake for `resource`, or the plain backoff when the store cannot announce releases. */
-  static for(store: LeaseStore, resource: string): Wake {
+  /**
+   * A wake for `resource` (or, with `matches`, for any record under `resource` it accepts: the
+   * permits of a name), or the plain backoff when the store cannot announce releases.
+   */
+  static for(
+    store: LeaseStore,
+    resource: string,
+    matches: (resource: string) => boolean = (r) => r === resource,
+  ): Wake {
     if (!store.capabilities.watch || typeof store.watch !== 'function') return NO_WAKE;
     try {
-      return new ReleaseWake(store, resource);
+      return new ReleaseWake(store, resource, matches);
     } catch {
       return NO_WAKE; // a store that refuses to watch now (closing, say): the backoff alone
     }

@@ -48,7 +48,14 @@ export type AcquireResult = 'acquired' | 'held-by-other' | 'too-late' | 'error';
 
 /** The store calls a `LeaseClient` makes, as named in {@link StoreErrorMessage}. */
 export type StoreOperation =
-  'tryAcquire' | 'acquireMany' | 'renew' | 'renewMany' | 'release' | 'releaseMany';
+  | 'tryAcquire'
+  | 'acquireMany'
+  | 'acquireAll'
+  | 'acquireFirst'
+  | 'renew'
+  | 'renewMany'
+  | 'release'
+  | 'releaseMany';
 
 /** What every lease message carries: the grant it is about. */
 export interface LeaseMessage {

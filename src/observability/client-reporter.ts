@@ -10,6 +10,8 @@ import { errorCode, errorText, hideUrlSecrets, logs, type LeaseholdLogger } from
 /** What the reporter reads of a held lease (a `HeldLease` fits). */
 export interface LeaseFacts {
   readonly resource: string;
+  /** The store record, where it differs from `resource` (a permit of a counting lease). */
+  readonly key?: string;
   readonly owner: string;
   readonly token: number;
   readonly expiresAt: number;
@@ -48,11 +50,11 @@ export class ClientReporter {
 
   acquired(lease: LeaseFacts): void {
     if (channels.leaseAcquired.hasSubscribers) {
-      const { owner, resource, token, ttlMs, expiresAt } = lease;
+      const { owner, key: resource = lease.resource, token, ttlMs, expiresAt } = lease;
       channels.leaseAcquired.publish({ owner, resource, token, ttlMs, expiresAt });
     }
     if (logs(this.logger, 'debug')) {
-      const { owner, resource, token, ttlMs } = lease;
+      const { owner, key: resource = lease.resource, token, ttlMs } = lease;
       this.logger.debug({ owner, resource, token, ttlMs }, 'lease acquired');
     }
   }
@@ -60,7 +62,7 @@ export class ClientReporter {
   /** A renewal sent at `tSent` (monotonic) landed. */
   renewed(lease: LeaseFacts, tSent: number): void {
     if (!channels.leaseRenewed.hasSubscribers) return;
-    const { owner, resource, token, expiresAt } = lease;
+    const { owner, key: resource = lease.resource, token, expiresAt } = lease;
     const durationMs = this.clock.monotonic() - tSent;
     channels.leaseRenewed.publish({ owner, resource, token, expiresAt, durationMs });
   }
@@ -69,11 +71,11 @@ export class ClientReporter {
     if (!channels.leaseAtRisk.hasSubscribers && !logs(this.logger, 'warn')) return;
     const reason = hideUrlSecrets(why); // may quote a store error
     if (channels.leaseAtRisk.hasSubscribers) {
-      const { owner, resource, token } = lease;
+      const { owner, key: resource = lease.resource, token } = lease;
       channels.leaseAtRisk.publish({ owner, resource, token, reason, remainingMs });
     }
     if (logs(this.logger, 'warn')) {
-      const { owner, resource, token } = lease;
+      const { owner, key: resource = lease.resource, token } = lease;
       this.logger.warn(
         { owner, resource, token, reason, remainingMs: Math.round(remainingMs) },
         'lease at risk',
@@ -83,11 +85,11 @@ export class ClientReporter {
 
   lost(lease: LeaseFacts, cause: LeaseLossCause, error: unknown): void {
     if (channels.leaseLost.hasSubscribers) {
-      const { owner, resource, token } = lease;
+      const { owner, key: resource = lease.resource, token } = lease;
       channels.leaseLost.publish({ owner, resource, token, cause, message: errorText(error) });
     }
     if (logs(this.logger, 'warn')) {
-      const { owner, resource, token } = lease;
+      const { owner, key: resource = lease.resource, token } = lease;
       this.logger.warn(
         { owner, resource, token, cause, err: errorText(error) },
         'lease lost: its work was aborted',
@@ -98,12 +100,12 @@ export class ClientReporter {
   /** The lease, granted from a request sent at `grantedAt` (monotonic), was given up. */
   released(lease: LeaseFacts, grantedAt: number): void {
     if (channels.leaseReleased.hasSubscribers) {
-      const { owner, resource, token } = lease;
+      const { owner, key: resource = lease.resource, token } = lease;
       const heldMs = this.clock.monotonic() - grantedAt;
       channels.leaseReleased.publish({ owner, resource, token, heldMs });
     }
     if (logs(this.logger, 'debug')) {
-      const { owner, resource, token } = lease;
+      const { owner, key: resource = lease.resource, token } = lease;
       this.logger.debug({ owner, resource, token }, 'lease released');
     }
   }
@@ -111,7 +113,7 @@ export class ClientReporter {
   /** A release failed: the lease lapses at its TTL instead. */
   releaseFailed(lease: LeaseFacts, error: unknown): void {
     if (!logs(this.logger, 'warn')) return;
-    const { owner, resource, token } = lease;
+    const { owner, key: resource = lease.resource, token } = lease;
     this.logger.warn(
       { owner, resource, token, err: errorText(error) },
       'release failed: the lease will lapse at its TTL',

@@ -135,7 +135,12 @@ export class PostgresStore extends StoreBase {
       ]),
     ) as PostgresStore['sql'];
     this.channel = channelName(schema, table);
-    this.capabilities = Object.freeze({ clock: 'store', batch: true, watch: notify, atomicGroupMax: 0 });
+    this.capabilities = Object.freeze({
+      clock: 'store',
+      batch: true,
+      watch: notify,
+      atomicGroupMax: 0,
+    });
     this.notifier = notify
       ? new Notifier({
           connect: () => checkOut(this.pool),
