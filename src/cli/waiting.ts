@@ -13,9 +13,12 @@ export async function acquireSayingWait(
   resource: string,
   waitMs: number,
   signal: AbortSignal,
+  family: { permits?: number; fair?: boolean } = {},
 ): Promise<HeldLease> {
-  if (waitMs <= 0 || process.stderr.isTTY !== true)
-    return client.acquire(resource, { waitMs, signal });
+  const permits = family.permits ?? 1;
+  const fair = family.fair ?? false;
+  if (waitMs <= 0 || process.stderr.isTTY !== true || permits > 1 || fair)
+    return client.acquire(resource, { waitMs, signal, permits, fair });
   const started = performance.now();
   const first = await client.tryAcquire(resource);
   if (first) return first;

@@ -102,6 +102,37 @@ describe('leasehold run', () => {
     expect(again.stdout()).toBe('2\n');
   });
 
+  it('--permits N runs at most N commands at once, each with its own LEASEHOLD_PERMIT', async () => {
+    const store = freshStore();
+    const script =
+      'console.log("permit " + process.env.LEASEHOLD_PERMIT + " token " + process.env.LEASEHOLD_TOKEN); setTimeout(() => {}, 1500)';
+    const runs = Array.from({ length: 3 }, () =>
+      leasehold(
+        'run',
+        'api',
+        '--store',
+        store.url,
+        '--permits',
+        '2',
+        '--wait',
+        '0',
+        ...node(script),
+      ),
+    );
+    const codes = await Promise.all(runs.map((r) => r.exit));
+    expect(codes.sort()).toEqual([0, 0, 75]);
+    const lines = runs
+      .map((r) => r.stdout().trim())
+      .filter(Boolean)
+      .sort();
+    expect(lines).toEqual(['permit 0 token 1', 'permit 1 token 1']);
+    const refused = runs.find((r) => r.stdout() === '')!;
+    expect(refused.stderr()).toContain('all 2 permits');
+    const bad = leasehold('run', 'api', '--store', store.url, '--permits', '0', ...node('1'));
+    expect(await bad.exit).toBe(2);
+    expect(bad.stderr()).toContain('--permits');
+  });
+
   it('runs the command in exactly one of two racing runs; the other exits 75; SIGTERM is forwarded and the lease released', async () => {
     const store = freshStore();
     // The command says it ran, then waits for SIGTERM, and exits 7 on it.

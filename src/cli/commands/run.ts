@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { LeaseClient, LIMITS, systemClock, type LeaseStore } from '../../index.js';
 import { durationOption } from '../duration.js';
+import { integerOption } from '../numbers.js';
 import { acquireForRun } from '../run/acquire-for-run.js';
 import { RUN_EXIT } from '../run/exit-codes.js';
 import { SignalRelay } from '../run/signal-relay.js';
@@ -16,12 +17,16 @@ interface RunOptions {
   wait: number;
   grace: number;
   foreground?: boolean;
+  permits: number;
+  fair?: boolean;
 }
 
 const HELP = `
 The command runs without a shell, in a session and process group of its own, while this process
 renews the lease. It gets LEASEHOLD_RESOURCE, LEASEHOLD_OWNER and LEASEHOLD_TOKEN, the fencing
 token: pass the token with every write so the target can refuse a holder that lost the lease.
+With --permits N it holds one of N permits (LEASEHOLD_PERMIT, 0 … N−1; tokens rise per permit),
+so at most N commands run at once under one name, on any host.
 SIGTERM, SIGINT and SIGHUP sent to leasehold go to the command; when it exits the lease is released.
 
 If the lease is lost (renewals failed until its deadline, or the store shows another owner), the
@@ -57,7 +62,8 @@ ${RUN_EXIT.cannotRun} command could not be started; 1 store error; 2 usage error
 Examples:
   leasehold run nightly-report --wait 0 -- ./report.sh    # cron: skip (exit ${RUN_EXIT.unavailable}) if another host runs it
   leasehold run db-migrate --wait 5m --ttl 30s -- npm run migrate
-  leasehold run deploy --foreground -- ./deploy.sh        # asks for an ssh passphrase`;
+  leasehold run deploy --foreground -- ./deploy.sh        # asks for an ssh passphrase
+  leasehold run vendor-api --permits 5 -- ./call-api.sh   # at most 5 at once, fleet-wide`;
 
 export function registerRun(program: Command): void {
   program
@@ -89,6 +95,15 @@ export function registerRun(program: Command): void {
         .argParser(durationOption(0, LIMITS.ttlMaxMs))
         .default(10_000, '10s'),
     )
+    .addOption(
+      new Option(
+        '--permits <n>',
+        'hold one of n permits of the resource: at most n commands run at once across the fleet',
+      )
+        .argParser(integerOption(1, LIMITS.permitsMax))
+        .default(1),
+    )
+    .option('--fair', 'wait in line: waiters are served in arrival order')
     .option(
       '--foreground',
       "run the command in leasehold's process group and session, keeping the terminal (see below)",
@@ -123,7 +138,10 @@ async function runUnderLease(
     clock: systemClock,
   });
   try {
-    const held = await acquireForRun(client, store, resource, options.wait, signals);
+    const held = await acquireForRun(client, store, resource, options.wait, signals, {
+      permits: options.permits,
+      fair: options.fair === true,
+    });
     held.on('at-risk', (reason) =>
       say(`leasehold: warning: lease on ${quoted(resource)} at risk: ${reason}`),
     );

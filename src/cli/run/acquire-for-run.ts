@@ -23,6 +23,7 @@ export async function acquireForRun(
   resource: string,
   waitMs: number,
   signals: SignalRelay,
+  family: { permits?: number; fair?: boolean } = {},
 ): Promise<HeldLease> {
   const interrupt = new AbortController();
   signals.onSignal = (signal) =>
@@ -34,11 +35,13 @@ export async function acquireForRun(
     );
   let held: HeldLease;
   try {
-    held = await acquireSayingWait(client, store, resource, waitMs, interrupt.signal);
+    held = await acquireSayingWait(client, store, resource, waitMs, interrupt.signal, family);
   } catch (error) {
     if (!isLeaseError(error, ErrorCode.LEASE_UNAVAILABLE)) throw error;
     throw new CliFailure(
-      await unavailableLine(store, resource, waitMs, error.message),
+      (family.permits ?? 1) > 1
+        ? `${ErrorCode.LEASE_UNAVAILABLE}: ${error.message}`
+        : await unavailableLine(store, resource, waitMs, error.message),
       RUN_EXIT.unavailable,
     );
   } finally {

@@ -69,6 +69,7 @@ export async function supervise(held: HeldLease, options: SuperviseOptions): Pro
         LEASEHOLD_RESOURCE: held.resource,
         LEASEHOLD_OWNER: held.owner,
         LEASEHOLD_TOKEN: String(held.token),
+        LEASEHOLD_PERMIT: String(held.permit),
       },
     });
     const exited = new Promise<number>((resolve) => {
