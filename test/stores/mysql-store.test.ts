@@ -159,7 +159,12 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     const after = await serverNow();
     expect(lease.expiresAt - 10_000).toBeGreaterThanOrEqual(before);
     expect(lease.expiresAt - 10_000).toBeLessThanOrEqual(after);
-    expect(store.capabilities).toEqual({ clock: 'store', batch: true, watch: false });
+    expect(store.capabilities).toEqual({
+      clock: 'store',
+      batch: true,
+      watch: false,
+      atomicGroupMax: 0,
+    });
     expect(store.maxClockSkewMs).toBe(0);
 
     const [renewed] = await store.renewMany([lease], 20_000);

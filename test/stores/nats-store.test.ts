@@ -112,7 +112,12 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
 
   it('declares a local clock, no batch call and a watch', async () => {
     const store = await open();
-    expect(store.capabilities).toEqual({ clock: 'local', batch: false, watch: true });
+    expect(store.capabilities).toEqual({
+      clock: 'local',
+      batch: false,
+      watch: true,
+      atomicGroupMax: 0,
+    });
     expect(store.maxClockSkewMs).toBe(50);
   });
 

@@ -214,7 +214,12 @@ describeServer('S3 store on Ceph radosgw', cephUnavailable(), () => {
     it('passes the start-up probe, which finds that radosgw wants If-Match unquoted', async () => {
       const store = await open(freshPrefix());
       expect(store.ifMatchForm).toBe('bare');
-      expect(store.capabilities).toEqual({ clock: 'local', batch: false, watch: false });
+      expect(store.capabilities).toEqual({
+        clock: 'local',
+        batch: false,
+        watch: false,
+        atomicGroupMax: 0,
+      });
       // The probe object is gone, and a fresh store lists nothing.
       expect(await store.list()).toEqual([]);
     });
