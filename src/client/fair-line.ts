@@ -1,6 +1,7 @@
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import { isLive, type Lease, type LeaseRecord } from '../core/lease.js';
-import { parsePermit } from '../core/permits.js';
+import { permitMatcher } from '../core/permits.js';
+import { rotated } from '../core/store-defaults.js';
 import type { LeaseStore } from '../core/store.js';
 import { sleep, validUntil, type Clock } from '../core/time.js';
 import type { HeldLease } from './held-lease.js';
@@ -109,12 +110,11 @@ export class FairLine {
             }
             return outcome;
           }
-          const name = this.o.name;
-          const permits = this.o.permits;
-          await wakeFor(name, (r) => {
-            const p = parsePermit(r);
-            return p.name === name && p.permit < permits;
-          }).sleep(clock, Math.min(pause, this.backoff()), signal);
+          await wakeFor(this.o.name, permitMatcher(this.o.name, this.o.permits)).sleep(
+            clock,
+            Math.min(pause, this.backoff()),
+            signal,
+          );
         } else {
           // Until the predecessor leaves: its release is announced, or it lapses unrenewed.
           const lapse = Math.max(1, this.localUntil(ahead) - clock.monotonic());
@@ -255,9 +255,4 @@ export function ticketOf(owner: string): number | undefined {
   if (bar !== 16) return undefined;
   const ticket = Number(owner.slice(0, 16));
   return Number.isSafeInteger(ticket) && ticket > 0 ? ticket : undefined;
-}
-
-function rotated<T>(items: readonly T[]): T[] {
-  const start = Math.floor(Math.random() * items.length);
-  return [...items.slice(start), ...items.slice(0, start)];
 }

@@ -2,8 +2,8 @@ import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { Lease, LeaseRecord } from '../core/lease.js';
 import { checkGroup, checkResource, checkResources } from '../core/options.js';
-import { parsePermit, permitResources } from '../core/permits.js';
-import { commonPrefix } from '../core/store-defaults.js';
+import { permitMatcher, permitResources } from '../core/permits.js';
+import { commonPrefix, rotated } from '../core/store-defaults.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { validUntil } from '../core/time.js';
@@ -163,10 +163,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       return 'too-late';
     }
     this.report.attempt(resource, 'acquired', tSent, { token: held.token });
-    this.leases.set(held.key, held);
-    this.heartbeat.add(held);
-    this.report.acquired(held);
-    this.emit('acquired', held);
+    this.adopt([held]);
     return held;
   }
 
@@ -186,8 +183,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         `this client already holds all ${permits} permits of ${JSON.stringify(resource)}`,
         { resource },
       );
-    const start = Math.floor(Math.random() * free.length);
-    return [...free.slice(start), ...free.slice(0, start)];
+    return rotated(free);
   }
 
   /**
@@ -223,16 +219,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       return { resource: outcome.resource, lease: held };
     });
     if (late.length > 0) await this.releaseManyQuietly(late);
-    for (const { lease } of result) {
-      if (!lease) continue;
-      this.leases.set(lease.key, lease);
-      this.heartbeat.add(lease);
-    }
-    for (const { lease } of result) {
-      if (!lease) continue;
-      this.report.acquired(lease);
-      this.emit('acquired', lease);
-    }
+    this.adopt(result.flatMap(({ lease }) => (lease ? [lease] : [])));
     return result;
   }
 
@@ -249,13 +236,6 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     checkResource(resource);
     if (permits > 1) permitResources(resource, permits); // a name too long for its permits fails now
     if (fair) return this.acquireFair(resource, permits, waitMs, signal);
-    const matches =
-      permits === 1
-        ? undefined
-        : (key: string): boolean => {
-            const p = parsePermit(key);
-            return p.name === resource && p.permit < permits;
-          };
     // Opened only once an attempt was refused: a lease granted at once costs no subscription.
     let wake: Wake | undefined;
     try {
@@ -266,7 +246,12 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         signal,
         () => this.tryOnce(resource, permits),
         (held) => this.releaseQuietly(held),
-        () => (wake ??= ReleaseWake.for(this.options.store, resource, matches)),
+        () =>
+          (wake ??= ReleaseWake.for(
+            this.options.store,
+            resource,
+            permitMatcher(resource, permits),
+          )),
       );
     } finally {
       wake?.close();
@@ -343,19 +328,13 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       this.assertOpen();
       return 'too-late';
     }
-    for (const held of members) {
+    for (const held of members)
       this.report.attempt(held.resource, 'acquired', tSent, { token: held.token });
-      this.leases.set(held.key, held);
-      this.heartbeat.add(held);
-    }
     const group = new HeldGroup(members, {
       releaseMany: (leases) => this.releaseMany(leases),
       releaseQuietly: (leases) => this.releaseManyQuietly(leases),
     });
-    for (const held of members) {
-      this.report.acquired(held);
-      this.emit('acquired', held);
-    }
+    this.adopt(members);
     return group;
   }
 
@@ -395,16 +374,16 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     resource: string | undefined,
     waitMs: number,
     signal: AbortSignal | undefined,
-    attempt: () => Promise<T | 'held-by-other' | 'too-late'>,
+    tryOnce: () => Promise<T | 'held-by-other' | 'too-late'>,
     giveBack: (granted: T) => Promise<void>,
     wake: () => Wake,
   ): Promise<T> {
     const { clock, ttlMs } = this.options;
     const deadline = clock.monotonic() + waitMs;
     const maxDelay = Math.min(1000, Math.max(25, Math.floor(ttlMs / 4)));
-    for (let try_ = 0; ; try_++) {
+    for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
-      const outcome = await attempt();
+      const outcome = await tryOnce();
       const granted = typeof outcome === 'string' ? null : outcome;
       if (granted && signal?.aborted) {
         await giveBack(granted); // aborted while the store was answering
@@ -423,7 +402,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
           retryable: true,
         });
       }
-      const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(try_, 10));
+      const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(attempt, 10));
       const delay = Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5)));
       await wake().sleep(clock, delay, signal);
     }
@@ -594,6 +573,18 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   private releaseFailed(held: HeldLease, error: unknown): void {
     this.report.releaseFailed(held, error);
     this.emit('release-failed', held, error);
+  }
+
+  /** Starts keeping granted leases (heartbeat, lookup by record), then tells of each grant. */
+  private adopt(granted: readonly HeldLease[]): void {
+    for (const held of granted) {
+      this.leases.set(held.key, held);
+      this.heartbeat.add(held);
+    }
+    for (const held of granted) {
+      this.report.acquired(held);
+      this.emit('acquired', held);
+    }
   }
 
   /** A handle on a granted lease, valid until its deadline measured from `tSent` (design rule 2). */

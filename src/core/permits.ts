@@ -42,3 +42,12 @@ export function parsePermit(resource: string): { name: string; permit: number } 
   }
   return { name: resource, permit: 0 };
 }
+
+/** Whether a record is one of permits 0 … `permits` − 1 of `name` (what a waiter for it wakes on). */
+export function permitMatcher(name: string, permits: number): (resource: string) => boolean {
+  if (permits === 1) return (resource) => resource === name;
+  return (resource) => {
+    const p = parsePermit(resource);
+    return p.name === name && p.permit < permits;
+  };
+}

@@ -95,3 +95,9 @@ export function commonPrefix(names: readonly string[]): string {
   const last = prefix.charCodeAt(prefix.length - 1);
   return last >= 0xd800 && last <= 0xdbff ? prefix.slice(0, -1) : prefix;
 }
+
+/** `items` starting at a random one, in order after it: callers arriving together spread out. */
+export function rotated<T>(items: readonly T[]): T[] {
+  const start = Math.floor(Math.random() * items.length);
+  return [...items.slice(start), ...items.slice(0, start)];
+}

@@ -20,19 +20,7 @@ export async function settleWithin(
   timer?.clear();
 }
 
-/** The longest prefix shared by every name (whole code points). */
-export function commonPrefix(names: readonly string[]): string {
-  if (names.length === 0) return '';
-  let prefix = Array.from(names[0]!);
-  for (const name of names) {
-    const chars = Array.from(name);
-    let i = 0;
-    while (i < prefix.length && i < chars.length && prefix[i] === chars[i]) i++;
-    prefix = prefix.slice(0, i);
-    if (prefix.length === 0) break;
-  }
-  return prefix.join('');
-}
+export { commonPrefix } from '../core/store-defaults.js';
 
 /** Every record under `prefix`, page by page (no cap on how many). */
 export async function listAll(
