@@ -32,6 +32,13 @@
  *   REACH_FENCE_REJECT   sanity: fails once the fence refuses a stale write
  *   RENEW_FORWARD_ONLY   a renewal never moves expiresAt back (closes NOW_AT_SEND's reordering gap)
  *   FOCUS_REORDER        fewer behaviours, so that NSLOT=2 can be searched (see below)
+ *   NPERM=n              a counting lease of n permits (1..3), each its own record: an acquire is
+ *                        store.acquireFirst over them (NCLIENTS=3 NPERM=2 in the test)
+ *   PICK_AT_CLIENT       with NPERM: the caller names the permit it tries (acquireFirstByList: a
+ *                        look, then the store's CAS on one candidate), not the store (one-call pick)
+ *   BLIND_PICK           broken, with NPERM: the permit picked from a look is written without the
+ *                        CAS checking it is still free
+ *   REACH_ALL_PERMITS    sanity, with NPERM: fails once NPERM clients believe at once
  *   NCLIENTS=3, NSLOT=1, MAXTOK=n, MAXDELAY=n, SKEW=n   other bounds
  */
 
@@ -43,6 +50,10 @@
 #endif
 #ifndef MAXTOK
 #define MAXTOK 3 /* at most this many grants in a run (a further acquire waits, or is lost) */
+#endif
+
+#ifndef NPERM
+#define NPERM 1 /* permits of the name: 1 is the exclusive lease */
 #endif
 
 #define TTL 5 /* ttlMs */
@@ -80,7 +91,7 @@
  * searched exhaustively: client 0 acquires once, then renews; client 1 only acquires; nothing is
  * lost, released or written. What it finds is a real run of the full model. */
 #ifdef FOCUS_REORDER
-#define mayAcquire(i) (i == 1 || token == 0)
+#define mayAcquire(i) (i == 1 || token[0] == 0)
 #define mayRenew(i) (i == 0)
 #define mayRelease(i) false
 #define mayWrite(i) false
@@ -89,7 +100,11 @@
 #define mayAcquire(i) true
 #define mayRenew(i) true
 #define mayRelease(i) true
+#if NPERM > 1
+#define mayWrite(i) false /* the fence is checked per permit by the one-permit model */
+#else
 #define mayWrite(i) true
+#endif
 #define mayLose true
 #endif
 
@@ -101,32 +116,37 @@
 #define REN 2 /* store.renewMany */
 #define REL 3 /* store.release */
 
-/* ---- the store's record: LeaseRecord, src/core/lease.ts ---- */
-byte owner; /* 0 = '' (released or never held); client i is i + 1 */
-byte token; /* the fencing token: strictly increasing, never reset */
-short exp; /* expiresAt - now, on the clock that wrote it (see casNow) */
+/* ---- the store's records, one per permit: LeaseRecord, src/core/lease.ts; permit p > 0 is the
+ * record name + U+0001 'permit=' + p (src/core/permits.ts) ---- */
+byte owner[NPERM]; /* 0 = '' (released or never held); client i is i + 1 */
+byte token[NPERM]; /* the fencing token: strictly increasing per record, never reset */
+short exp[NPERM]; /* expiresAt - now, on the clock that wrote it (see casNow) */
+byte grants; /* grants so far, all permits together (bounded by MAXTOK) */
 
 /* ---- the network: one slot per message, delivered in any order, or lost ---- */
 byte stage[NMSG];
 byte kind[NMSG];
 byte age[NMSG]; /* now - tSent, where tSent = clock.monotonic() taken just before it left */
 byte stok[NMSG]; /* the token the request is about; the granted token in an acquire reply */
+byte sperm[NMSG]; /* the permit the request is about; the granted permit in an acquire reply */
 bit ok[NMSG]; /* a renewal's answer: renewed (the lease) or null */
 
 /* ---- each client: a LeaseClient with its Heartbeat and HeldLease ---- */
 byte off[NCLIENTS]; /* its wall clock: clock.now() = true time + off[i] (+ a constant) */
 bit held[NCLIENTS]; /* HeldLease.state is 'held' or 'at-risk' (not lost, not released) */
 byte mytok[NCLIENTS]; /* HeldLease.token */
+byte myperm[NCLIENTS]; /* HeldLease.permit */
 byte dl[NCLIENTS]; /* HeldLease.validUntil - clock.monotonic(), 0 once passed */
 byte acqSlot[NCLIENTS]; /* 1 + the slot of the tryAcquire it awaits, 0 when none */
 
 
 /* ---- the fenced downstream: FenceGuard, src/fence/fence-guard.ts ---- */
-byte highest; /* the highest token accepted (0 = none yet) */
+byte highest[NPERM]; /* the highest token accepted per permit (0 = none yet) */
 byte late; /* the token of a write on its way, checked later (0 = none) */
+byte latePerm; /* its permit */
 
 /* ---- the monitor's memory ---- */
-byte lastGrant; /* the token of the last grant a client started to believe in */
+byte lastGrant[NPERM]; /* per permit, the token of the last grant a client started to believe in */
 #ifdef REACH_TAKEOVER
 byte firstHolder; /* 1 + the first client to hold */
 #endif
@@ -137,7 +157,7 @@ byte firstHolder; /* 1 + the first client to hold */
 
 /* isLive(record, now, allowanceMs), src/core/lease.ts: owned and now <= expiresAt + allowance,
  * the allowance being the store's maxClockSkewMs (liveUntil) */
-#define isLive(at) (owner != 0 && (at) <= exp + MAX_SKEW)
+#define isLive(p, at) (owner[p] != 0 && (at) <= exp[p] + MAX_SKEW)
 
 /* The `now` the CAS for slot s reads, relative to true time: the store's clock (CLOCK_STORE; a
  * constant offset of the store's clock cancels out, since every expiry is written and read on
@@ -154,7 +174,7 @@ byte firstHolder; /* 1 + the first client to hold */
 #endif
 
 /* A slot freed and its fields cleared (states differing only in stale fields are one state). */
-#define drop(s) stage[s] = FREE; kind[s] = 0; age[s] = 0; stok[s] = 0; ok[s] = 0
+#define drop(s) stage[s] = FREE; kind[s] = 0; age[s] = 0; stok[s] = 0; sperm[s] = 0; ok[s] = 0
 
 /* A message lost (or a refusal): if it is the acquire its client awaits, that call fails or
  * answers null (the store's own timeout, or the answer), so the client's wait ends. */
@@ -165,35 +185,69 @@ byte firstHolder; /* 1 + the first client to hold */
   fi; \
   drop(s)
 
+/* The record an acquire in slot s takes, into p (NPERM when none is free). One permit: the
+ * record itself, if free. With PICK_AT_CLIENT the caller named one candidate (sperm[s], from a
+ * look taken when it sent) and the store's CAS checks that one; by default the store picks any
+ * free one in the same step (a one-call acquireFirst); BLIND_PICK (broken) takes the caller's
+ * candidate without checking it is still free. */
+#if NPERM == 1
+#define pick(s) if :: isLive(0, at) -> p = NPERM :: else -> p = 0 fi
+#elif defined(BLIND_PICK)
+#define pick(s) p = sperm[s]
+#elif defined(PICK_AT_CLIENT)
+#define pick(s) if :: isLive(sperm[s], at) -> p = NPERM :: else -> p = sperm[s] fi
+#elif NPERM == 2
+#define pick(s) \
+  if \
+  :: !isLive(0, at) -> p = 0 \
+  :: !isLive(1, at) -> p = 1 \
+  :: isLive(0, at) && isLive(1, at) -> p = NPERM \
+  fi
+#else
+#define pick(s) \
+  if \
+  :: !isLive(0, at) -> p = 0 \
+  :: !isLive(1, at) -> p = 1 \
+  :: !isLive(2, at) -> p = 2 \
+  :: isLive(0, at) && isLive(1, at) && isLive(2, at) -> p = NPERM \
+  fi
+#endif
+
 /* The store's compare-and-set: one transition, atomically (MemoryStore, src/stores/memory/). */
 inline cas(s) {
   c = (s) / NSLOT;
   at = casNow(s);
   if
   :: kind[s] == ACQ ->
-    /* MemoryStore.doTryAcquire: refused (null) while isLive(current, now, maxClockSkewMs) */
+    /* MemoryStore.doTryAcquire (one record) / doAcquireFirst (permits: the first candidate that
+     * is free, in the caller's random rotation, so any free one): refused (null) while
+     * isLive(current, now, maxClockSkewMs) */
+    pick(s);
     if
-    :: isLive(at) -> lose(s) /* null: tryAcquire returns null */
+    :: p == NPERM -> lose(s) /* null: tryAcquire returns null */
     :: else ->
-      token++; /* token := token + 1, never reset */
-      owner = c + 1;
-      exp = at + TTL; /* expiresAt := now + ttl */
-      stok[s] = token;
+      token[p]++; /* token := token + 1, never reset */
+      grants++;
+      owner[p] = c + 1;
+      exp[p] = at + TTL; /* expiresAt := now + ttl */
+      stok[s] = token[p];
+      sperm[s] = p;
       stage[s] = REP
-    fi
+    fi;
+    p = 0
   :: kind[s] == REN ->
     /* MemoryStore.doRenewMany: owner = me and token = mine; expiresAt := now + ttl, token kept */
     if
 #ifdef RENEW_FORWARD_ONLY
     /* the fix for NOW_AT_SEND: a renewal never moves expiresAt back (a stale one changes nothing) */
-    :: owner == c + 1 && token == stok[s] ->
+    :: owner[sperm[s]] == c + 1 && token[sperm[s]] == stok[s] ->
       if
-      :: at + TTL > exp -> exp = at + TTL
+      :: at + TTL > exp[sperm[s]] -> exp[sperm[s]] = at + TTL
       :: else -> skip
       fi;
       ok[s] = 1
 #else
-    :: owner == c + 1 && token == stok[s] -> exp = at + TTL; ok[s] = 1
+    :: owner[sperm[s]] == c + 1 && token[sperm[s]] == stok[s] -> exp[sperm[s]] = at + TTL; ok[s] = 1
 #endif
     :: else -> ok[s] = 0 /* null */
     fi;
@@ -202,7 +256,7 @@ inline cas(s) {
     /* MemoryStore.doReleaseMany: owner = me and token = mine; owner := '', expiresAt := 0.
      * Nothing at the client waits on the answer: it travels as a lost one. */
     if
-    :: owner == c + 1 && token == stok[s] -> owner = 0; exp = 0
+    :: owner[sperm[s]] == c + 1 && token[sperm[s]] == stok[s] -> owner[sperm[s]] = 0; exp[sperm[s]] = 0
     :: else -> skip
     fi;
     drop(s)
@@ -214,13 +268,13 @@ inline cas(s) {
 /* The network and the store: a request is delivered (the CAS runs) or lost; a reply is lost
  * (delivery is the client's step). A message can also wait: delay is time passing meanwhile. */
 #define NET(s) \
-  :: atomic { stage[s] == REQ && (kind[s] != ACQ || token < MAXTOK) -> cas(s) } \
+  :: atomic { stage[s] == REQ && (kind[s] != ACQ || grants < MAXTOK) -> cas(s) } \
   :: atomic { mayLose && stage[s] == REQ -> lose(s) /* request lost */ } \
   :: atomic { mayLose && stage[s] == REP -> lose(s) /* reply lost */ }
 
 active proctype Network() {
   short at;
-  byte c;
+  byte c, p;
   end:
   do
   NET(0)
@@ -256,11 +310,20 @@ inline send(i, k, tok) {
   stage[s] = REQ;
   kind[s] = k;
   age[s] = 0; /* tSent = clock.monotonic(), just before the request leaves */
-  stok[s] = tok
+  stok[s] = tok;
+  sperm[s] = myperm[i]
 }
 
+/* The candidate an acquire in slot s names when the caller picks (PICK_AT_CLIENT, BLIND_PICK):
+ * any permit, as a look may show any of them free. */
+#if NPERM > 1 && (defined(PICK_AT_CLIENT) || defined(BLIND_PICK))
+#define candidate(s) select(d : 0 .. NPERM - 1); sperm[s] = d; d = 0
+#else
+#define candidate(s) skip
+#endif
+
 /* The lease is over for client i (lost or released); its fields are cleared. */
-#define unhold(i) held[i] = 0; mytok[i] = 0; dl[i] = 0
+#define unhold(i) held[i] = 0; mytok[i] = 0; myperm[i] = 0; dl[i] = 0
 
 /* validUntil(tSent, ttlMs, maxClockSkewMs) - now, src/core/time.ts, for the reply in slot s,
  * 0 if it has passed */
@@ -282,9 +345,10 @@ inline onReply(i, s) {
       /* LeaseClient.tryAcquire: held.isValid(), so the lease is handed out */
       held[i] = 1;
       mytok[i] = stok[s];
+      myperm[i] = sperm[s];
       dl[i] = d;
-      assert(stok[s] > lastGrant); /* fencing tokens strictly increase across grants */
-      lastGrant = stok[s];
+      assert(stok[s] > lastGrant[sperm[s]]); /* fencing tokens strictly increase across grants */
+      lastGrant[sperm[s]] = stok[s];
 #ifdef REACH_TAKEOVER
       assert(firstHolder == 0 || firstHolder == i + 1);
       if
@@ -301,7 +365,7 @@ inline onReply(i, s) {
     fi
   :: kind[s] == ACQ && acqSlot[i] != s - i * NSLOT + 1 ->
     drop(s) /* the answer to an attempt that already failed (timed out): dropped */
-  :: kind[s] == REN && held[i] && stok[s] == mytok[i] ->
+  :: kind[s] == REN && held[i] && stok[s] == mytok[i] && sperm[s] == myperm[i] ->
     if
     :: ok[s] ->
       /* Heartbeat.apply -> HeldLease.markRenewed: validUntil = max(validUntil, validUntil(tSent)) */
@@ -313,7 +377,7 @@ inline onReply(i, s) {
     :: else -> unhold(i) /* Heartbeat.apply: null (no longer ours) -> HeldLease.markLost */
     fi;
     drop(s)
-  :: kind[s] == REN && !(held[i] && stok[s] == mytok[i]) ->
+  :: kind[s] == REN && !(held[i] && stok[s] == mytok[i] && sperm[s] == myperm[i]) ->
     /* a renewal of a lease already lost or released: markRenewed returns false, and
      * onLateRenewal releases a lost one (either may happen here) */
     if
@@ -325,11 +389,11 @@ inline onReply(i, s) {
 
 /* The fenced downstream: FenceGuard.check(resource, token) accepts a token at least the highest
  * accepted, and remembers it. */
-#define fenceCheck(t) \
+#define fenceCheck(q, t) \
   if \
-  :: (t) >= highest -> \
-    assert((t) >= highest); /* never accepts a token lower than one it accepted */ \
-    highest = t \
+  :: (t) >= highest[q] -> \
+    assert((t) >= highest[q]); /* never accepts a token lower than one it accepted */ \
+    highest[q] = t \
   :: else -> REJECTED \
   fi
 
@@ -347,6 +411,7 @@ proctype Client(byte i) {
       /* LeaseClient.tryAcquire: tSent = clock.monotonic(); store.tryAcquire(resource, owner, ttl) */
       mayAcquire(i) && !held[i] && acqSlot[i] == 0 && hasFree(i) ->
       send(i, ACQ, 0);
+      candidate(s);
       acqSlot[i] = s - i * NSLOT + 1;
       s = 0
     }
@@ -381,8 +446,8 @@ proctype Client(byte i) {
        * the downstream now, or later (the client froze between the check and the write). */
       mayWrite(i) && believes(i) ->
       if
-      :: fenceCheck(mytok[i])
-      :: late == 0 -> late = mytok[i]
+      :: fenceCheck(myperm[i], mytok[i])
+      :: late == 0 -> late = mytok[i]; latePerm = myperm[i]
       fi
     }
   :: atomic { stage[i * NSLOT] == REP -> s = i * NSLOT; onReply(i, s); s = 0; d = 0 }
@@ -395,7 +460,7 @@ proctype Client(byte i) {
 active proctype Fence() {
   end:
   do
-  :: atomic { late != 0 -> fenceCheck(late); late = 0 }
+  :: atomic { late != 0 -> fenceCheck(latePerm, late); late = 0; latePerm = 0 }
   od
 }
 
@@ -410,6 +475,12 @@ active proctype Fence() {
   if \
   :: stage[s] != FREE && age[s] < MAXDELAY -> age[s]++ \
   :: stage[s] != FREE && age[s] >= MAXDELAY -> lose(s) \
+  :: else -> skip \
+  fi
+
+#define TICK_RECORD(p) \
+  if \
+  :: owner[p] != 0 && exp[p] > E_MIN -> exp[p]-- \
   :: else -> skip \
   fi
 
@@ -436,34 +507,49 @@ active proctype Tick() {
 #if NMSG > 5
       TICK_SLOT(5);
 #endif
-      if
-      :: owner != 0 && exp > E_MIN -> exp--
-      :: else -> skip
-      fi
+      TICK_RECORD(0);
+#if NPERM > 1
+      TICK_RECORD(1);
+#endif
+#if NPERM > 2
+      TICK_RECORD(2);
+#endif
     }
   od
 }
 
+/* Two clients believing the same permit at once (with one permit: the same lease). */
+#define shared(a, b) (believes(a) && believes(b) && myperm[a] == myperm[b])
 #if NCLIENTS > 2
-#define overlap (believes(0) && believes(1) || believes(0) && believes(2) || believes(1) && believes(2))
+#define overlap (shared(0, 1) || shared(0, 2) || shared(1, 2))
+#define believers (believes(0) + believes(1) + believes(2))
 #else
-#define overlap (believes(0) && believes(1))
+#define overlap shared(0, 1)
+#define believers (believes(0) + believes(1))
 #endif
 
-/* At most one client believes it holds the lease at any instant of true time. */
+/* At most one client believes it holds each permit (with one permit: the lease) at any instant of
+ * true time, so at most NPERM believe they hold a permit of the name. */
 active proctype Monitor() {
   atomic {
-    overlap ->
+    (overlap || believers > NPERM) ->
 #if NCLIENTS > 2
-    printf("TWO BELIEVERS: client 0 token %d (%d ticks left), client 1 token %d (%d left), client 2 token %d (%d left)\n",
-      mytok[0] * held[0], dl[0], mytok[1] * held[1], dl[1], mytok[2] * held[2], dl[2]);
+    printf("TWO BELIEVERS: client 0 token %d permit %d (%d ticks left), client 1 token %d permit %d (%d left), client 2 token %d permit %d (%d left)\n",
+      mytok[0] * held[0], myperm[0], dl[0], mytok[1] * held[1], myperm[1], dl[1], mytok[2] * held[2], myperm[2], dl[2]);
 #else
     printf("TWO BELIEVERS: client 0 token %d (%d ticks left), client 1 token %d (%d ticks left)\n",
       mytok[0], dl[0], mytok[1], dl[1]);
 #endif
-    assert(!overlap)
+    assert(!overlap && believers <= NPERM)
   }
 }
+
+#ifdef REACH_ALL_PERMITS
+/* Sanity: NPERM clients believing at once is reachable (the permits are really used together). */
+active proctype AllPermits() {
+  atomic { believers == NPERM -> assert(false) }
+}
+#endif
 
 init {
   byte i, v;

@@ -15,6 +15,8 @@ const MODEL = fileURLToPath(new URL('../../model/lease.pml', import.meta.url));
 const ONE = '-DNSLOT=1';
 /** Two in flight per client, with the fewer behaviours of FOCUS_REORDER (README). */
 const TWO = ['-DNSLOT=2', '-DFOCUS_REORDER'];
+/** A counting lease of two permits, two clients, two grants a run (README: three do not fit). */
+const PERMITS = [ONE, '-DNPERM=2', '-DMAXTOK=2'];
 
 function missingTool(): string | null {
   for (const [tool, args] of [
@@ -121,6 +123,10 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
       twoStore: [...TWO, '-DCLOCK_STORE'],
       twoNowAtSend: [...TWO, '-DNOW_AT_SEND'],
       twoNowAtSendForward: [...TWO, '-DNOW_AT_SEND', '-DRENEW_FORWARD_ONLY'],
+      permitsLocal: [...PERMITS],
+      permitsStore: [...PERMITS, '-DCLOCK_STORE'],
+      permitsBlind: [ONE, '-DNPERM=2', '-DBLIND_PICK'],
+      permitsAll: [ONE, '-DNPERM=2', '-DREACH_ALL_PERMITS'],
     });
   });
 
@@ -151,6 +157,9 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
     50_000,
   );
 
+  safe('permitsLocal', "two permits picked in one CAS, a 'local' clock store", 500_000);
+  safe('permitsStore', "two permits picked in one CAS, a 'store' clock store", 500_000);
+
   const broken = (name: string, what: string): void => {
     it(`${what}: SPIN finds two clients believing at once`, async () => {
       const o = await outcome(name);
@@ -176,12 +185,21 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
     'two renewals landing out of order, clock.now() read before sending, renew moving expiresAt back',
   );
 
+  broken('permitsBlind', 'a permit picked from a look and written without the CAS checking it');
+
   // The properties are not vacuous: a takeover by a second client and a stale write refused by
   // the fence are both reachable, in the correct model.
   it('reaches a takeover by a second client', async () => {
     const o = await outcome('takeover');
     expect(o.errors, describeOutcome(o)).toBeGreaterThan(0);
     expect(o.output).toMatch(/assertion violated \(\(firstHolder==0\)/);
+  }, 180_000);
+
+  it('reaches both permits of a name believed at once', async () => {
+    const o = await outcome('permitsAll');
+    expect(o.errors, describeOutcome(o)).toBeGreaterThan(0);
+    expect(o.output).toMatch(/assertion violated 0/);
+    expect(o.trail).not.toMatch(/TWO BELIEVERS/);
   }, 180_000);
 
   it('reaches the fence refusing a stale write', async () => {
