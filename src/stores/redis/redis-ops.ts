@@ -89,6 +89,61 @@ return out
 );
 
 /**
+ * KEYS: one record per member, then the index of each member's group, in the same order. ARGV:
+ * owner, ttlMs, then the members' resource names. ACQUIRE for every member on one clock reading,
+ * or for none: every record is read and every new token worked out before anything is written, so
+ * a group refused (a live lease on any member) or failed (a record that is not a lease) writes
+ * nothing and burns no token. Returns 0 when refused, else expiresAt then each member's token.
+ */
+export const ACQUIRE_ALL = script(
+  'acquireAll',
+  `${NOW}
+local n = #ARGV - 2
+local tokens = {}
+for i = 1, n do
+  local r = redis.call('HMGET', KEYS[i], 'token', 'expiresAt')
+  if r[2] and r[2] + 0 >= now then return 0 end
+  tokens[i] = r[1] and r[1] + 1 or false
+end
+local expiresAt = now + ARGV[2]
+local expires = string.format('%d', expiresAt)
+local out = {expiresAt}
+for i = 1, n do
+  local token = tokens[i] or 1
+  local text = string.format('%d', token)
+  if not tokens[i] then redis.call('ZADD', KEYS[n + i], 0, ARGV[2 + i]) end
+  redis.call('HSET', KEYS[i], 'owner', ARGV[1], 'token', text, 'expiresAt', expires)
+  out[i + 1] = token < ${EXACT} and token or text
+end
+return out
+`,
+);
+
+/**
+ * KEYS: one record per candidate, then the index of each candidate's group, in the same order.
+ * ARGV: owner, ttlMs, then the candidates' resource names. ACQUIRE on the first candidate that is
+ * missing, released or expired, in the order given, on one clock reading; the others are only
+ * read. Returns 0 when every candidate is held, else "position token expiresAt" (position from 1).
+ */
+export const ACQUIRE_FIRST = script(
+  'acquireFirst',
+  `${NOW}
+local n = #ARGV - 2
+for i = 1, n do
+  local r = redis.call('HMGET', KEYS[i], 'token', 'expiresAt')
+  if not (r[2] and r[2] + 0 >= now) then
+    local token = string.format('%d', (r[1] or 0) + 1)
+    local expiresAt = string.format('%d', now + ARGV[2])
+    if not r[1] then redis.call('ZADD', KEYS[n + i], 0, ARGV[2 + i]) end
+    redis.call('HSET', KEYS[i], 'owner', ARGV[1], 'token', token, 'expiresAt', expiresAt)
+    return i .. ' ' .. token .. ' ' .. expiresAt
+  end
+end
+return 0
+`,
+);
+
+/**
  * KEYS: index, then one record per transition. ARGV: channel, byte length of the record key prefix,
  * then kind ('a' acquire, 'r' release), owner, and ttlMs (acquire) or token (release) for each
  * transition, in KEYS order. Single-lease acquisitions and releases of many callers at once, in

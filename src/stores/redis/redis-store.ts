@@ -1,5 +1,6 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
+import { LIMITS } from '../../core/options.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
   StoreBase,
@@ -32,6 +33,8 @@ import {
 } from './redis-options.js';
 import {
   ACQUIRE,
+  ACQUIRE_ALL,
+  ACQUIRE_FIRST,
   ACQUIRE_MANY,
   LAYOUT,
   LIST,
@@ -53,19 +56,19 @@ import { RedisWatch, type Unwatch } from './redis-watch.js';
  * the wire go together in one call per shard (see `Coalescer`). Batches and `list`
  * cost one script call per shard (one in all on a single server, up to 1,000 resources for
  * `acquireMany` or `renewMany` / `releaseMany`), sent without waiting for each other; releases are
- * published so `watch` listeners wake at once.
+ * published so `watch` listeners wake at once. `acquireAll` is one script call on a single server
+ * and on a cluster namespace of one shard (members of a group on a sharded cluster sit in other
+ * slots: they go one by one, see `StoreBase`); `acquireFirst` is one script call per shard its
+ * candidates fall in, one in all for the permits or fair-line slots of one name.
  */
 export class RedisStore extends StoreBase {
-  readonly capabilities: StoreCapabilities = Object.freeze({
-    clock: 'store',
-    batch: true,
-    watch: true,
-    atomicGroupMax: 0,
-  });
+  readonly capabilities: StoreCapabilities;
   /** Redis alone decides expiry, inside the script, so no skew is allowed for. */
   readonly maxClockSkewMs = 0;
   private readonly options: ResolvedRedisOptions;
   private readonly keys: RedisKeys;
+  /** Whether one script can reach every record of the namespace (see the constructor). */
+  private readonly oneSlot: boolean;
   private readonly watcher: RedisWatch;
   private layoutChecked: Promise<void> | undefined;
   /** The layout matched: calls go out at once. */
@@ -129,6 +132,14 @@ export class RedisStore extends StoreBase {
     this.client = client;
     this.options = resolveRedisOptions(options, client.isCluster === true);
     this.keys = new RedisKeys(this.options.prefix, this.options.shards);
+    // One script may touch any keys on a single server; on a cluster, only keys of one slot.
+    this.oneSlot = client.isCluster !== true || this.options.shards === 1;
+    this.capabilities = Object.freeze({
+      clock: 'store',
+      batch: true,
+      watch: true,
+      atomicGroupMax: this.oneSlot ? LIMITS.groupMaxSize : 0,
+    });
     this.watcher = new RedisWatch(client, this.keys.channel, this.options.onWatchError);
     const ms = this.options.commandTimeoutMs;
     this.deadlines = new CallDeadlines(ms, (operation) => noAnswer(operation, ms));
@@ -152,6 +163,8 @@ export class RedisStore extends StoreBase {
   }
 
   protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
+    if (!this.layoutReady)
+      return this.afterLayout('tryAcquire', () => this.doTryAcquire(resource, owner, ttlMs));
     const reply = (value: unknown): Lease | null => {
       if (value === 0) return null;
       // ACQUIRE answers "token expiresAt"; a coalesced acquisition, the pair.
@@ -176,6 +189,7 @@ export class RedisStore extends StoreBase {
   }
 
   protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    if (!this.layoutReady) return this.afterLayout('renew', () => this.doRenew(lease, ttlMs));
     const ttl = ttlMs ?? lease.ttlMs;
     const { resource, owner, token } = lease;
     return this.send(
@@ -191,6 +205,7 @@ export class RedisStore extends StoreBase {
   }
 
   protected override doRelease(lease: LeaseRef): Promise<boolean> {
+    if (!this.layoutReady) return this.afterLayout('release', () => this.doRelease(lease));
     const { resource, owner, token } = lease;
     if (this.coalescing())
       return this.together('release', 'release', resource, owner, String(token), isReleased);
@@ -225,6 +240,64 @@ export class RedisStore extends StoreBase {
         return { resource, lease: null, holder: { resource, owner: holder, token, expiresAt } };
       });
     });
+  }
+
+  /**
+   * One ACQUIRE_ALL call over every member (called only where one script reaches them all, see
+   * `capabilities.atomicGroupMax`): the leases in input order, or `null` with nothing written.
+   */
+  protected override doAcquireAll(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease[] | null> {
+    if (!this.layoutReady)
+      return this.afterLayout('acquireAll', () => this.doAcquireAll(resources, owner, ttlMs));
+    return this.send(
+      'acquireAll',
+      ACQUIRE_ALL,
+      this.recordsAndIndexes(resources),
+      [owner, ttlMs, ...resources],
+      (value) => {
+        if (value === 0) return null;
+        const reply = value as (string | number)[];
+        const expiresAt = Number(reply[0]);
+        return resources.map((resource, k) => {
+          const token = Number(reply[k + 1]);
+          return { resource, owner, token, expiresAt, ttlMs };
+        });
+      },
+    );
+  }
+
+  /**
+   * One ACQUIRE_FIRST call over the candidates where one script reaches them all (a single server,
+   * one shard, or candidates of one name's family); on a sharded cluster otherwise, one call per
+   * shard the candidates fall in, shards in the order of their first candidate, until one grants.
+   */
+  protected override async doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    if (!this.layoutReady)
+      return this.afterLayout('acquireFirst', () => this.doAcquireFirst(resources, owner, ttlMs));
+    for (const group of this.oneSlot ? [resources] : this.byShard(resources)) {
+      const lease = await this.send(
+        'acquireFirst',
+        ACQUIRE_FIRST,
+        this.recordsAndIndexes(group),
+        [owner, ttlMs, ...group],
+        (value): Lease | null => {
+          if (value === 0) return null;
+          const [position, token, expiresAt] = String(value).split(' ');
+          const resource = group[Number(position) - 1]!;
+          return { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
+        },
+      );
+      if (lease) return lease;
+    }
+    return null;
   }
 
   protected async doRenewMany(
@@ -397,6 +470,34 @@ export class RedisStore extends StoreBase {
     });
   }
 
+  /** The record keys of `resources`, then the index key of each one's shard, in the same order. */
+  private recordsAndIndexes(resources: readonly string[]): string[] {
+    const keys = new Array<string>(2 * resources.length);
+    resources.forEach((resource, i) => {
+      const shard = this.keys.shardOf(resource);
+      keys[i] = this.keys.recordPrefix(shard) + resource;
+      keys[resources.length + i] = this.keys.index(shard);
+    });
+    return keys;
+  }
+
+  /** `resources` split by shard, each in input order, the shards in the order of their first resource. */
+  private byShard(resources: readonly string[]): string[][] {
+    const groups = new Map<number, string[]>();
+    for (const resource of resources) {
+      const shard = this.keys.shardOf(resource);
+      const group = groups.get(shard);
+      if (group) group.push(resource);
+      else groups.set(shard, [resource]);
+    }
+    return [...groups.values()];
+  }
+
+  /** `fn` once the namespace's layout is known (key placement depends on it), the check within the command deadline. */
+  private afterLayout<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    return withDeadline(this.checkLayout(), this.options.commandTimeoutMs, operation).then(fn);
+  }
+
   /** `perShard` within one command deadline. */
   private batch<T, R>(
     operation: string,
@@ -416,7 +517,7 @@ export class RedisStore extends StoreBase {
         this.options.commandTimeoutMs,
         'open',
       );
-      if (stored === this.keys.layout) {
+      if (this.keys.adopt(stored)) {
         this.layoutReady = true;
         return;
       }
