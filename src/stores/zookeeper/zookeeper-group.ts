@@ -1,6 +1,7 @@
 import type { Lease } from '../../core/lease.js';
 import { ZK_CODE, type ZkTransaction } from './zookeeper-driver.js';
 import type { ZkAcquirer } from './zookeeper-acquire.js';
+import { foreignZnode } from './zookeeper-errors.js';
 import {
   acquireOps,
   decodeRecord,
@@ -19,6 +20,17 @@ import type { ZkSession } from './zookeeper-session.js';
  * acquired: no record znode), or a take-over of a lapsed lease at the record version judged lapsed.
  */
 type Plan = 'free' | 'fresh' | { readonly lapsed: number };
+
+/**
+ * The refusals a change by someone else explains: a hold or record that now exists, a record
+ * missing, a record rewritten since it was judged lapsed. Any other refusal is an error, as in
+ * the single acquire.
+ */
+const CONFLICTS: ReadonlySet<number> = new Set([
+  ZK_CODE.NODE_EXISTS,
+  ZK_CODE.NO_NODE,
+  ZK_CODE.BAD_VERSION,
+]);
 
 /** How many times a group is written at most when its members keep changing under it. */
 const ATTEMPTS = 3;
@@ -114,16 +126,29 @@ export class ZkGroups {
     ttlMs: number,
   ): Promise<Lease[] | { index: number; code: number }> {
     const since = performance.now();
-    const tokenAt: number[] = [];
+    const starts: number[] = [];
     const r = await s.multi((tx) => {
       let at = 0;
       paths.forEach((p, i) => {
-        const plan = plans[i]!;
-        tokenAt.push(at + (plan === 'free' ? 1 : plan === 'fresh' ? 2 : 3));
-        at += this.ops(tx, p, plan, owner, ttlMs);
+        starts.push(at);
+        at += this.ops(tx, p, plans[i]!, owner, ttlMs);
       });
     });
-    if (!r.ok) return { index: r.index, code: r.code };
+    if (!r.ok) {
+      if (CONFLICTS.has(r.code)) return { index: r.index, code: r.code };
+      const member = Math.max(
+        0,
+        starts.findLastIndex((start) => start <= r.index),
+      );
+      throw foreignZnode(
+        paths[member]!.record,
+        `refused an acquire (operation ${r.index - starts[member]!}, ZooKeeper error ${r.code})`,
+      );
+    }
+    const tokenAt = starts.map((start, i) => {
+      const plan = plans[i]!;
+      return start + (plan === 'free' ? 1 : plan === 'fresh' ? 2 : 3);
+    });
     return paths.map((p, i) => {
       const grant = grantOf(p, r.results, tokenAt[i]!, ttlMs);
       return this.acquirer.granted(s, p, owner, ttlMs, since, grant).lease!;

@@ -54,8 +54,10 @@ export const BATCH_LEASES = 2_000;
  * version that this store's own last write of the lease left (see `ZkGrants`: every grant writes
  * the record, so that version also proves no grant came since);
  * a lease this store did not write last has its znodes read first (served by the connected
- * server, no quorum write). Batches go in pieces of `BATCH_LEASES`; each piece sends all its
- * reads, if any, together and then one `multi` per 256 KB of operations.
+ * server, no quorum write). `acquireAll` is one `multi` for the whole group when its members are
+ * free, and `acquireFirst` one `multi` when its first candidate is (see `ZkGroups`). Batches go
+ * in pieces of `BATCH_LEASES`; each piece sends all its reads, if any, together and then one
+ * `multi` per 256 KB of operations.
  */
 export class ZookeeperStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
