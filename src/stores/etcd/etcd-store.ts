@@ -33,8 +33,8 @@ import { EtcdWatch, type EtcdUnwatch } from './etcd-watch.js';
  * holder stops renewing — expiry is decided by the etcd leader, never by a client clock. Every
  * transition is one etcd transaction, and so is an `acquireAll` of up to `maxTxnOps / 2`
  * members and an `acquireFirst` over up to 42 candidates; batches (`acquireMany`, `renewMany`,
- * `releaseMany`) nest one transaction per resource in a single call (per ~125 resources) and keep all of an owner's
- * keys alive with one keep-alive. Single-lease transitions asked while another is on the wire go
+ * `releaseMany`) nest one transaction per resource in a single call (per ~125 resources) and keep
+ * all of an owner's keys alive with one keep-alive. Single-lease transitions asked while another is on the wire go
  * together in the next turn, each nested as it would be sent alone (see `Coalescer`).
  * An owner's etcd lease is replaced after one TTL (renewals move the keys onto the new one), so a
  * key whose holder stopped renewing lapses even while the same owner renews others.
