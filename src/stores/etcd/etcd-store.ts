@@ -14,6 +14,8 @@ import { EtcdKeys, recordOf, type ResourceKeys } from './etcd-keys.js';
 import { byKind, listRecords } from './etcd-list.js';
 import { OwnerLeases, type OwnerLease } from './etcd-leases.js';
 import { sendNested } from './etcd-batch.js';
+import { firstPerTxn, firstTaken, firstTxn, pickFirst } from './etcd-first.js';
+import { groupMaxFor, groupTokens, groupTxn } from './etcd-group.js';
 import { Coalescer } from './etcd-coalesce.js';
 import { acquiredToken, acquireTxn, blockingHolder, releaseTxn, renewTxn } from './etcd-ops.js';
 import {
@@ -29,9 +31,10 @@ import { EtcdWatch, type EtcdUnwatch } from './etcd-watch.js';
  * Leases in etcd (one server or a cluster) through etcd3, on etcd's own leases: a resource is held
  * while its hold key is attached to an etcd lease of its owner, so etcd itself deletes it when the
  * holder stops renewing — expiry is decided by the etcd leader, never by a client clock. Every
- * transition is one etcd transaction; batches (`acquireMany`, `renewMany`, `releaseMany`) nest
- * one transaction per resource in a single call (per ~125 resources) and keep all of an owner's
- * keys alive with one keep-alive. Single-lease transitions asked while another is on the wire go
+ * transition is one etcd transaction, and so is an `acquireAll` of up to `maxTxnOps / 2`
+ * members and an `acquireFirst` over up to 42 candidates; batches (`acquireMany`, `renewMany`,
+ * `releaseMany`) nest one transaction per resource in a single call (per ~125 resources) and keep
+ * all of an owner's keys alive with one keep-alive. Single-lease transitions asked while another is on the wire go
  * together in the next turn, each nested as it would be sent alone (see `Coalescer`).
  * An owner's etcd lease is replaced after one TTL (renewals move the keys onto the new one), so a
  * key whose holder stopped renewing lapses even while the same owner renews others.
@@ -48,12 +51,8 @@ import { EtcdWatch, type EtcdUnwatch } from './etcd-watch.js';
  * least that long, and drops an unrenewed one within `expiryLagMs` after it.
  */
 export class EtcdStore extends StoreBase {
-  readonly capabilities: StoreCapabilities = Object.freeze({
-    clock: 'store',
-    batch: true,
-    watch: true,
-    atomicGroupMax: 0,
-  });
+  /** `atomicGroupMax`: as many members as one transaction holds (64 at `maxTxnOps` 128). */
+  readonly capabilities: StoreCapabilities;
   /** The etcd leader alone decides expiry, so no skew is allowed for. */
   readonly maxClockSkewMs = 0;
   /**
@@ -122,6 +121,12 @@ export class EtcdStore extends StoreBase {
   ) {
     super();
     this.options = resolveEtcdOptions(options);
+    this.capabilities = Object.freeze({
+      clock: 'store',
+      batch: true,
+      watch: true,
+      atomicGroupMax: groupMaxFor(this.options.maxTxnOps),
+    });
     this.keys = new EtcdKeys(this.options.prefix);
     this.rpc = new EtcdRpc(client, this.options.timeoutMs);
     this.leases = new OwnerLeases(this.rpc);
@@ -204,6 +209,83 @@ export class EtcdStore extends StoreBase {
         }),
     );
     return answer;
+  }
+
+  /**
+   * One transaction whose compares cover every member (see `groupTxn`), on the owner's etcd lease
+   * picked, kept alive when needed and retried once exactly as `tryAcquire` does.
+   */
+  protected override async doAcquireAll(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease[] | null> {
+    const keys = resources.map((r) => this.keys.of(r));
+    const { answer, expiresAt } = await this.leases.attach(
+      'acquireAll',
+      owner,
+      ttlMs,
+      async (leaseId, expiresAt, nonce) => {
+        const txn = groupTxn(keys, owner, leaseId, expiresAt, nonce);
+        return groupTokens(await this.rpc.txn(txn), keys, owner, nonce);
+      },
+    );
+    return (
+      answer?.map((token, i) => ({ resource: resources[i]!, owner, token, expiresAt, ttlMs })) ??
+      null
+    );
+  }
+
+  /**
+   * One chained transaction over the first 42 candidates (at `maxTxnOps` 128, see `firstTxn`);
+   * beyond them, one `list` page and a chained transaction per 42 that look free (`pickFirst`).
+   */
+  protected override doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    return pickFirst(
+      {
+        perTxn: firstPerTxn(this.options.maxTxnOps),
+        chain: (chain) => this.acquireChain(chain, owner, ttlMs),
+        list: (prefix, limit) => this.doList(prefix, limit, ''),
+        allowanceMs: this.expiryLagMs,
+      },
+      resources,
+    );
+  }
+
+  /**
+   * `firstTxn` over `resources` on the owner's etcd lease, as `tryAcquire` picks and keeps it; sent
+   * once more without the candidates this owner already holds on that etcd lease, if any.
+   */
+  private async acquireChain(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const { answer, expiresAt } = await this.leases.attach(
+      'acquireFirst',
+      owner,
+      ttlMs,
+      async (leaseId, expiresAt, nonce) => {
+        let left = [...resources];
+        for (;;) {
+          const keys = left.map((r) => this.keys.of(r));
+          const txn = firstTxn(keys, owner, leaseId, expiresAt, nonce);
+          const taken = firstTaken(await this.rpc.txn(txn), keys, owner, leaseId, nonce);
+          if (taken === undefined || 'index' in taken)
+            return taken && { ...taken, resource: left[taken.index]! };
+          const own = new Set(taken.ownHeld);
+          left = left.filter((_, i) => !own.has(i));
+          if (left.length === 0 || own.size === 0) return undefined;
+        }
+      },
+    );
+    return answer
+      ? { resource: answer.resource, owner, token: answer.token, expiresAt, ttlMs }
+      : null;
   }
 
   /**

@@ -200,8 +200,11 @@ export class ZkAcquirer {
     });
   }
 
-  /** A grant: remembered on the session that holds it, and with what its record was left. */
-  private granted(
+  /**
+   * A grant: remembered on the session that holds it, and with what its record was left.
+   * @internal also used by the group and first-free forms (`ZkGroups`).
+   */
+  granted(
     s: ZkSession,
     p: ResourcePaths,
     owner: string,

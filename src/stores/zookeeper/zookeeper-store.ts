@@ -14,6 +14,7 @@ import { ZkAcquirer } from './zookeeper-acquire.js';
 import type { ZkModule } from './zookeeper-driver.js';
 import { mapZookeeperError } from './zookeeper-errors.js';
 import { ZkGrants } from './zookeeper-grants.js';
+import { GROUP_BYTES, memberBytes, ZkGroups } from './zookeeper-group.js';
 import { recordOf, type Modes } from './zookeeper-ops.js';
 import {
   resolveZookeeperOptions,
@@ -53,15 +54,17 @@ export const BATCH_LEASES = 2_000;
  * version that this store's own last write of the lease left (see `ZkGrants`: every grant writes
  * the record, so that version also proves no grant came since);
  * a lease this store did not write last has its znodes read first (served by the connected
- * server, no quorum write). Batches go in pieces of `BATCH_LEASES`; each piece sends all its
- * reads, if any, together and then one `multi` per 256 KB of operations.
+ * server, no quorum write). `acquireAll` is one `multi` for the whole group when its members are
+ * free, and `acquireFirst` one `multi` when its first candidate is (see `ZkGroups`). Batches go
+ * in pieces of `BATCH_LEASES`; each piece sends all its reads, if any, together and then one
+ * `multi` per 256 KB of operations.
  */
 export class ZookeeperStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
     clock: 'store',
     batch: true,
     watch: true,
-    atomicGroupMax: 0,
+    atomicGroupMax: LIMITS.groupMaxSize,
   });
   /**
    * How far the ensemble's server clocks may disagree (the `maxClockSkewMs` option): expiry is
@@ -73,6 +76,7 @@ export class ZookeeperStore extends StoreBase {
   private readonly paths: ZkPaths;
   private readonly sessions: ZkSessions;
   private readonly acquirer: ZkAcquirer;
+  private readonly groups: ZkGroups;
   private readonly updates: ZkUpdates;
   private readonly watcher: ZkWatch;
 
@@ -92,6 +96,7 @@ export class ZookeeperStore extends StoreBase {
     };
     const grants = new ZkGrants();
     this.acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs, grants);
+    this.groups = new ZkGroups(this.acquirer, this.paths.clock, modes, this.maxClockSkewMs);
     this.updates = new ZkUpdates(this.sessions, grants, modes.ephemeral);
     this.watcher = new ZkWatch(this.sessions, this.paths, this.options.onWatchError);
   }
@@ -160,6 +165,38 @@ export class ZookeeperStore extends StoreBase {
     const session = await this.sessions.forTtl(ttlMs);
     const paths = resources.map((r) => this.paths.of(r));
     return this.acquirer.many(session, paths, owner, ttlMs);
+  }
+
+  /**
+   * One `multi` for the whole group on the session for the TTL (see `ZkGroups.all`); a group
+   * whose operations could outgrow one ZooKeeper packet (`GROUP_BYTES`: only names near the length
+   * limit that need escaping) is taken member by member in resource order instead.
+   */
+  protected override async doAcquireAll(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease[] | null> {
+    const paths = resources.map((r) => this.paths.of(r));
+    const bytes = paths.reduce((sum, p) => sum + memberBytes(p, owner, ttlMs), 0);
+    if (bytes > GROUP_BYTES) return super.doAcquireAll(resources, owner, ttlMs);
+    const session = await this.sessions.forTtl(ttlMs);
+    return this.groups.all(session, paths, owner, ttlMs);
+  }
+
+  /** The first candidate's `multi`, then one look at all and a `multi` per free one (`ZkGroups.first`). */
+  protected override async doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const session = await this.sessions.forTtl(ttlMs);
+    return this.groups.first(
+      session,
+      resources.map((r) => this.paths.of(r)),
+      owner,
+      ttlMs,
+    );
   }
 
   /**

@@ -1,0 +1,137 @@
+import { isLive, type Lease, type LeaseRecord } from '../../core/lease.js';
+import { LIMITS } from '../../core/options.js';
+import { commonPrefix } from '../../core/store-defaults.js';
+import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
+import type { ResourceKeys } from './etcd-keys.js';
+import { acquiredToken, acquireTxn } from './etcd-ops.js';
+
+/*
+ * `acquireFirst` as one etcd transaction. Its compares check that no candidate's hold key is on
+ * the owner's etcd lease used for this call; then a chain of nested transactions runs, one level
+ * per candidate: level k is the single acquire of candidate k (see `acquireTxn`), and when that
+ * hold key is on an etcd lease, its else-branch is level k + 1. Otherwise (a candidate is on this
+ * very etcd lease) nothing is written and every candidate's keys are read back: either this call
+ * landed before and the driver sent it again (that candidate's token key holds this call's nonce;
+ * the chain must not take a second one), or the same owner already holds a candidate with the
+ * same TTL, and the chain is sent once more without the candidates it holds.
+ *
+ * etcd counts the outer transaction's compares (one per candidate), and gives the chain what that
+ * leaves of `--max-txn-ops`; each level costs its longest list, the two puts: k candidates cost
+ * 3k operations. The chain nests two protobuf messages per level, and the driver refuses messages
+ * nested more than 100 deep, which bounds k by `CHAIN_MAX` whatever `maxTxnOps` allows.
+ */
+
+/** The most candidates one chain holds, for the protobuf nesting limit (see above). */
+export const CHAIN_MAX = 42;
+
+/** Candidates one transaction holds under `--max-txn-ops` `maxTxnOps` (42 at the default 128). */
+export function firstPerTxn(maxTxnOps: number): number {
+  return Math.max(1, Math.min(CHAIN_MAX, Math.floor(maxTxnOps / 3)));
+}
+
+/** The transaction over `keys`, in order: the first candidate whose hold key is on no etcd lease is taken. */
+export function firstTxn(
+  keys: readonly ResourceKeys[],
+  owner: string,
+  leaseId: string,
+  expiresAt: number,
+  nonce: string,
+): EtcdTxnRequest {
+  let chain: EtcdTxnRequest | undefined;
+  for (let i = keys.length - 1; i >= 0; i--) {
+    const level = acquireTxn(keys[i]!, owner, leaseId, expiresAt, nonce);
+    level.failure = chain ? [{ request_txn: chain }] : [];
+    chain = level;
+  }
+  return {
+    compare: keys.map((k) => ({
+      key: k.hold,
+      target: 'Lease',
+      result: 'NotEqual',
+      lease: leaseId,
+    })),
+    success: [{ request_txn: chain! }],
+    failure: keys.map((k) => ({ request_range: { key: k.start, range_end: k.end } })),
+  };
+}
+
+/** What `firstTxn` answered. */
+export type FirstAnswer =
+  /** Candidate `index` was taken (by this call, maybe on an earlier attempt), with `token`. */
+  | { readonly index: number; readonly token: number }
+  /** Every candidate was held. */
+  | undefined
+  /** The owner holds these candidates on this etcd lease already: try the others. */
+  | { readonly ownHeld: readonly number[] };
+
+/** Reads `firstTxn`'s answer. */
+export function firstTaken(
+  response: EtcdTxnResponse,
+  keys: readonly ResourceKeys[],
+  owner: string,
+  leaseId: string,
+  nonce: string,
+): FirstAnswer {
+  if (!response.succeeded) {
+    const ownHeld: number[] = [];
+    for (let index = 0; index < keys.length; index++) {
+      const read = { succeeded: false, responses: response.responses.slice(index, index + 1) };
+      const token = acquiredToken(read, keys[index]!, owner, nonce);
+      if (token !== undefined) return { index, token }; // this call, landed on an earlier attempt
+      const hold = read.responses[0]?.response_range?.kvs.find((kv) =>
+        kv.key.equals(keys[index]!.hold),
+      );
+      if (hold && hold.lease === leaseId) ownHeld.push(index);
+    }
+    return { ownHeld };
+  }
+  let level: EtcdTxnResponse | null | undefined = response.responses[0]?.response_txn;
+  for (let index = 0; index < keys.length && level; index++) {
+    if (level.succeeded) {
+      const token = acquiredToken(level, keys[index]!, owner, nonce);
+      return token === undefined ? undefined : { index, token };
+    }
+    level = level.responses[0]?.response_txn;
+  }
+  return undefined;
+}
+
+/** What `pickFirst` needs from the store. */
+export interface FirstOps {
+  /** Candidates per transaction (see `firstPerTxn`). */
+  readonly perTxn: number;
+  /** One chained transaction over `resources`: the lease on the candidate it took, or `null`. */
+  chain(resources: readonly string[]): Promise<Lease | null>;
+  list(prefix: string, limit: number): Promise<LeaseRecord[]>;
+  /** What a contender allows past `expiresAt` before a record looks free (`expiryLagMs`). */
+  readonly allowanceMs: number;
+}
+
+/**
+ * `acquireFirst` over any number of candidates: the first `perTxn` in one chained transaction,
+ * which is the whole call when one of them is free; beyond them, the rest are read with one
+ * `list` page and only those that look free (released, lapsed by this machine's clock, or never
+ * written) are tried, `perTxn` at a time, in order. Looking is advice: every grant is etcd's
+ * compare inside a transaction.
+ */
+export async function pickFirst(
+  ops: FirstOps,
+  resources: readonly string[],
+): Promise<Lease | null> {
+  const first = await ops.chain(resources.slice(0, ops.perTxn));
+  if (first || resources.length <= ops.perTxn) return first;
+  const rest = resources.slice(ops.perTxn);
+  const limit = Math.min(LIMITS.listMaxLimit, 2 * rest.length + 16);
+  const seen = new Map<string, LeaseRecord>();
+  for (const record of await ops.list(commonPrefix(rest), limit)) seen.set(record.resource, record);
+  const now = Date.now();
+  const free = rest.filter((r) => {
+    const record = seen.get(r);
+    return !record || !isLive(record, now, ops.allowanceMs);
+  });
+  for (let start = 0; start < free.length; start += ops.perTxn) {
+    const lease = await ops.chain(free.slice(start, start + ops.perTxn));
+    if (lease) return lease;
+  }
+  return null;
+}
