@@ -109,6 +109,7 @@ export {
   SqliteFence,
   PostgresFence,
   FENCE_DEFAULTS,
+  type FencedLease,
   type FenceOptions,
   type FenceResult,
   type SqliteFenceDatabase,

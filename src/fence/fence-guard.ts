@@ -1,4 +1,5 @@
 import { checkResource, checkToken } from '../core/options.js';
+import { fenceKey, type FencedLease } from './fence.js';
 
 /**
  * The fencing check for a downstream that is not SQL, kept in memory: accepts a token at least as
@@ -10,17 +11,23 @@ export class FenceGuard {
   private readonly seen = new Map<string, number>();
 
   /** Whether a write under `token` may go ahead; when it may, `token` becomes the highest seen. */
-  check(resource: string, token: number): boolean {
-    checkResource(resource);
-    checkToken(token);
+  check(resource: string, token: number): boolean;
+  /** The same under `lease` (a `HeldLease`): a counting lease is checked per permit. */
+  check(lease: FencedLease): boolean;
+  check(first: string | FencedLease, second?: number): boolean {
+    const { resource, token } =
+      typeof first === 'string'
+        ? { resource: checkResource(first), token: checkToken(second) }
+        : fenceKey(first);
     const highest = this.seen.get(resource);
     if (highest !== undefined && token < highest) return false;
     this.seen.set(resource, token);
     return true;
   }
 
-  /** The highest token accepted for `resource`, or `null` before the first. */
-  highest(resource: string): number | null {
-    return this.seen.get(checkResource(resource)) ?? null;
+  /** The highest token accepted for `resource` (or a lease's permit), or `null` before the first. */
+  highest(target: string | FencedLease): number | null {
+    const resource = typeof target === 'string' ? checkResource(target) : fenceKey(target).resource;
+    return this.seen.get(resource) ?? null;
   }
 }

@@ -1,5 +1,6 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { checkIdentifier, checkResource, checkToken, describe } from '../core/options.js';
+import { permitResource } from '../core/permits.js';
 
 /** What a fenced write came to: the caller's value when the token was current, nothing when stale. */
 export type FenceResult<T> =
@@ -55,4 +56,51 @@ export function fenceError(error: unknown, what: string): LeaseError {
   return new LeaseError(ErrorCode.STORE_UNAVAILABLE, `${what} failed: ${message}${detail}`, {
     cause: error,
   });
+}
+
+/**
+ * The lease a fenced write is made under: a `HeldLease` (or a store's `Lease`) fits. A counting
+ * lease's permits each have their own tokens, so the fence keeps the highest token per permit:
+ * permit 0 under the name itself, permit i under the permit's record key (`lease.key`).
+ */
+export interface FencedLease {
+  readonly resource: string;
+  readonly token: number;
+  /** The permit of a counting lease (0 … N−1). @default 0 */
+  readonly permit?: number;
+}
+
+/** The fence's key and token for `lease`: the permit's record key, so permits never fence each other. */
+export function fenceKey(lease: unknown): { resource: string; token: number } {
+  if (typeof lease !== 'object' || lease === null)
+    throw invalidArgument('lease', `must be a lease (resource and token), got ${describe(lease)}`);
+  const { resource, token, permit } = lease as Partial<FencedLease>;
+  checkResource(resource);
+  checkToken(token);
+  if (permit !== undefined && (!Number.isSafeInteger(permit) || permit < 0))
+    throw invalidArgument(
+      'lease.permit',
+      `must be a non-negative safe integer, got ${describe(permit)}`,
+    );
+  const key = permitResource(resource as string, permit ?? 0);
+  checkResource(key);
+  return { resource: key, token: token as number };
+}
+
+/**
+ * The arguments of `write(resource, token, fn)` or `write(lease, fn)`, checked: the resource the
+ * fence keys on, the token and the caller's function.
+ */
+export function writeArgs<F>(
+  first: unknown,
+  second: unknown,
+  third: unknown,
+): { resource: string; token: number; fn: F } {
+  if (typeof first === 'string') {
+    checkWrite(first, second, third);
+    return { resource: first, token: second as number, fn: third as F };
+  }
+  const { resource, token } = fenceKey(first);
+  checkWrite(resource, token, second);
+  return { resource, token, fn: second as F };
 }

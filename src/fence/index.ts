@@ -1,5 +1,5 @@
 export { FenceGuard } from './fence-guard.js';
-export { FENCE_DEFAULTS, type FenceOptions, type FenceResult } from './fence.js';
+export { FENCE_DEFAULTS, type FencedLease, type FenceOptions, type FenceResult } from './fence.js';
 export {
   SqliteFence,
   type SqliteFenceDatabase,

@@ -2,7 +2,9 @@ import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { checkResource } from '../core/options.js';
 import { checkOut } from '../core/pg-checkout.js';
 import {
-  checkWrite,
+  fenceKey,
+  writeArgs,
+  type FencedLease,
   fenceError,
   resolveFenceOptions,
   tokenOf,
@@ -89,8 +91,18 @@ export class PostgresFence<C extends PgFenceClient = PgFenceClient> {
     resource: string,
     token: number,
     fn: (client: C) => Promise<T> | T,
+  ): Promise<FenceResult<T>>;
+  /**
+   * The same, under `lease` (a `HeldLease`): a counting lease is fenced per permit, so holders of
+   * different permits of one name never refuse each other's writes.
+   */
+  async write<T>(lease: FencedLease, fn: (client: C) => Promise<T> | T): Promise<FenceResult<T>>;
+  async write<T>(
+    first: string | FencedLease,
+    second: number | ((client: C) => Promise<T> | T),
+    third?: (client: C) => Promise<T> | T,
   ): Promise<FenceResult<T>> {
-    checkWrite(resource, token, fn);
+    const { resource, token, fn } = writeArgs<(client: C) => Promise<T> | T>(first, second, third);
     if (isPool(this.db)) {
       let client: PgFenceCheckedOut;
       try {
@@ -113,9 +125,12 @@ export class PostgresFence<C extends PgFenceClient = PgFenceClient> {
     return turn;
   }
 
-  /** The highest token recorded for `resource`, or `null` before its first accepted write. */
-  async highest(resource: string): Promise<number | null> {
-    checkResource(resource);
+  /**
+   * The highest token recorded for `resource` (or for a lease's permit), or `null` before its
+   * first accepted write.
+   */
+  async highest(target: string | FencedLease): Promise<number | null> {
+    const resource = typeof target === 'string' ? checkResource(target) : fenceKey(target).resource;
     try {
       const { rows } = await this.db.query(this.sql.highest, [resource]);
       return rows[0] === undefined ? null : tokenOf(rows[0].token);

@@ -1,6 +1,8 @@
 import { invalidArgument } from '../core/errors.js';
 import {
-  checkWrite,
+  fenceKey,
+  writeArgs,
+  type FencedLease,
   fenceError,
   resolveFenceOptions,
   tokenOf,
@@ -68,8 +70,18 @@ export class SqliteFence<D extends SqliteFenceDatabase = SqliteFenceDatabase> {
    * it in the same transaction. `fn` must be synchronous (better-sqlite3 is); if it throws, the
    * transaction rolls back, the token included, and the error is rethrown.
    */
-  async write<T>(resource: string, token: number, fn: (db: D) => T): Promise<FenceResult<T>> {
-    checkWrite(resource, token, fn);
+  async write<T>(resource: string, token: number, fn: (db: D) => T): Promise<FenceResult<T>>;
+  /**
+   * The same, under `lease` (a `HeldLease`): a counting lease is fenced per permit, so holders of
+   * different permits of one name never refuse each other's writes.
+   */
+  async write<T>(lease: FencedLease, fn: (db: D) => T): Promise<FenceResult<T>>;
+  async write<T>(
+    first: string | FencedLease,
+    second: number | ((db: D) => T),
+    third?: (db: D) => T,
+  ): Promise<FenceResult<T>> {
+    const { resource, token, fn } = writeArgs<(db: D) => T>(first, second, third);
     if (fn.constructor?.name === 'AsyncFunction') {
       throw invalidArgument(
         'fn',
@@ -98,9 +110,12 @@ export class SqliteFence<D extends SqliteFenceDatabase = SqliteFenceDatabase> {
     }
   }
 
-  /** The highest token recorded for `resource`, or `null` before its first accepted write. */
-  async highest(resource: string): Promise<number | null> {
-    checkResource(resource);
+  /**
+   * The highest token recorded for `resource` (or for a lease's permit), or `null` before its
+   * first accepted write.
+   */
+  async highest(target: string | FencedLease): Promise<number | null> {
+    const resource = typeof target === 'string' ? checkResource(target) : fenceKey(target).resource;
     try {
       const row = this.statements(resource).highest.get(resource) as { token: unknown } | undefined;
       return row === undefined ? null : tokenOf(row.token);
