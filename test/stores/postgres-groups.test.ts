@@ -241,6 +241,30 @@ describeServer('PostgresStore acquireAll / acquireFirst', unavailable, () => {
     expect(await rows(table)).toEqual(['f/0 x@1', 'f/1 c@1', 'f/2 a@2']);
   });
 
+  it('asks once more when the only free candidates had no record and the one tried was created meanwhile', async () => {
+    const counted = countingPool(server.url);
+    const table = freshNamespace();
+    const store = track(new PostgresStore(counted.pool, { table }));
+    await store.init();
+    const client = await admin.connect();
+    let first: Promise<Lease | null> | undefined;
+    const [s0, r0] = [counted.statements(), counted.roundTrips()];
+    try {
+      await client.query('BEGIN');
+      await client.query(`INSERT INTO "${table}" VALUES ('n/0', 'c', 1, 99999999999999)`);
+      first = store.acquireFirst(['n/0', 'n/1', 'n/2'], 'a', 5000);
+      await waitForLockWaits();
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    // The first statement lost n/0 and took nothing; the second saw n/0 held and took n/1.
+    expect(await first).toMatchObject({ resource: 'n/1', owner: 'a', token: 1 });
+    expect([counted.statements() - s0, counted.roundTrips() - r0]).toEqual([2, 2]);
+    expect(await rows(table)).toEqual(['n/0 c@1', 'n/1 a@1']);
+    await counted.pool.end();
+  });
+
   it('decides expiry on the server clock inside the statement', async () => {
     const table = freshNamespace();
     const store = await open(table);
@@ -329,6 +353,9 @@ describeServer('PostgresStore acquireAll / acquireFirst', unavailable, () => {
         handles[2]!
           .acquireMany(shuffled(names, round).slice(0, 4), 'm', 60_000)
           .then((outcomes) => outcomes.flatMap((o) => (o.lease ? [o.lease] : []))),
+        handles[3]!
+          .acquireFirst(shuffled(names, round + 50), 'f', 60_000)
+          .then((l) => (l ? [l] : null)),
       ]);
       const owners = new Map<string, string>();
       for (const leases of results) {

@@ -192,9 +192,11 @@ export function statements(schema: string, table: string, notify: boolean) {
                      FROM ${t} AS l, now WHERE l.resource = ANY (ARRAY(SELECT resource FROM input))),
                    fresh AS (
                      SELECT i.resource FROM input i
-                     WHERE i.resource <> ALL (ARRAY(SELECT resource FROM seen))
-                       AND i.ord < ALL (ARRAY(
-                         SELECT f.ord FROM input f JOIN seen s ON s.resource = f.resource WHERE s.free))
+                     WHERE NOT EXISTS (SELECT FROM seen s WHERE s.resource = i.resource)
+                       AND i.ord < coalesce(
+                         (SELECT min(f.ord) FROM input f JOIN seen s ON s.resource = f.resource
+                          WHERE s.free),
+                         cardinality($1::text[]) + 1)
                      ORDER BY i.ord LIMIT 1),
                    inserted AS (
                      INSERT INTO ${t} AS l (resource, owner, token, expires_at)
