@@ -18,7 +18,7 @@ import { FileIdentity } from './sqlite-file-identity.js';
 import { readPaged } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { applyEach, TransitionGroup } from './sqlite-group.js';
-import { takeAll, takeFirst, type GroupSteps } from './sqlite-groups.js';
+import { takeAll, takeFirst, type GroupSteps } from './sqlite-take.js';
 import { BATCH_ROWS, RENEW_ROWS, SqliteRunner } from './sqlite-runner.js';
 import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
 import { eventStatements, statements } from './sqlite-ops.js';
