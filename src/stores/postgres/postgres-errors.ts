@@ -39,6 +39,15 @@ export function mapPgError(error: unknown, operation: string, label: string): Le
   );
 }
 
+/**
+ * The division by zero (SQLSTATE 22012) the `acquireAll` statement raises, and nothing else in
+ * it can, when a member was taken after its snapshot: the statement failed whole, writing
+ * nothing, and the answer is a refusal. The connection stays usable (no transaction is left open).
+ */
+export function isGroupRefusal(error: unknown): boolean {
+  return sqlStateOf(error) === '22012';
+}
+
 /** The SQLSTATE of an error the server sent (node-postgres puts it in `code`, beside `severity`). */
 function sqlStateOf(error: unknown): string | undefined {
   const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };

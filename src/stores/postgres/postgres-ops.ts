@@ -140,6 +140,88 @@ export function statements(schema: string, table: string, notify: boolean) {
                   LEFT JOIN granted g ON g.resource = i.resource
                   LEFT JOIN held h ON h.resource = i.resource
                   LEFT JOIN seen s ON NOT s.free AND s.resource = i.resource`,
+    // A group, all or nothing, in one statement on one reading of the server clock. `blocked` is
+    // the snapshot's answer: a member live there refuses the group at once, with nothing locked or
+    // written. Otherwise every member goes through the single acquire's insert, in resource order
+    // (the order acquireMany inserts and the batches lock in, so racing statements queue instead
+    // of deadlocking), which locks each row it compares and decides on its newest version. Should
+    // a member have been taken since the snapshot, the insert grants some but not all: the final
+    // filter then divides by zero (SQLSTATE 22012, raised nowhere else), the statement fails and
+    // PostgreSQL undoes every row it wrote, so a refused group leaves no record or token changed.
+    // The tally is a runtime value, so the planner cannot fold the division away.
+    acquireAll: `WITH input AS (
+                   SELECT resource COLLATE "C" AS resource, ord
+                   FROM unnest($1::text[]) WITH ORDINALITY AS i(resource, ord)),
+                 now AS (SELECT ${NOW} AS ms),
+                 blocked AS (
+                   SELECT EXISTS (
+                     SELECT FROM ${t} AS l, now
+                     WHERE l.resource = ANY (ARRAY(SELECT resource FROM input))
+                       AND NOT (l.owner = '' OR l.expires_at < now.ms)) AS yes),
+                 granted AS (
+                   INSERT INTO ${t} AS l (resource, owner, token, expires_at)
+                   SELECT i.resource, $2::text, 1, now.ms + $3::bigint
+                   FROM input i CROSS JOIN now CROSS JOIN blocked
+                   WHERE NOT blocked.yes
+                   ORDER BY i.resource
+                   ON CONFLICT (resource) DO UPDATE
+                     SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
+                     WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
+                   RETURNING l.resource, l.token, l.expires_at),
+                 tally AS (SELECT count(*) AS n FROM granted)
+                 SELECT i.ord::int AS ord, g.token, g.expires_at
+                 FROM tally CROSS JOIN input i JOIN granted g ON g.resource = i.resource
+                 WHERE 1 / (tally.n IN (0, cardinality($1::text[])))::int = 1`,
+    // The first free candidate, in the given order, in one statement on one reading of the clock.
+    // `fresh` is the first candidate with no record in the snapshot, when it comes before every
+    // written candidate the snapshot shows free: it goes through the single acquire's insert,
+    // holding no other lock while that may wait. Only when it was not granted (someone created
+    // the record since) does `taken` run: the first written candidate free on its newest version,
+    // locked; one another statement has locked is passed over (SKIP LOCKED), so callers racing for
+    // the same permits spread out and never wait. `taken` never waits while holding a row, so it
+    // cannot close a deadlock. When `fresh` was created by another since the snapshot and nothing
+    // was taken, the answer is that candidate with a null token: the caller asks again, and the
+    // record it lost is in the next snapshot (see `PostgresStore.doAcquireFirst`). A free record
+    // another statement holds locked at that moment is passed over, as SKIP LOCKED says.
+    acquireFirst: `WITH input AS (
+                     SELECT resource COLLATE "C" AS resource, ord
+                     FROM unnest($1::text[]) WITH ORDINALITY AS i(resource, ord)),
+                   now AS (SELECT ${NOW} AS ms),
+                   seen AS (
+                     SELECT l.resource, l.owner = '' OR l.expires_at < now.ms AS free
+                     FROM ${t} AS l, now WHERE l.resource = ANY (ARRAY(SELECT resource FROM input))),
+                   fresh AS (
+                     SELECT i.resource FROM input i
+                     WHERE NOT EXISTS (SELECT FROM seen s WHERE s.resource = i.resource)
+                       AND i.ord < coalesce(
+                         (SELECT min(f.ord) FROM input f JOIN seen s ON s.resource = f.resource
+                          WHERE s.free),
+                         cardinality($1::text[]) + 1)
+                     ORDER BY i.ord LIMIT 1),
+                   inserted AS (
+                     INSERT INTO ${t} AS l (resource, owner, token, expires_at)
+                     SELECT f.resource, $2::text, 1, now.ms + $3::bigint FROM fresh f CROSS JOIN now
+                     ON CONFLICT (resource) DO UPDATE
+                       SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
+                       WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
+                     RETURNING l.resource, l.token, l.expires_at),
+                   taken AS (
+                     SELECT l.resource FROM ${t} AS l JOIN input i ON i.resource = l.resource, now
+                     WHERE NOT EXISTS (SELECT FROM inserted)
+                       AND l.resource = ANY (ARRAY(SELECT resource FROM seen WHERE free))
+                       AND (l.owner = '' OR l.expires_at < now.ms)
+                     ORDER BY i.ord LIMIT 1
+                     FOR NO KEY UPDATE OF l SKIP LOCKED),
+                   updated AS (
+                     UPDATE ${t} AS l
+                     SET owner = $2::text, token = l.token + 1, expires_at = now.ms + $3::bigint
+                     FROM taken, now
+                     WHERE l.resource = taken.resource AND (l.owner = '' OR l.expires_at < now.ms)
+                     RETURNING l.resource, l.token, l.expires_at)
+                   SELECT resource, token, expires_at FROM inserted
+                   UNION ALL SELECT resource, token, expires_at FROM updated
+                   UNION ALL SELECT resource, NULL, NULL FROM fresh
+                     WHERE NOT EXISTS (SELECT FROM inserted) AND NOT EXISTS (SELECT FROM updated)`,
     renew: `UPDATE ${t} SET expires_at = ${NOW} + $4::bigint
             WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
             RETURNING expires_at`,

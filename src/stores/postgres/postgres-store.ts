@@ -3,6 +3,7 @@ import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
 import { loadDriver } from '../../core/load-driver.js';
+import { LIMITS } from '../../core/options.js';
 import { checkOut } from '../../core/pg-checkout.js';
 import { redact } from '../../core/store-url.js';
 import {
@@ -19,7 +20,7 @@ import type {
   PgPoolClient,
   PgQueryResult,
 } from './postgres-driver.js';
-import { mapPgError } from './postgres-errors.js';
+import { isGroupRefusal, mapPgError } from './postgres-errors.js';
 import {
   resolvePostgresOptions,
   type PostgresStoreOptions,
@@ -139,7 +140,7 @@ export class PostgresStore extends StoreBase {
       clock: 'store',
       batch: true,
       watch: notify,
-      atomicGroupMax: 0,
+      atomicGroupMax: LIMITS.groupMaxSize,
     });
     this.notifier = notify
       ? new Notifier({
@@ -222,6 +223,72 @@ export class PostgresStore extends StoreBase {
       }
     }
     return outcomes;
+  }
+
+  /**
+   * One statement: every member through the single acquire's compare-and-set in resource order,
+   * or none (see `statements().acquireAll`). A member taken since the statement's snapshot makes
+   * it fail whole (`isGroupRefusal`); that is answered as the refusal it is.
+   */
+  protected override async doAcquireAll(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease[] | null> {
+    let rows: Row[];
+    try {
+      rows = await this.query(this.sql.acquireAll, [resources, owner, ttlMs]);
+    } catch (error) {
+      if (isGroupRefusal(error)) return null;
+      throw error;
+    }
+    if (rows.length === 0) return null;
+    if (rows.length !== resources.length)
+      throw new LeaseError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `${this.options.label} acquireAll failed: ${rows.length} of ${resources.length} members came back`,
+        { retryable: false },
+      );
+    const leases: Lease[] = new Array(resources.length);
+    for (const row of rows) {
+      const i = Number(row.ord) - 1;
+      const resource = resources[i]!;
+      const token = safeInteger(row.token, 'token');
+      leases[i] = {
+        resource,
+        owner,
+        token,
+        expiresAt: safeInteger(row.expires_at, 'expires_at'),
+        ttlMs,
+      };
+    }
+    return leases;
+  }
+
+  /**
+   * One statement picks the first free candidate and takes it (see `statements().acquireFirst`).
+   * Only when the never-written candidate it tried was created by someone else during the
+   * statement is it sent again: that record is written now, so every repeat has one candidate
+   * fewer to lose, and a caller racing others for the first permits still finds a free one.
+   */
+  protected override async doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    let row: Row | undefined;
+    for (let tries = 0; tries <= resources.length; tries++) {
+      [row] = await this.query(this.sql.acquireFirst, [resources, owner, ttlMs]);
+      if (row?.token !== null) break;
+    }
+    if (!row || row.token === null) return null;
+    return {
+      resource: String(row.resource),
+      owner,
+      token: safeInteger(row.token, 'token'),
+      expiresAt: safeInteger(row.expires_at, 'expires_at'),
+      ttlMs,
+    };
   }
 
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
@@ -326,7 +393,9 @@ export class PostgresStore extends StoreBase {
             resolve(result);
           },
           (error: unknown) => {
-            release(error instanceof Error ? error : new Error(String(error)));
+            // A refused group failed on purpose, on a connection still in step: keep it.
+            if (isGroupRefusal(error)) release();
+            else release(error instanceof Error ? error : new Error(String(error)));
             reject(error);
           },
         );

@@ -73,6 +73,9 @@ export function statements(table: string) {
               ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner, token = token + 1, expires_at = excluded.expires_at
               WHERE owner = '' OR expires_at + ? < ?
               RETURNING token, expires_at AS expiresAt`,
+    // (resource, skew, now): a live record, the one case in which `acquire` would refuse.
+    held: `SELECT 1 AS held FROM ${t}
+           WHERE resource = ? AND NOT (owner = '' OR expires_at + ? < ?)`,
     // (now, ttl, resource, owner, token)
     renew: `UPDATE ${t} SET expires_at = ? + ?
             WHERE resource = ? AND owner = ? AND token = ?

@@ -10,6 +10,7 @@ import {
 } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
 import { loadDriver } from '../../core/load-driver.js';
+import { LIMITS } from '../../core/options.js';
 import type { SqliteDatabase, SqliteStatement, Transaction } from './sqlite-driver.js';
 import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
 import { mapSqliteError } from './sqlite-errors.js';
@@ -17,6 +18,7 @@ import { FileIdentity } from './sqlite-file-identity.js';
 import { readPaged } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { applyEach, TransitionGroup } from './sqlite-group.js';
+import { takeAll, takeFirst, type GroupSteps } from './sqlite-take.js';
 import { BATCH_ROWS, RENEW_ROWS, SqliteRunner } from './sqlite-runner.js';
 import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
 import { eventStatements, statements } from './sqlite-ops.js';
@@ -49,7 +51,7 @@ export class SqliteStore extends StoreBase {
     clock: 'local',
     batch: true,
     watch: true,
-    atomicGroupMax: 0,
+    atomicGroupMax: LIMITS.groupMaxSize,
   });
   readonly maxClockSkewMs: number;
   private readonly clock: Clock;
@@ -59,6 +61,12 @@ export class SqliteStore extends StoreBase {
   private readonly transitions: TransitionGroup;
   private readonly acquireBatch: Transaction<
     (resources: readonly string[], owner: string, ttlMs: number) => AcquireOutcome[]
+  >;
+  private readonly groupTransaction: Transaction<
+    (resources: readonly string[], owner: string, ttlMs: number) => Lease[] | null
+  >;
+  private readonly firstTransaction: Transaction<
+    (resources: readonly string[], owner: string, ttlMs: number) => Lease | null
   >;
   private readonly renewBatch: Transaction<
     (leases: readonly Lease[], ttlMs: number | undefined) => (Lease | null)[]
@@ -153,6 +161,18 @@ export class SqliteStore extends StoreBase {
         return resources.map((resource) => this.acquireOne(resource, owner, ttlMs, now));
       },
     );
+    const steps: GroupSteps = {
+      take: (resource, owner, ttlMs, now) => this.take(resource, owner, ttlMs, now),
+      held: (resource, now) => this.sql.held.get(resource, this.maxClockSkewMs, now) !== undefined,
+    };
+    this.groupTransaction = db.transaction(
+      (resources: readonly string[], owner: string, ttlMs: number) =>
+        takeAll(steps, resources, owner, ttlMs, this.clock.now()),
+    );
+    this.firstTransaction = db.transaction(
+      (resources: readonly string[], owner: string, ttlMs: number) =>
+        takeFirst(steps, resources, owner, ttlMs, this.clock.now()),
+    );
     this.renewBatch = db.transaction((leases: readonly Lease[], ttlMs: number | undefined) => {
       const now = this.clock.now();
       return leases.map((lease) => this.renewOne(lease, ttlMs, now));
@@ -199,6 +219,39 @@ export class SqliteStore extends StoreBase {
   ): Promise<AcquireOutcome[]> {
     return this.runner.runChunked('acquireMany', resources, (chunk) =>
       this.acquireBatch.immediate(chunk, owner, ttlMs),
+    );
+  }
+
+  /**
+   * One IMMEDIATE transaction, one synchronous step (see `takeAll`): every member probed on one
+   * reading of the clock (expired only past `expiresAt + maxClockSkewMs`, as `tryAcquire`
+   * decides), then all taken with the single acquire's statement, or none when one is live. At
+   * `LIMITS.groupMaxSize` members the step is a fifth of the `BATCH_ROWS` chunk that bounds
+   * `acquireMany`'s hold on the event loop.
+   */
+  protected override async doAcquireAll(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease[] | null> {
+    return this.runner.run('acquireAll', () =>
+      this.groupTransaction.immediate(resources, owner, ttlMs),
+    );
+  }
+
+  /**
+   * One IMMEDIATE transaction, one synchronous step (see `takeFirst`): the single acquire's
+   * statement on each candidate in order, on one reading of the clock, until one is granted.
+   * Measured on a loaded 2-core machine, 1,000 refusals (the most candidates allowed,
+   * `LIMITS.permitsMax`) took 2.6–5 ms, about what a `BATCH_ROWS` chunk of grants takes.
+   */
+  protected override async doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    return this.runner.run('acquireFirst', () =>
+      this.firstTransaction.immediate(resources, owner, ttlMs),
     );
   }
 
@@ -288,16 +341,17 @@ export class SqliteStore extends StoreBase {
     return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
   }
 
-  /** One resource of `acquireMany`; the holder is read in the same transaction when refused. */
-  private acquireOne(resource: string, owner: string, ttlMs: number, now: number): AcquireOutcome {
+  /** The single acquire's statement inside a transaction, on the transaction's reading of the clock. */
+  private take(resource: string, owner: string, ttlMs: number, now: number): Lease | null {
     const row = this.sql.acquire.get(resource, owner, now, ttlMs, this.maxClockSkewMs, now) as
       { token: number; expiresAt: number } | undefined;
-    if (row) {
-      return {
-        resource,
-        lease: { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs },
-      };
-    }
+    return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
+  }
+
+  /** One resource of `acquireMany`; the holder is read in the same transaction when refused. */
+  private acquireOne(resource: string, owner: string, ttlMs: number, now: number): AcquireOutcome {
+    const lease = this.take(resource, owner, ttlMs, now);
+    if (lease) return { resource, lease };
     const holder = this.sql.get.get(resource) as LeaseRecord | undefined;
     return holder ? { resource, lease: null, holder } : { resource, lease: null };
   }
