@@ -97,6 +97,11 @@ describe('leasehold verify: input it cannot run with', () => {
     const memory = await runCli(['verify', '--store', 'memory:']);
     expect(memory.code).toBe(2);
     expect(memory.stderr).toMatch(/lives inside one process/);
+    for (const bad of ['0', '65', '2.5', 'three']) {
+      const permits = await runCli(['verify', '--store', store, '--permits', bad]);
+      expect(permits.code, bad).toBe(2);
+      expect(permits.stderr).toMatch(/option '--permits <n>' argument .* is invalid/);
+    }
   });
 
   it('says it could not run on an unreachable store, exit 2, without printing the password', async () => {

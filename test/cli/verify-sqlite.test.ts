@@ -44,6 +44,26 @@ describe('leasehold verify on SQLite', () => {
     expect(run.html).toContain('<svg');
   }, 60_000);
 
+  it('--permits 3: five workers contend for three permits of each resource through the faults; never more than three owners at once', async () => {
+    const run = await verify(`sqlite:${join(dir.path, 'permits.db')}`, join(dir.path, 'permits'), [
+      ...['--duration', '8s', '--ttl', '1s', '--workers', '5', '--resources', '2'],
+      ...['--permits', '3', '--faults', 'kill,stop,pause,stall', '--seed', '5'],
+    ]);
+    expect(run.out.overlaps).toEqual([]);
+    expect(run.out.tokenOrder).toEqual([]);
+    expect(run.out.tooMany).toEqual([]);
+    expect(run.out.staleAccepted).toEqual([]);
+    expect(run.code).toBe(0);
+    expect(run.out.permits).toBe(3);
+    // The permits were really shared: three owners of one resource at once, every permit used.
+    expect(run.out.mostOwners).toBe(3);
+    const keys = new Set(run.records.flatMap((r) => (r.type === 'belief' ? [r.resource] : [])));
+    expect(keys.size).toBe(6);
+    expect(run.out.handovers).toBeGreaterThan(5);
+    expect(run.out.writes.accepted).toBeGreaterThan(50);
+    expect(run.records[0]).toMatchObject({ type: 'run', permits: 3 });
+  }, 60_000);
+
   it('with skew beyond the bound, finds the overlaps and counts the stale writes the fence rejected', async () => {
     // Offsets up to ±2 s against an allowance of 50 ms: a worker whose clock runs ahead takes over
     // records its peers still hold and still believe in.

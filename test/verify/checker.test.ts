@@ -200,3 +200,58 @@ describe('belief intervals from worker reports', () => {
     ]);
   });
 });
+
+describe('the checker with --permits N', () => {
+  const P = '\u0001permit=';
+  const permitRun: RunRecord = { ...run, permits: 3, workers: 4 };
+
+  it('accepts N owners of one name at once, one per permit, and counts them', () => {
+    const result = checkRecords([
+      permitRun,
+      b('A', 1, 0, 100, 'r'),
+      b('B', 1, 10, 100, `r${P}1`),
+      b('C', 1, 20, 100, `r${P}2`),
+      b('D', 2, 100, 200, 'r'), // takes permit 0 as A's belief ends
+    ]);
+    expect(result.safe).toBe(true);
+    expect(result.tooMany).toEqual([]);
+    expect(result.mostOwners).toBe(3);
+    expect(result.permits).toBe(3);
+  });
+
+  it('fails on a fourth owner at once, naming the name, the instant and the holders', () => {
+    // Every permit record on its own is fine; the name has one owner too many (a worker using
+    // another N, or a store picking a permit beyond N).
+    const result = checkRecords([
+      permitRun,
+      b('A', 1, 0, 100, 'r'),
+      b('B', 1, 10, 100, `r${P}1`),
+      b('C', 1, 20, 100, `r${P}2`),
+      b('D', 1, 30, 60, `r${P}3`),
+    ]);
+    expect(result.safe).toBe(false);
+    expect(result.overlaps).toEqual([]);
+    expect(result.tooMany).toHaveLength(1);
+    expect(result.tooMany[0]).toMatchObject({ resource: 'r', permits: 3, at: 30 });
+    expect(result.tooMany[0]!.holders.map((h) => [h.owner, h.permit])).toEqual([
+      ['A', 0],
+      ['B', 1],
+      ['C', 2],
+      ['D', 3],
+    ]);
+  });
+
+  it('still fails on two owners of one permit, and judges liveness per name', () => {
+    const result = checkRecords([
+      permitRun,
+      b('A', 1, 0, 100, `r${P}1`),
+      b('B', 2, 50, 150, `r${P}1`),
+      { type: 'worker', worker: 'A', event: 'ready', at: 0 } as HistoryRecord,
+      b('C', 1, 140, 5000, 'r'), // permit 0 keeps the name served: no gap on r
+      { type: 'end', at: 5000 } as HistoryRecord,
+    ]);
+    expect(result.safe).toBe(false);
+    expect(result.overlaps.map((o) => o.resource)).toEqual([`r${P}1`]);
+    expect(result.liveness).toEqual([]);
+  });
+});

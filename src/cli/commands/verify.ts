@@ -14,6 +14,7 @@ interface VerifyFlags {
   duration: number;
   workers: number;
   resources: number;
+  permits: number;
   faults: FaultName[];
   seed?: number;
   report?: string;
@@ -40,6 +41,12 @@ export function registerVerify(program: Command): void {
     )
     .option('--workers <n>', 'worker processes', integerOption(2, 32), 5)
     .option('--resources <n>', 'resources the workers share', integerOption(1, 1000), 20)
+    .option(
+      '--permits <n>',
+      'a counting lease of N permits per resource: every worker contends for every resource, holds a permit a while and gives it back; the checker fails on more than N owners of one resource at once',
+      integerOption(1, 64),
+      1,
+    )
     .option(
       '--faults <list>',
       'faults to inject: kill, stop, pause, stall, skew, store-pause, store-restart (the last two only on a private server: --store redis|postgres|etcd)',
@@ -73,6 +80,7 @@ A SAFE verdict means no violation was seen in this run; it proves nothing about 
 Examples:
   leasehold verify --store postgres://app:pw@db:5432/app --duration 60s --report ./verify-out
   leasehold verify --store redis --faults kill,pause,store-pause,store-restart   # a private Redis
+  leasehold verify --store sqlite:/tmp/v.db --permits 3 --resources 4   # at most 3 owners per resource
   leasehold verify --store sqlite:/tmp/v.db --skew 4s --seed 7   # skew beyond the bound: fencing must hold`,
     )
     .action(async (flags: VerifyFlags, command: Command) => {
@@ -81,7 +89,7 @@ Examples:
         "verify's worker processes need a store they share",
       );
       privateServerScheme(store); // a bare word it cannot start a server for: exit 2 now
-      if (flags.resources < flags.workers)
+      if (flags.permits === 1 && flags.resources < flags.workers)
         throw new CliFailure(
           `--resources (${flags.resources}) must be at least --workers (${flags.workers})`,
           2,
@@ -92,6 +100,7 @@ Examples:
         durationMs: flags.duration,
         workers: flags.workers,
         resources: flags.resources,
+        permits: flags.permits,
         faults: flags.faults,
         seed,
         ttlMs: flags.ttl,

@@ -1,3 +1,4 @@
+import { parsePermit } from '../../core/permits.js';
 import type {
   BeliefRecord,
   FaultRecord,
@@ -20,6 +21,16 @@ export interface TokenOrderViolation {
   resource: string;
   before: { owner: string; token: number; from: number };
   after: { owner: string; token: number; from: number };
+}
+
+/** More owners of one name believing at once than it has permits (`--permits`). */
+export interface TooMany {
+  /** The name (the counting lease), not a permit's record. */
+  resource: string;
+  permits: number;
+  /** When the excess began, and the beliefs held then. */
+  at: number;
+  holders: { owner: string; permit: number; token: number; from: number; to: number }[];
 }
 
 /** A fenced write accepted under a token lower than one already accepted for the resource. */
@@ -52,6 +63,12 @@ export interface CheckResult {
   safe: boolean;
   overlaps: Overlap[];
   tokenOrder: TokenOrderViolation[];
+  /** With `--permits N`: instants when more than N owners believed in one name. */
+  tooMany: TooMany[];
+  /** The permits per resource the run used (1: exclusive leases). */
+  permits: number;
+  /** The most owners of one resource (of its permits together) believing at one instant. */
+  mostOwners: number;
   staleAccepted: StaleAccepted[];
   liveness: LivenessGap[];
   beliefs: number;
@@ -107,17 +124,38 @@ export function checkRecords(records: readonly HistoryRecord[]): CheckResult {
     }
   }
   const staleAccepted = staleWrites(writes);
+  const permits = run?.permits ?? 1;
+  // Per permit record above; per name here: never more than N at once, and (liveness) a name is
+  // served while any of its permits is held.
+  const byName = groupBy(beliefs, (b) => parsePermit(b.resource).name);
+  const { tooMany, most: mostOwners } = excess(byName, permits);
   const startedAt = run?.startedAt;
   const endAt = records.find((r) => r.type === 'end')?.at;
   const bound = run?.livenessBoundMs ?? null;
   const liveness =
     bound === null || startedAt === undefined
       ? []
-      : livenessGaps(byResource, liveIntervals(records, endAt), bound, startedAt, endAt);
+      : livenessGaps(
+          [...byName].map(([name, list]): [string, BeliefRecord[]] => [
+            name,
+            [...list].sort((a, b) => a.from - b.from),
+          ]),
+          liveIntervals(records, endAt),
+          bound,
+          startedAt,
+          endAt,
+        );
   return {
-    safe: overlaps.length === 0 && tokenOrder.length === 0 && staleAccepted.length === 0,
+    safe:
+      overlaps.length === 0 &&
+      tokenOrder.length === 0 &&
+      tooMany.length === 0 &&
+      staleAccepted.length === 0,
     overlaps,
     tokenOrder,
+    tooMany,
+    permits,
+    mostOwners,
     staleAccepted,
     liveness,
     beliefs: beliefs.length,
@@ -193,8 +231,39 @@ function covered(intervals: readonly [number, number][], from: number, to: numbe
   return total;
 }
 
+/** Each instant a name had more than `permits` beliefs, with the beliefs held then (one per excess). */
+function excess(
+  byName: Map<string, BeliefRecord[]>,
+  permits: number,
+): { tooMany: TooMany[]; most: number } {
+  const out: TooMany[] = [];
+  let most = 0;
+  for (const [resource, list] of byName) {
+    const starts = [...list].sort((a, b) => a.from - b.from);
+    for (const b of starts) {
+      // Beliefs are closed intervals' open ends: one ending exactly when another starts is no overlap.
+      const held = starts.filter((o) => o.from <= b.from && o.to > b.from);
+      most = Math.max(most, held.length);
+      if (held.length > permits && permits > 1)
+        out.push({
+          resource,
+          permits,
+          at: b.from,
+          holders: held.map((o) => ({
+            owner: o.owner,
+            permit: parsePermit(o.resource).permit,
+            token: o.token,
+            from: o.from,
+            to: o.to,
+          })),
+        });
+    }
+  }
+  return { tooMany: out, most };
+}
+
 function livenessGaps(
-  byResource: Map<string, BeliefRecord[]>,
+  byResource: Iterable<[string, BeliefRecord[]]>,
   live: readonly [number, number][],
   bound: number,
   startedAt: number,

@@ -22,6 +22,8 @@ export interface RunRecord {
   livenessBoundMs: number;
   workers: number;
   resources: number;
+  /** `--permits`: at most this many owners of a resource at once, one per permit record. @default 1 */
+  permits?: number;
   faults: string[];
   seed: number;
   /** The largest clock offset given to a worker (0 without the `skew` fault). */

@@ -145,6 +145,13 @@ ${list(
   ),
 )}
 ${list(
+  'more owners than permits',
+  result.tooMany.map(
+    (v) =>
+      `${v.resource}: ${v.holders.length} owners of ${v.permits} permits at ${rel(v.at)}: ${v.holders.map((h) => `${h.owner} (permit ${h.permit}, token ${h.token})`).join(', ')}`,
+  ),
+)}
+${list(
   'stale writes accepted',
   result.staleAccepted.map(
     (s) => `${s.resource}: ${s.owner} token ${s.token} at ${rel(s.at)} after token ${s.after}`,

@@ -35,6 +35,8 @@ export interface VerifyOptions {
   durationMs: number;
   workers: number;
   resources: number;
+  /** Holders allowed per resource: a counting lease of this many permits (1: exclusive, the manager). */
+  permits?: number;
   faults: FaultName[];
   seed: number;
   ttlMs: number;
@@ -151,6 +153,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     reconcileMs,
     downstream,
     writeEveryMs: [100, 200],
+    permits: options.permits ?? 1,
   });
 
   const records: HistoryRecord[] = [];
@@ -218,7 +221,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     }
     startedAt = hostNow();
     options.say(
-      `verify: ${options.workers} workers on ${options.resources} resources of ${shown}, TTL ${ttlMs} ms, faults ${options.faults.join(',')}, seed ${options.seed}`,
+      `verify: ${options.workers} workers on ${options.resources} resources${(options.permits ?? 1) > 1 ? ` of ${options.permits} permits each` : ''} of ${shown}, TTL ${ttlMs} ms, faults ${options.faults.join(',')}, seed ${options.seed}`,
     );
     await nemesis({ fleet, server, options, random, records, stalls, start, startedAt, notes });
     records.push({ type: 'end', at: hostNow() });
@@ -243,6 +246,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     livenessBoundMs: ttlMs + maxClockSkewMs + Math.ceil(1.2 * reconcileMs) + Math.max(1000, ttlMs),
     workers: options.workers,
     resources: options.resources,
+    ...((options.permits ?? 1) > 1 ? { permits: options.permits } : {}),
     faults: options.faults,
     seed: options.seed,
     skewMs,

@@ -6,7 +6,10 @@ const SHOWN = 10;
 /** The one line that sums a check up: `SAFE` or `UNSAFE` and what was checked. */
 export function verdictLine(result: CheckResult): string {
   const violations =
-    result.overlaps.length + result.tokenOrder.length + result.staleAccepted.length;
+    result.overlaps.length +
+    result.tokenOrder.length +
+    result.tooMany.length +
+    result.staleAccepted.length;
   const what = `${result.beliefs} beliefs, ${result.handovers} handovers, ${result.writes.accepted} writes accepted, ${result.writes.rejected} rejected by the fence`;
   const live =
     result.liveness.length === 0 ? '' : `; liveness: ${result.liveness.length} gaps (see above)`;
@@ -26,7 +29,9 @@ export function checkText(result: CheckResult, origin = 0): string {
     if (items.length > SHOWN) lines.push(`        ... and ${items.length - SHOWN} more`);
   };
   section(
-    'no two owners believed in one resource at once',
+    result.permits > 1
+      ? 'no two owners believed in one permit at once'
+      : 'no two owners believed in one resource at once',
     result.overlaps.map(
       (o) =>
         `${visible(o.resource)}: ${visible(o.second.owner)} (token ${o.second.token}) from ${t(o.second.from)} while ${visible(o.first.owner)} (token ${o.first.token}) believed until ${t(o.first.to)}: both for ${d(o.ms)}`,
@@ -39,6 +44,16 @@ export function checkText(result: CheckResult, origin = 0): string {
         `${visible(v.resource)}: token ${v.after.token} of ${visible(v.after.owner)} (from ${t(v.after.from)}) follows token ${v.before.token} of ${visible(v.before.owner)}`,
     ),
   );
+  if (result.permits > 1)
+    section(
+      `never more than ${result.permits} owners of one name at once (one per permit)`,
+      result.tooMany.map(
+        (v) =>
+          `${visible(v.resource)}: ${v.holders.length} owners at ${t(v.at)}: ${v.holders
+            .map((h) => `${visible(h.owner)} (permit ${h.permit}, token ${h.token})`)
+            .join(', ')}`,
+      ),
+    );
   section(
     'no fenced write accepted under a token lower than one already accepted',
     result.staleAccepted.map(

@@ -17,6 +17,8 @@ export interface VerifyWorkerConfig {
   writeEveryMs: readonly [number, number];
   /** This worker's wall-clock offset, in ms (the `skew` fault). */
   skewMs: number;
+  /** `--permits`: each resource a counting lease of this many permits (1: the manager, exclusive leases). */
+  permits: number;
 }
 
 export const VERIFY_WORKER_ENV = 'LEASEHOLD_VERIFY_WORKER';

@@ -2,7 +2,15 @@
 // lease it holds, keeps writing rows to the downstream SQLite file through a SqliteFence, and
 // reports every belief and write on stdout (pipe writes are synchronous: nothing is lost on exit).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LeaseManager, SqliteFence, type HeldLease, type LeaseStore } from '../../index.js';
+import {
+  ErrorCode,
+  isLeaseError,
+  LeaseClient,
+  LeaseManager,
+  SqliteFence,
+  type HeldLease,
+  type LeaseStore,
+} from '../../index.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from '../demo/downstream.js';
 import { hostNow, workerClock } from './host-clock.js';
@@ -27,8 +35,9 @@ function report(event: VerifyEvent): void {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 }
 
+/** What a report says of a lease: its record (a counting lease's permit record), its token. */
 function fact(lease: HeldLease): { w: string; resource: string; token: number; at: number } {
-  return { w, resource: lease.resource, token: lease.token, at: hostNow() };
+  return { w, resource: lease.key, token: lease.token, at: hostNow() };
 }
 
 process.on('disconnect', () => process.exit(1));
@@ -58,9 +67,10 @@ function writeLoop(downstream: string): (lease: HeldLease) => Promise<void> {
     for (let seq = 1; !signal.aborted; seq++) {
       await sleep(min + Math.random() * (max - min));
       try {
-        const result = await fence.write(lease.resource, lease.token, (db) => {
+        // Fenced per permit: holders of a name's other permits have tokens of their own.
+        const result = await fence.write(lease, (db) => {
           insert ??= insertWrite(db);
-          return insert.run(lease.resource, lease.token, w, seq, hostNow());
+          return insert.run(lease.key, lease.token, w, seq, hostNow());
         });
         report({
           e: 'write',
@@ -112,6 +122,63 @@ async function join(): Promise<void> {
   report({ e: 'ready', w, pid: process.pid, at: hostNow() });
 }
 
+/**
+ * `--permits N`: no manager; for each resource, a loop that takes one of its N permits
+ * (`acquire` with `permits`), works under it for a while (half to two and a half TTLs), reports
+ * the release about to leave, and gives it back, then contends again. Every worker contends for
+ * every resource, so permits change hands all the time.
+ */
+async function contend(permits: number): Promise<void> {
+  const store = await openStoreFor(config!.store);
+  const client = new LeaseClient({
+    store,
+    owner: w,
+    ttlMs: config!.ttlMs,
+    heartbeatMs: config!.heartbeatMs,
+    clock,
+  });
+  const work = writeLoop(config!.downstream);
+  let stopping = false;
+  client.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: lease.validUntil }));
+  const loop = async (name: string): Promise<void> => {
+    while (!stopping) {
+      let lease: HeldLease;
+      try {
+        lease = await client.acquire(name, { permits, waitMs: 4 * config!.reconcileMs });
+      } catch (error) {
+        if (stopping) return;
+        if (!(isLeaseError(error) && error.code === ErrorCode.LEASE_UNAVAILABLE))
+          warn(`acquire failed: ${message(error)}`);
+        await sleep(50);
+        continue;
+      }
+      report({ e: 'acquired', ...fact(lease), until: lease.validUntil });
+      lease.on('renewed', () => report({ e: 'renewed', ...fact(lease), until: lease.validUntil }));
+      const working = work(lease);
+      const holdMs = config!.ttlMs * (0.5 + 2 * Math.random());
+      await sleep(holdMs, undefined, { signal: lease.signal }).catch(() => undefined);
+      if (lease.isValid()) {
+        report({ e: 'released', ...fact(lease), until: lease.validUntil });
+        await lease.release().catch((error: unknown) => warn(`release failed: ${message(error)}`));
+      }
+      await working;
+    }
+  };
+  const loops = config!.resources.map((name) => loop(name));
+  const stop = (signal: NodeJS.Signals): void => {
+    stopping = true;
+    for (const lease of client.held())
+      report({ e: 'released', ...fact(lease), until: lease.validUntil });
+    void client
+      .close()
+      .then(() => Promise.all(loops))
+      .then(() => store.close())
+      .finally(() => process.kill(process.pid, signal));
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop(signal));
+  report({ e: 'ready', w, pid: process.pid, at: hostNow() });
+}
+
 function warn(text: string): void {
   report({ e: 'warn', w, at: hostNow(), message: text });
 }
@@ -120,7 +187,7 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-join().catch((error: unknown) => {
+(config.permits > 1 ? contend(config.permits) : join()).catch((error: unknown) => {
   process.stderr.write(`${message(error)}\n`);
   process.exit(1);
 });
