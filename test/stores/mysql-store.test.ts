@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import {
+  LIMITS,
   openStore,
   type AcquireOutcome,
   type Lease,
@@ -163,7 +164,7 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
       clock: 'store',
       batch: true,
       watch: false,
-      atomicGroupMax: 0,
+      atomicGroupMax: LIMITS.groupMaxSize,
     });
     expect(store.maxClockSkewMs).toBe(0);
 

@@ -9,7 +9,7 @@ export const SCHEMA_VERSION = 1;
  * `UNIX_TIMESTAMP(NOW(6))` it does not go through the session time zone, whose daylight-saving
  * fold would make an hour of local times ambiguous.
  */
-const NOW_MS = `(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`;
+export const NOW_MS = `(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)`;
 
 /**
  * The server clock against the caller's estimate of it (one param, the estimate), as the code an
