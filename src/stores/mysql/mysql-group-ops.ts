@@ -1,5 +1,5 @@
 import { CLOCK_BITS } from './mysql-grant.js';
-import { NOW_MS } from './mysql-ops.js';
+import { joinByKey, NOW_MS } from './mysql-ops.js';
 
 /** Names of a group, `[name, …]` in byte order; row `i` (from 1) is the `i`-th. */
 const NAMES = `JSON_TABLE(@leasehold_batch, '$[*]' COLUMNS (
@@ -32,10 +32,7 @@ const NEXT_TOKEN = `((token + 1) * ${2 ** CLOCK_BITS}) DIV ${2 ** CLOCK_BITS}`;
  */
 export function groupStatements(table: string) {
   const t = `\`${table}\``;
-  // The names drive the join and each row is found by its key. Left to itself the optimizer
-  // scans a small table instead (a multi-table DELETE did here), and a locking scan locks other
-  // callers' rows, next-key: racing groups then deadlock.
-  const join = `STRAIGHT_JOIN ${t} AS t FORCE INDEX (PRIMARY) ON t.resource = CAST(b.r AS BINARY)`;
+  const join = `${joinByKey(t)} ON t.resource = CAST(b.r AS BINARY)`;
   const start = `START TRANSACTION;
                  SET @leasehold_batch = CONVERT(? USING utf8mb4), @leasehold_now = ${NOW_MS}`;
   const lock = (names: string) => `INSERT INTO ${t} (resource, owner, token, expires_at)
