@@ -13,9 +13,10 @@ import {
   type MysqlDriver,
   type MysqlPool,
   type OkPacket,
+  type SqlValue,
 } from './mysql-driver.js';
 import { mapMysqlError } from './mysql-errors.js';
-import { groupStatements, type GroupStatements } from './mysql-group-ops.js';
+import { groupStatements, type GrantScript, type GroupStatements } from './mysql-group-ops.js';
 import {
   poolConfig,
   resolveMysqlOptions,
@@ -44,6 +45,8 @@ export const BATCH_ROWS = 10_000;
  * compare-and-set. Acquire, renew and release are one prepared statement each, batches one round
  * trip each (see mysql-ops.ts for how each one reports back); an acquire takes a second round trip
  * only while this process's estimate of the server clock is more than half a second off.
+ * `acquireAll` (up to `LIMITS.groupMaxSize` members) and `acquireFirst` are one transaction in one
+ * round trip each (mysql-group-ops.ts).
  */
 export class MysqlStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -203,6 +206,7 @@ export class MysqlStore extends StoreBase {
       planRanked(resources),
       owner,
       ttlMs,
+      [bytes(resources[0]!)],
     );
     const row = rows[0];
     if (!row) return null;
@@ -213,15 +217,16 @@ export class MysqlStore extends StoreBase {
 
   /** Sends a grant script (mysql-group-ops.ts) and returns its answer rows; each grant's expiry corrects the clock estimate. */
   private async grantScript(
-    sql: string,
+    script: GrantScript,
     json: Buffer,
     owner: string,
     ttlMs: number,
+    extra: SqlValue[] = [],
   ): Promise<GrantRow[]> {
     return this.session(async (c) => {
       const sent = Date.now();
-      const [results] = await c.query(q(sql), [json, bytes(owner), ttlMs]);
-      const rows = (results as unknown[])[6] as GrantRow[];
+      const [results] = await c.query(q(script.sql), [json, bytes(owner), ttlMs, ...extra]);
+      const rows = (results as unknown[])[script.answerAt] as GrantRow[];
       if (rows[0]) this.clock.observe(int(rows[0].expires_at, 'expires_at') - ttlMs, sent);
       return rows;
     });
