@@ -277,6 +277,39 @@ describeServer('MySQL store: one-round-trip groups and acquireFirst (MariaDB)', 
     );
   });
 
+  it('works on a caller pool whatever its FOUND_ROWS flag, sql_mode and isolation level', async () => {
+    const callerPool = pool({ flags: ['-FOUND_ROWS'] });
+    callerPool.pool.on('connection', (c) => {
+      c.query(
+        `SET SESSION sql_mode = 'ANSI,NO_BACKSLASH_ESCAPES,STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO'`,
+      );
+      c.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    });
+    const store = new MysqlStore(callerPool, { table: freshNamespace() });
+    cleanup.unshift(() => store.close());
+    const names = ["it's", 'back\\slash\\', '"q"', '🚀\u{10FFFF}'];
+    const group = (await store.acquireAll(names, "o'\\", 5000))!;
+    expect(group.map((l) => [l.resource, l.owner, l.token])).toEqual(
+      names.map((n) => [n, "o'\\", 1]),
+    );
+    expect(await store.acquireAll([...names].reverse(), 'b', 5000)).toBeNull();
+    // Every candidate live: the pick finds no row (a warning, not an error, in strict mode).
+    expect(await store.acquireFirst(names, 'b', 5000)).toBeNull();
+    await store.release(group[2]!);
+    expect(await store.acquireFirst(names, 'b', 5000)).toMatchObject({ resource: '"q"', token: 2 });
+    expect(await store.acquireFirst(['new"', ...names], 'b', 5000)).toMatchObject({
+      resource: 'new"',
+      token: 1,
+    });
+    expect((await store.list()).map((r) => [r.resource, r.owner])).toEqual([
+      ['"q"', 'b'],
+      ['back\\slash\\', "o'\\"],
+      ["it's", "o'\\"],
+      ['new"', 'b'],
+      ['🚀\u{10FFFF}', "o'\\"],
+    ]);
+  });
+
   it('tokens keep rising per record across group grants, single grants, releases and expiry', async () => {
     const store = await open();
     const seen = new Map<string, number[]>();
