@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import {
+  LIMITS,
   openStore,
   type AcquireOutcome,
   type Lease,
@@ -18,6 +19,7 @@ import {
 } from '../harness/mariadb-server.js';
 import { describeServer } from '../harness/describe-server.js';
 import { rejection } from '../harness/expect-error.js';
+import { recordCommands, statementCounters } from '../harness/mysql-commands.js';
 
 const unavailable = mariadbUnavailable();
 
@@ -64,38 +66,13 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     throw new Error(`fewer than ${n} transactions started waiting for a lock`);
   };
 
-  /**
-   * A pool that records every command the driver puts on the wire (a query, a prepare, an execute,
-   * a ping), by its command byte: each one is a request and its answer, one round trip. A cached
-   * prepared statement sends nothing.
-   */
+  /** A pool that records every command the driver puts on the wire (see `recordCommands`). */
   const countingPool = (options: mysql.PoolOptions = {}): { pool: mysql.Pool; sent: string[] } => {
-    const names: Record<number, string> = { 0x03: 'Query', 0x16: 'Prepare', 0x17: 'Execute' };
-    const sent: string[] = [];
     const counted = pool({ multipleStatements: true, ...options });
-    counted.pool.on('connection', (connection) => {
-      const core = connection as unknown as { writePacket(packet: { buffer: Buffer }): unknown };
-      const write = core.writePacket.bind(core);
-      core.writePacket = (packet) => {
-        // After the handshake, the first byte of a client packet names its command.
-        const command = packet.buffer[4]!;
-        sent.push(names[command] ?? `command 0x${command.toString(16)}`);
-        return write(packet);
-      };
-    });
-    return { pool: counted, sent };
+    return { pool: counted, sent: recordCommands(counted) };
   };
   /** The server's global status counters (statements it ran by kind, and the like). */
-  const status = async (): Promise<Record<string, number>> => {
-    const [rows] = await admin.query(`SHOW GLOBAL STATUS WHERE Variable_name IN
-      ('Questions', 'Com_stmt_execute', 'Com_insert', 'Com_update', 'Com_select', 'Com_commit')`);
-    return Object.fromEntries(
-      (rows as { Variable_name: string; Value: string }[]).map((r) => [
-        r.Variable_name,
-        Number(r.Value),
-      ]),
-    );
-  };
+  const status = (): Promise<Record<string, number>> => statementCounters(admin);
 
   beforeAll(async () => {
     server = await startMariadb();
@@ -163,7 +140,7 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
       clock: 'store',
       batch: true,
       watch: false,
-      atomicGroupMax: 0,
+      atomicGroupMax: LIMITS.groupMaxSize,
     });
     expect(store.maxClockSkewMs).toBe(0);
 

@@ -72,3 +72,17 @@ export function planNames(resources: readonly string[]): NameBatch {
     json: Buffer.from(JSON.stringify(rows.map((row) => row.resource)), 'utf8'),
   };
 }
+
+/**
+ * The candidates of `acquireFirst` in byte order (the order rows are locked in), each with its
+ * place in the caller's order: `[[name, position], …]` as UTF-8 bytes.
+ */
+export function planRanked(resources: readonly string[]): Buffer {
+  const rows = resources.map((resource, position) => ({
+    bytes: Buffer.from(resource, 'utf8'),
+    resource,
+    position,
+  }));
+  rows.sort((a, b) => Buffer.compare(a.bytes, b.bytes));
+  return Buffer.from(JSON.stringify(rows.map((row) => [row.resource, row.position])), 'utf8');
+}

@@ -1,8 +1,9 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { LIMITS } from '../../core/options.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
-import { planBatch, planNames } from './mysql-batch.js';
+import { planBatch, planNames, planRanked } from './mysql-batch.js';
 import { decodeGrant, ServerClock } from './mysql-grant.js';
 import {
   deadline,
@@ -12,8 +13,10 @@ import {
   type MysqlDriver,
   type MysqlPool,
   type OkPacket,
+  type SqlValue,
 } from './mysql-driver.js';
 import { mapMysqlError } from './mysql-errors.js';
+import { groupStatements, type GrantScript, type GroupStatements } from './mysql-group-ops.js';
 import {
   poolConfig,
   resolveMysqlOptions,
@@ -42,19 +45,22 @@ export const BATCH_ROWS = 10_000;
  * compare-and-set. Acquire, renew and release are one prepared statement each, batches one round
  * trip each (see mysql-ops.ts for how each one reports back); an acquire takes a second round trip
  * only while this process's estimate of the server clock is more than half a second off.
+ * `acquireAll` (up to `LIMITS.groupMaxSize` members) and `acquireFirst` are one transaction in one
+ * round trip each (mysql-group-ops.ts).
  */
 export class MysqlStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
     clock: 'store',
     batch: true,
     watch: false,
-    atomicGroupMax: 0,
+    atomicGroupMax: LIMITS.groupMaxSize,
   });
   /** The server's clock decides expiry, so contenders allow no skew. */
   readonly maxClockSkewMs = 0;
   protected override readonly batchPiece = BATCH_ROWS;
   private readonly options: ResolvedMysqlOptions;
   private readonly sql: Statements;
+  private readonly groupSql: GroupStatements;
   /** Our estimate of the server clock, which lets an acquire answer in one statement. */
   private readonly clock = new ServerClock();
   private ready: Promise<void> | undefined;
@@ -99,6 +105,7 @@ export class MysqlStore extends StoreBase {
     super();
     this.options = resolveMysqlOptions(options);
     this.sql = statements(this.options.table);
+    this.groupSql = groupStatements(this.options.table);
   }
 
   /**
@@ -167,6 +174,62 @@ export class MysqlStore extends StoreBase {
           : { resource, lease: null, holder: stored };
     }
     return outcomes;
+  }
+
+  /** One round trip, one transaction: every member granted, or none and nothing written. */
+  protected override async doAcquireAll(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease[] | null> {
+    const batch = planNames(resources);
+    const rows = await this.grantScript(this.groupSql.acquireAll, batch.json, owner, ttlMs);
+    if (rows.length === 0) return null;
+    if (rows.length !== resources.length)
+      throw unexpected(`${rows.length} grants for a group of ${resources.length}`);
+    const leases: Lease[] = new Array(resources.length);
+    for (const row of rows) {
+      const position = batch.positions[int(row.i, 'batch row') - 1]!;
+      leases[position] = granted(resources[position]!, owner, row, ttlMs);
+    }
+    return leases;
+  }
+
+  /** One round trip, one transaction: the first free candidate in the caller's order, or `null`. */
+  protected override async doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const rows = await this.grantScript(
+      this.groupSql.acquireFirst,
+      planRanked(resources),
+      owner,
+      ttlMs,
+      [bytes(resources[0]!)],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    const resource = resources[int(row.p, 'candidate position')];
+    if (resource === undefined) throw unexpected(`candidate position ${String(row.p)}`);
+    return granted(resource, owner, row, ttlMs);
+  }
+
+  /** Sends a grant script (mysql-group-ops.ts) and returns its answer rows; each grant's expiry corrects the clock estimate. */
+  private async grantScript(
+    script: GrantScript,
+    json: Buffer,
+    owner: string,
+    ttlMs: number,
+    extra: SqlValue[] = [],
+  ): Promise<GrantRow[]> {
+    return this.session(async (c) => {
+      const sent = Date.now();
+      const [results] = await c.query(q(script.sql), [json, bytes(owner), ttlMs, ...extra]);
+      const rows = (results as unknown[])[script.answerAt] as GrantRow[];
+      if (rows[0]) this.clock.observe(int(rows[0].expires_at, 'expires_at') - ttlMs, sent);
+      return rows;
+    });
   }
 
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
@@ -370,6 +433,30 @@ function record(row: Row): LeaseRecord {
     token: int(row.token, 'token'),
     expiresAt: int(row.expires_at, 'expires_at'),
   };
+}
+
+/** A row of a grant script's answer. */
+interface GrantRow {
+  i?: unknown;
+  p?: unknown;
+  token: unknown;
+  expires_at: unknown;
+}
+
+function granted(resource: string, owner: string, row: GrantRow, ttlMs: number): Lease {
+  return {
+    resource,
+    owner,
+    token: int(row.token, 'token'),
+    expiresAt: int(row.expires_at, 'expires_at'),
+    ttlMs,
+  };
+}
+
+function unexpected(what: string): LeaseError {
+  return new LeaseError(ErrorCode.STORE_UNAVAILABLE, `the server answered ${what}`, {
+    retryable: false,
+  });
 }
 
 function pick(lease: LeaseRef): LeaseRef {
