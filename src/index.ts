@@ -1,5 +1,6 @@
 export { ErrorCode, LeaseError, isLeaseError, type LeaseErrorOptions } from './core/errors.js';
 export type { Lease, LeaseRecord, LeaseRef } from './core/lease.js';
+export type { LeaseData } from './core/lease-data.js';
 export { LIMITS, type ListOptions } from './core/options.js';
 export { PERMIT_MARK, parsePermit, permitResource } from './core/permits.js';
 export type {

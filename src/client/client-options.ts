@@ -1,3 +1,4 @@
+import { checkData, type LeaseData } from '../core/lease-data.js';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { invalidArgument } from '../core/errors.js';
@@ -224,4 +225,19 @@ export function checkAcquireAllOptions(
 ): Pick<CheckedAcquireOptions, 'waitMs' | 'signal'> {
   const { waitMs, signal } = checkAcquireOptions(options, 'acquireAll options', ALL_KEYS);
   return { waitMs, signal };
+}
+
+const DATA_KEYS = ['data'] as const;
+
+/**
+ * The options of `HeldLease.renew` and `release`: the data to write (checked: a string, bytes or
+ * `null`, within `LIMITS.dataMaxBytes`), or `undefined` when none is given.
+ */
+export function checkDataOptions(options: unknown, what: string): LeaseData | null | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument(what, `must be an object, got ${describe(options)}`);
+  checkKnownKeys(what, options, DATA_KEYS);
+  const { data } = options as { data?: unknown };
+  return data === undefined ? undefined : checkData(data, `${what}.data`);
 }

@@ -1,3 +1,4 @@
+import type { LeaseData } from '../core/lease-data.js';
 import type { Lease } from '../core/lease.js';
 import { withDeadline } from '../core/deadline.js';
 import type { LeaseStore } from '../core/store.js';
@@ -63,13 +64,13 @@ export class Heartbeat {
   }
 
   /** A renewal of `held` alone, sent now; resolves to whether it is still held. */
-  async renewOne(held: HeldLease): Promise<boolean> {
+  async renewOne(held: HeldLease, data?: LeaseData | null): Promise<boolean> {
     this.expireDue();
     if (held.isTerminal) return false;
     const tSent = this.options.clock.monotonic();
     held.lastSentAt = tSent;
     try {
-      const result = await this.options.store.renew(held.lease);
+      const result = await this.options.store.renew(held.lease, undefined, data);
       this.apply(held, result, tSent);
     } catch (error) {
       this.options.report.storeError('renew', error, 1);

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { Lease } from '../core/lease.js';
+import type { LeaseData } from '../core/lease-data.js';
 import { parsePermit } from '../core/permits.js';
 import { safeEmit } from '../core/safe-emit.js';
 import type { Clock } from '../core/time.js';
@@ -24,11 +25,21 @@ export interface HeldLeaseEvents {
   released: [];
 }
 
+/** The options of `renew` and `release`: lease data written in the same store call. */
+export interface DataOptions {
+  /**
+   * Lease data to write with the renewal or release, under this lease's token, in the same
+   * compare-and-set (`null` clears it). Omitted: the record's data is left as it is.
+   */
+  data?: LeaseData | null;
+}
+
 /** @internal What a `HeldLease` asks of the client that made it. */
 export interface LeaseKeeper {
   readonly clock: Clock;
-  renewLease(held: HeldLease): Promise<void>;
-  releaseLease(held: HeldLease): Promise<void>;
+  renewLease(held: HeldLease, options?: DataOptions): Promise<void>;
+  releaseLease(held: HeldLease, options?: DataOptions): Promise<void>;
+  writeLeaseData(held: HeldLease, data: LeaseData | null): Promise<void>;
   /** Told of every state change, before the lease's own listeners. */
   stateChanged(
     held: HeldLease,
@@ -56,6 +67,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   /** The fencing token of this grant: pass it to downstream writes so stale holders are refused. */
   readonly token: number;
   private current: Lease;
+  private dataValue: LeaseData | null;
   private deadline: number;
   private status: LeaseState = 'held';
   /** Made on first use of `signal`: most of the cost of ending 10,000 leases is aborting signals nobody read. */
@@ -94,6 +106,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     this.owner = lease.owner;
     this.token = lease.token;
     this.current = lease;
+    this.dataValue = lease.data ?? null;
     this.deadline = validUntil;
     this.lastSentAt = tSent;
     this.grantedAt = tSent;
@@ -164,14 +177,47 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
     return this.isTerminal ? 0 : Math.max(0, this.deadline - this.keeper.clock.monotonic());
   }
 
-  /** Renews now (for `autoRenew: false`). Rejects with `LEASE_LOST` if the lease is gone. */
-  renew(): Promise<void> {
-    return this.keeper.renewLease(this);
+  /**
+   * The lease data: what the previous holders left when this lease was granted (`null` if none),
+   * then what this holder last wrote (`writeData`, or `renew` / `release` with `data`).
+   */
+  get data(): LeaseData | null {
+    return this.dataValue;
   }
 
-  /** Aborts the work tied to the lease, then gives the lease up with one store call. */
-  release(): Promise<void> {
-    return this.keeper.releaseLease(this);
+  /**
+   * Writes the lease data under this lease's token: one compare-and-set on owner and token that
+   * leaves the expiry alone. Checked synchronously first: a value that is neither a string nor
+   * bytes, or over `LIMITS.dataMaxBytes`, is refused with `INVALID_ARGUMENT`; a lease no longer
+   * valid (lost, released, or past its deadline even on a frozen loop) with `LEASE_LOST`, nothing
+   * sent. Rejects with `LEASE_LOST` (and the lease is lost) when the store says the record is no
+   * longer this grant's; the value was then not written.
+   */
+  writeData(data: LeaseData | null): Promise<void> {
+    return this.keeper.writeLeaseData(this, data);
+  }
+
+  /**
+   * Renews now (for `autoRenew: false`). Rejects with `LEASE_LOST` if the lease is gone. With
+   * `data`, writes it in the same store call (checked as `writeData` checks it).
+   */
+  renew(options?: DataOptions): Promise<void> {
+    return this.keeper.renewLease(this, options);
+  }
+
+  /**
+   * Aborts the work tied to the lease, then gives the lease up with one store call. With `data`,
+   * the value goes with the release, for the next holder: checked as `writeData` checks it, and
+   * rejected with `LEASE_LOST` when the lease was no longer valid or no longer this grant's (the
+   * lease is then over all the same, the value not written).
+   */
+  release(options?: DataOptions): Promise<void> {
+    return this.keeper.releaseLease(this, options);
+  }
+
+  /** @internal A value this holder wrote landed. */
+  setData(data: LeaseData | null): void {
+    this.dataValue = data;
   }
 
   /** `await using lease = …` releases the lease at the end of the block. */

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { Lease, LeaseRecord } from '../core/lease.js';
 import { checkGroup, checkResource, checkResources } from '../core/options.js';
+import { checkData, type LeaseData } from '../core/lease-data.js';
 import { permitMatcher, permitResources } from '../core/permits.js';
 import { commonPrefix, rotated } from '../core/store-defaults.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
@@ -12,6 +13,7 @@ import type { StoreOperation } from '../observability/channels.js';
 import {
   checkAcquireAllOptions,
   checkAcquireOptions,
+  checkDataOptions,
   checkTryAcquireOptions,
   resolveClientOptions,
   type AcquireAllOptions,
@@ -22,7 +24,7 @@ import {
 } from './client-options.js';
 import { FairLine } from './fair-line.js';
 import { HeldGroup } from './held-group.js';
-import { HeldLease, type LeaseKeeper } from './held-lease.js';
+import { HeldLease, type DataOptions, type LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
 import { ReleaseWake, type Wake } from './release-wake.js';
 
@@ -87,8 +89,9 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     });
     this.keeper = {
       clock: this.options.clock,
-      renewLease: (held) => this.renewLease(held),
-      releaseLease: (held) => this.releaseLease(held),
+      renewLease: (held, options) => this.renewLease(held, options),
+      releaseLease: (held, options) => this.releaseLease(held, options),
+      writeLeaseData: (held, data) => this.writeLeaseData(held, data),
       stateChanged: (held, state, detail) => {
         if (state !== 'at-risk') {
           this.heartbeat.end(held);
@@ -507,13 +510,56 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     );
   }
 
-  private async renewLease(held: HeldLease): Promise<void> {
+  private async renewLease(held: HeldLease, options?: DataOptions): Promise<void> {
+    const data = checkDataOptions(options, 'renew options');
     if (held.isTerminal) throw held.signal.reason;
-    const stillHeld = await this.heartbeat.renewOne(held);
+    const stillHeld = await this.heartbeat.renewOne(held, data);
     if (!stillHeld) throw held.signal.reason;
+    if (data !== undefined) held.setData(data);
   }
 
-  private async releaseLease(held: HeldLease): Promise<void> {
+  /**
+   * `writeData`: refused before sending unless the lease is valid now (rule 2, checked on the
+   * clock, so a frozen loop that woke past its deadline sends nothing); then one bounded
+   * compare-and-set on owner and token.
+   */
+  private async writeLeaseData(held: HeldLease, value: unknown): Promise<void> {
+    const data = checkData(value);
+    this.assertStillValid(held, 'writeData');
+    const written = await this.bounded(
+      this.options.store.writeData(held.lease, data),
+      `writeData of ${JSON.stringify(held.key)}`,
+      'writeData',
+      1,
+    );
+    if (!written) throw this.notOurs(held, 'writeData');
+    held.setData(data);
+  }
+
+  /** Throws `LEASE_LOST` unless `held` is valid now: its deadline passed, or it is over. */
+  private assertStillValid(held: HeldLease, what: string): void {
+    if (held.isValid()) return;
+    if (held.isTerminal) throw held.signal.reason as LeaseError;
+    // Past the deadline, the watchdog not run yet (a frozen loop): the lease is over now.
+    throw (
+      held.markLost(`its deadline passed before ${what}; nothing was written`) ??
+      (held.signal.reason as LeaseError)
+    );
+  }
+
+  /** The store answered that the record is no longer this grant's: the lease is lost. */
+  private notOurs(held: HeldLease, what: string): LeaseError {
+    return (
+      held.markLost(
+        `the store refused ${what}: the record is no longer this grant's (taken over or released); nothing was written`,
+        'taken',
+      ) ?? (held.signal.reason as LeaseError)
+    );
+  }
+
+  private async releaseLease(held: HeldLease, options?: DataOptions): Promise<void> {
+    const data = checkDataOptions(options, 'release options');
+    if (data !== undefined) return this.releaseWithData(held, data);
     if (!held.markReleased()) return;
     await this.bounded(
       this.options.store.release(held.lease),
@@ -521,6 +567,29 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       'release',
       1,
     );
+  }
+
+  /**
+   * `release({ data })`: the value must go under a valid lease, so validity is checked first;
+   * then belief ends and one release carrying the data is sent. `false` from the store means the
+   * record was no longer ours: the value did not land, and the caller is told.
+   */
+  private async releaseWithData(held: HeldLease, data: LeaseData | null): Promise<void> {
+    this.assertStillValid(held, 'release with data');
+    held.markReleased();
+    const released = await this.bounded(
+      this.options.store.release(held.lease, data),
+      `release of ${JSON.stringify(held.resource)}`,
+      'release',
+      1,
+    );
+    if (!released)
+      throw new LeaseError(
+        ErrorCode.LEASE_LOST,
+        `lease on ${JSON.stringify(held.key)} (token ${held.token}): the store refused the release with data: the record was no longer this grant's; the value was not written`,
+        { resource: held.resource, retryable: false },
+      );
+    held.setData(data);
   }
 
   /** One bounded release attempt for a lease we no longer count on; failure only means it lapses at its TTL. */

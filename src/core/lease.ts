@@ -1,3 +1,9 @@
+/**
+ * A value kept in a lease record beside the owner and token (a checkpoint, a leader's address):
+ * a string, or bytes. It is written only under the holder's token and handed to the next holder.
+ */
+export type LeaseData = string | Uint8Array;
+
 /** What a store holds for one resource. */
 export interface LeaseRecord {
   /** The name of the owned thing: non-empty UTF-8, at most 512 bytes. */
@@ -8,6 +14,13 @@ export interface LeaseRecord {
   readonly token: number;
   /** When the claim lapses unless renewed, in ms since the epoch on the store's time authority; `0` after release. */
   readonly expiresAt: number;
+  /**
+   * The lease data: the last value written under a token of this record (`writeData`, or a renew
+   * or release carrying data), kept through release and expiry; `null` when none was written. On
+   * a grant, the value the previous holders left. Absent when there is none (and on stores without
+   * `capabilities.data`).
+   */
+  readonly data?: LeaseData | null;
 }
 
 /** A claim a store granted: the record as written plus the TTL it was written with. */

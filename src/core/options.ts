@@ -26,6 +26,15 @@ export const LIMITS = Object.freeze({
    * ZooKeeper `multi`, one SQL statement or one Redis script carries all of them.
    */
   groupMaxSize: 100,
+  /**
+   * The largest lease data value, in bytes (UTF-8 for a string). 4 KiB holds a checkpoint, an
+   * offset vector or a leader's address many times over, and keeps a record small enough that
+   * every store carries it in the same request as the grant: one etcd or ZooKeeper operation, one
+   * Redis hash field, one DynamoDB item far below its 400 KB, one NATS message, one S3 object, one
+   * SQL row kept inline (PostgreSQL moves values above about 2 KB out of line, still in one
+   * statement). Renewals never rewrite it, so its size does not cost on the heartbeat.
+   */
+  dataMaxBytes: 4096,
 });
 
 /** UTF-8 length, computed only when the string could be over `max` (each UTF-16 unit is at most 3 bytes). */

@@ -1,5 +1,6 @@
 import { ErrorCode, invalidArgument, LeaseError } from './errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from './lease.js';
+import { checkData, type LeaseData } from './lease-data.js';
 import {
   checkLease,
   checkLeaseRef,
@@ -37,6 +38,12 @@ export interface StoreCapabilities {
    * order and given back at the first refusal. Either way a caller gets every member or none.
    */
   readonly atomicGroupMax: number;
+  /**
+   * Records carry lease data (`LeaseRecord.data`): `writeData`, and `renew` / `release` with data,
+   * are one compare-and-set on owner and token, and every grant, `get` and `list` returns the
+   * value. Absent or `false`: those calls fail with `NOT_SUPPORTED` and records have no `data`.
+   */
+  readonly data?: boolean;
 }
 
 /** What a `watch` listener is told about one resource. */
@@ -110,10 +117,24 @@ export interface LeaseStore {
    * store can choose a free record inside one call; counting leases are built on it.
    */
   acquireFirst(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease | null>;
-  /** Extends a lease still ours (same owner and token); `null` when it is not. */
-  renew(lease: Lease, ttlMs?: number): Promise<Lease | null>;
-  /** Gives a lease up (owner and token must match); `false` when it was no longer ours. */
-  release(lease: LeaseRef): Promise<boolean>;
+  /**
+   * Extends a lease still ours (same owner and token); `null` when it is not. With `data` (stores
+   * with `capabilities.data`), writes it in the same compare-and-set; without, the record's data
+   * is left as it is.
+   */
+  renew(lease: Lease, ttlMs?: number, data?: LeaseData | null): Promise<Lease | null>;
+  /**
+   * Gives a lease up (owner and token must match); `false` when it was no longer ours. With
+   * `data`, writes it in the same compare-and-set, for the next holder.
+   */
+  release(lease: LeaseRef, data?: LeaseData | null): Promise<boolean>;
+  /**
+   * Writes the record's lease data (`null` clears it) if the lease is still ours (same owner and
+   * token, as `renew` compares): `true` when written, `false` when the record is no longer this
+   * grant's (taken over or released). Expiry and TTL are unchanged. `NOT_SUPPORTED` on a store
+   * without `capabilities.data`.
+   */
+  writeData(lease: LeaseRef, data: LeaseData | null): Promise<boolean>;
   /** `renew` for many leases, results in input order. */
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]>;
   /** `release` for many leases, results in input order. */
@@ -297,16 +318,69 @@ export abstract class StoreBase implements LeaseStore {
     });
   }
 
-  renew(lease: Lease, ttlMs?: number): Promise<Lease | null> {
+  renew(lease: Lease, ttlMs?: number, data?: LeaseData | null): Promise<Lease | null> {
     return this.guarded('renew', () => {
       checkLease(lease);
       if (ttlMs !== undefined) checkTtl(ttlMs);
-      return this.doRenew(lease, ttlMs);
+      if (data === undefined) return this.doRenew(lease, ttlMs);
+      return this.doRenewWithData(lease, ttlMs, this.checkedData(data));
     });
   }
 
-  release(lease: LeaseRef): Promise<boolean> {
-    return this.guarded('release', () => this.doRelease(checkLeaseRef(lease)));
+  release(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
+    return this.guarded('release', () => {
+      const ref = checkLeaseRef(lease);
+      if (data === undefined) return this.doRelease(ref);
+      return this.doReleaseWithData(ref, this.checkedData(data));
+    });
+  }
+
+  writeData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.guarded('writeData', () => {
+      const ref = checkLeaseRef(lease);
+      return this.doWriteData(ref, this.checkedData(data));
+    });
+  }
+
+  /** The value checked (type and `LIMITS.dataMaxBytes`), on a store that keeps lease data. */
+  private checkedData(data: unknown): LeaseData | null {
+    const checked = checkData(data);
+    if (!this.capabilities.data)
+      throw new LeaseError(
+        ErrorCode.NOT_SUPPORTED,
+        'this store does not keep lease data (capabilities.data is false); nothing was written',
+        { retryable: false },
+      );
+    return checked;
+  }
+
+  /**
+   * `writeData`: one compare-and-set on owner and token that sets the record's data, leaving
+   * owner, token and expiry as they are. Adapters with `capabilities.data` override it.
+   */
+  protected doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    void lease;
+    void data;
+    return Promise.reject(notSupported('writeData'));
+  }
+
+  /** `renew` that also sets the record's data, in the same compare-and-set. */
+  protected doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    void lease;
+    void ttlMs;
+    void data;
+    return Promise.reject(notSupported('renew with data'));
+  }
+
+  /** `release` that also sets the record's data, in the same compare-and-set. */
+  protected doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    void lease;
+    void data;
+    return Promise.reject(notSupported('release with data'));
   }
 
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]> {
@@ -414,4 +488,10 @@ export function compareResources(a: string, b: string): number {
     const d = x.value.codePointAt(0)! - y.value.codePointAt(0)!;
     if (d !== 0) return d;
   }
+}
+
+function notSupported(what: string): LeaseError {
+  return new LeaseError(ErrorCode.NOT_SUPPORTED, `${what}: this store does not keep lease data`, {
+    retryable: false,
+  });
 }

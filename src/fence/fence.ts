@@ -64,7 +64,9 @@ export function fenceError(error: unknown, what: string): LeaseError {
  * permit 0 under the name itself, permit i under the permit's record key (`lease.key`).
  */
 export interface FencedLease {
+  /** The resource (for a permit of a counting lease, the name the permits share). */
   readonly resource: string;
+  /** The lease's fencing token. */
   readonly token: number;
   /** The permit of a counting lease (0 … N−1). @default 0 */
   readonly permit?: number;

@@ -52,6 +52,7 @@ export type StoreOperation =
   | 'acquireMany'
   | 'acquireAll'
   | 'acquireFirst'
+  | 'writeData'
   | 'renew'
   | 'renewMany'
   | 'release'

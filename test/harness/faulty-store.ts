@@ -1,6 +1,7 @@
 import type {
   AcquireOutcome,
   Lease,
+  LeaseData,
   LeaseRecord,
   LeaseRef,
   LeaseStore,
@@ -15,6 +16,7 @@ type Method =
   | 'acquireFirst'
   | 'renew'
   | 'release'
+  | 'writeData'
   | 'renewMany'
   | 'releaseMany'
   | 'get'
@@ -28,6 +30,7 @@ export class FaultyStore implements LeaseStore {
   readonly calls: Record<Method, number> = {
     tryAcquire: 0,
     acquireMany: 0,
+    writeData: 0,
     acquireAll: 0,
     acquireFirst: 0,
     renew: 0,
@@ -85,11 +88,14 @@ export class FaultyStore implements LeaseStore {
   acquireFirst(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease | null> {
     return this.call('acquireFirst', () => this.inner.acquireFirst(resources, owner, ttlMs));
   }
-  renew(lease: Lease, ttlMs?: number): Promise<Lease | null> {
-    return this.call('renew', () => this.inner.renew(lease, ttlMs));
+  renew(lease: Lease, ttlMs?: number, data?: LeaseData | null): Promise<Lease | null> {
+    return this.call('renew', () => this.inner.renew(lease, ttlMs, data));
   }
-  release(lease: LeaseRef): Promise<boolean> {
-    return this.call('release', () => this.inner.release(lease));
+  release(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
+    return this.call('release', () => this.inner.release(lease, data));
+  }
+  writeData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.call('writeData', () => this.inner.writeData(lease, data));
   }
   renewMany(leases: readonly Lease[], ttlMs?: number): Promise<(Lease | null)[]> {
     this.batchSizes.push(leases.length);

@@ -7,6 +7,7 @@ import {
 } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
 import { LIMITS } from '../../core/options.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import { resolveMemoryOptions, type MemoryStoreOptions } from './memory-options.js';
 
 /** Leases in this process's memory: the same rules as every store, for tests and single-process use. */
@@ -16,6 +17,7 @@ export class MemoryStore extends StoreBase {
     batch: true,
     watch: false,
     atomicGroupMax: LIMITS.groupMaxSize,
+    data: true,
   });
   readonly maxClockSkewMs: number;
   private readonly clock: Clock;
@@ -41,15 +43,12 @@ export class MemoryStore extends StoreBase {
   private take(resource: string, owner: string, ttlMs: number, now: number): Lease | null {
     const current = this.records.get(resource);
     if (current && isLive(current, now, this.maxClockSkewMs)) return null;
-    const lease: Lease = {
-      resource,
-      owner,
-      token: (current?.token ?? 0) + 1,
-      expiresAt: now + ttlMs,
-      ttlMs,
-    };
-    this.records.set(resource, { resource, owner, token: lease.token, expiresAt: lease.expiresAt });
-    return lease;
+    // The data stays: the new holder reads what the previous ones left.
+    const data = current?.data;
+    const token = (current?.token ?? 0) + 1;
+    const expiresAt = now + ttlMs;
+    this.records.set(resource, withData({ resource, owner, token, expiresAt }, data));
+    return withData({ resource, owner, token, expiresAt, ttlMs }, data);
   }
 
   protected async doRenewMany(
@@ -68,17 +67,54 @@ export class MemoryStore extends StoreBase {
   }
 
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return leases.map((lease) => {
-      const current = this.records.get(lease.resource);
-      if (!current || current.owner !== lease.owner || current.token !== lease.token) return false;
-      this.records.set(lease.resource, {
-        resource: lease.resource,
-        owner: '',
-        token: current.token,
-        expiresAt: 0,
-      });
-      return true;
-    });
+    return leases.map((lease) => this.giveUp(lease, undefined));
+  }
+
+  /** One release, the record's data replaced when `data` is given. */
+  private giveUp(lease: LeaseRef, data: LeaseData | null | undefined): boolean {
+    const current = this.ours(lease);
+    if (!current) return false;
+    const kept = data === undefined ? current.data : data;
+    this.records.set(
+      lease.resource,
+      withData({ resource: lease.resource, owner: '', token: current.token, expiresAt: 0 }, kept),
+    );
+    return true;
+  }
+
+  /** The record, if it is still this grant's (same owner and token). */
+  private ours(lease: LeaseRef): LeaseRecord | undefined {
+    const current = this.records.get(lease.resource);
+    return current && current.owner === lease.owner && current.token === lease.token
+      ? current
+      : undefined;
+  }
+
+  protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    const current = this.ours(lease);
+    if (!current) return false;
+    this.records.set(lease.resource, withData(current, data));
+    return true;
+  }
+
+  protected override async doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    const current = this.ours(lease);
+    if (!current) return null;
+    const ttl = ttlMs ?? lease.ttlMs;
+    const expiresAt = this.clock.now() + ttl;
+    this.records.set(lease.resource, withData({ ...current, expiresAt }, data));
+    return withData({ ...current, expiresAt, ttlMs: ttl }, data);
+  }
+
+  protected override async doReleaseWithData(
+    lease: LeaseRef,
+    data: LeaseData | null,
+  ): Promise<boolean> {
+    return this.giveUp(lease, data);
   }
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
