@@ -19,7 +19,7 @@ const count = (x, digits = 1) => (x === null || x === undefined ? '—' : num(x,
 
 function units(rows, stores) {
   const seen = stores
-    .map((store) => rows.find((r) => r.store === store))
+    .map((store) => rows.find((r) => r.store === store && r.roundTripUnit))
     .filter(Boolean)
     .map((r) => `${title(r.store)}: ${r.roundTripUnit}`);
   return `Requests, per store: ${seen.join('; ')}.`;
@@ -29,6 +29,19 @@ function permitsSection(rows, stores) {
   const body = [];
   for (const store of stores)
     for (const r of rows.filter((x) => x.store === store)) {
+      if (r.failed) {
+        body.push([
+          title(store),
+          r.inFlight,
+          'every contender',
+          '—',
+          '—',
+          '—',
+          '—',
+          `failed: ${r.failed}`,
+        ]);
+        continue;
+      }
       const vs = [
         r.vsPeer && `leasehold ÷ redis-semaphore ${ratio(r.vsPeer)}`,
         r.vsExclusive && `÷ exclusive ${ratio(r.vsExclusive)}`,
@@ -49,8 +62,8 @@ function permitsSection(rows, stores) {
       rows.some((r) => r.store === store) &&
       !rows.some((r) => r.store === store && r.role === 'peer'),
   );
-  const how = rows.find((r) => r.inFlight === 1)?.how;
-  const many = rows.find((r) => r.inFlight !== 1)?.how;
+  const how = rows.find((r) => r.inFlight === 1 && r.how)?.how;
+  const many = rows.find((r) => r.inFlight !== 1 && r.how)?.how;
   return [
     '## Permits: acquire → release of one of 5 permits of one name',
     '',
@@ -143,7 +156,7 @@ function fairSection(rows, stores) {
         count(r.grantsPerS?.median, 0),
         count(r.storeCallsPerGrant?.median, 1),
         count(r.roundTripsPerGrant?.median, 1),
-        r.note ?? '',
+        [r.failed && `failed: ${r.failed}`, r.note].filter(Boolean).join('; '),
       ]),
   );
   const r0 = rows[0];
