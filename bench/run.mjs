@@ -1,9 +1,11 @@
 // leasehold's benchmarks in one run, the comparison to read: per store, one transition beside the
 // store's bare compare-and-set and the peers on that store; renewMany of many leases; failover
-// across processes; stop() with many leases held; SQLite's event-loop stalls. Starts a private
+// across processes; stop() with many leases held; the lease family (permits beside the exclusive
+// lease and redis-semaphore, acquireAll groups by size, fair against non-fair waiting on one hot
+// lease); SQLite's event-loop stalls. Starts a private
 // server per store on free 127.0.0.1 ports and removes it (and every child) on every way out.
 // Writes bench/results/latest.json (every row, the machine, the versions) and latest.md.
-// Usage: npm run bench [-- --quick] [--stores sqlite,redis] [--only transition] (--help)
+// Usage: npm run bench [-- --quick] [--stores sqlite,redis] [--only transition,permits] (--help)
 import { loadLibrary } from './lib/library.mjs';
 import { installCleanupHandlers } from './lib/processes.mjs';
 import { machineInfo, libraryInfo, writeResults } from './lib/results.mjs';

@@ -1,34 +1,8 @@
 // latest.md: a summary, then a table per section. Every transition row puts leasehold, the bare
 // compare-and-set and each peer side by side with their ratios within a round; each peer gets a
 // footnote saying what it does not guarantee.
-
-const STORE_TITLES = {
-  sqlite: 'SQLite',
-  postgres: 'PostgreSQL',
-  mysql: 'MySQL (MariaDB)',
-  redis: 'Redis',
-  etcd: 'etcd',
-  dynamodb: 'DynamoDB (dynalite)',
-  nats: 'NATS JetStream KV',
-  s3: 'S3 (Ceph radosgw)',
-  zookeeper: 'ZooKeeper',
-};
-const SUPERSCRIPTS = ['¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
-
-const title = (store) => STORE_TITLES[store] ?? store;
-const int = (x) => (x === null || x === undefined ? '—' : Math.round(x).toLocaleString('en'));
-const num = (x, digits = 1) =>
-  x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits);
-const ratio = (s) => (s ? `${num(s.median, 2)} (${num(s.min, 2)}–${num(s.max, 2)})` : '—');
-const ms = (x) => (x === null || x === undefined ? '—' : `${num(x, x < 10 ? 1 : 0)} ms`);
-
-function table(header, rows) {
-  const cells = [header, ...rows].map((r) => r.map(String));
-  const widths = header.map((_, i) => Math.max(3, ...cells.map((r) => r[i].length)));
-  const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
-  const rule = line(widths.map((w) => '-'.repeat(w)));
-  return [line(cells[0]), rule, ...cells.slice(1).map(line)].join('\n');
-}
+import { SUPERSCRIPTS, int, ms, num, ratio, table, title } from './markdown-format.mjs';
+import { familySections } from './markdown-family.mjs';
 
 /** "Not run: …" for the sizes a section left out, with the reason. */
 function skippedText(rows) {
@@ -66,6 +40,7 @@ export function toMarkdown(result) {
   if (bySection('stop').length) parts.push(stopSection(bySection('stop'), stores));
   if (bySection('failover').length)
     parts.push(failoverSection(bySection('failover'), stores, result.options.quick));
+  parts.push(...familySections(result, stores));
   if (bySection('stalls').length) parts.push(stallsSection(bySection('stalls')));
   if (result.errors.length > 0) {
     const lines = result.errors.map((e) => `- ${title(e.store)} ${e.section}: ${e.error}`);

@@ -9,9 +9,9 @@ import { median, shuffled } from './stats.mjs';
 /**
  * One in flight: `cycles` turns in which each contender runs one cycle. Per contender, cycles per
  * second over the round (`mean`) and at its median cycle (`rate`), which a stall landing on one
- * contender's cycle does not move.
+ * contender's cycle does not move; with `keepTimes`, every cycle's time in ms (`times`).
  */
-export async function interleaved(list, cycles, seed = 0) {
+export async function interleaved(list, cycles, seed = 0, { keepTimes = false } = {}) {
   const times = list.map(() => []);
   for (let i = 0; i < cycles; i++) {
     for (const at of shuffled(list.length, seed * cycles + i)) {
@@ -23,11 +23,16 @@ export async function interleaved(list, cycles, seed = 0) {
   return times.map((ms) => ({
     rate: 1000 / median(ms),
     mean: ms.length / (ms.reduce((a, b) => a + b, 0) / 1000),
+    cycles: ms.length,
+    ...(keepTimes ? { times: ms } : {}),
   }));
 }
 
-/** `inFlight` workers, each cycling its own key, for about `ms`; the cycles and seconds. */
-export async function slice(contender, inFlight, ms) {
+/**
+ * `inFlight` workers, each cycling its own key, for about `ms`; the cycles and seconds. Each
+ * cycle's time in ms is pushed onto `times` when given.
+ */
+export async function slice(contender, inFlight, ms, times) {
   let cycles = 0;
   const t0 = performance.now();
   const end = t0 + ms;
@@ -36,7 +41,9 @@ export async function slice(contender, inFlight, ms) {
   await Promise.all(
     Array.from({ length: inFlight }, async (_, w) => {
       while (performance.now() < end) {
+        const c0 = times ? performance.now() : 0;
         await contender.cycle(w);
+        times?.push(performance.now() - c0);
         cycles++;
       }
     }),
@@ -47,16 +54,21 @@ export async function slice(contender, inFlight, ms) {
 /**
  * Several in flight: `slices` turns in which every contender runs `ms / slices`. Per contender,
  * cycles per second over its turns and per cycle: CPU here, CPU of the server's process tree
- * (`serverPid`), and requests the server received (`probe()`, a cumulative counter, when given).
+ * (`serverPid`), and requests the server received (`probe()`, a cumulative counter, when given);
+ * with `keepTimes`, every cycle's time in ms (`times`).
  */
-export async function sliced(list, { inFlight, ms, slices, seed = 0, serverPid, probe }) {
+export async function sliced(
+  list,
+  { inFlight, ms, slices, seed = 0, serverPid, probe, keepTimes = false },
+) {
   const sums = list.map(() => ({ cycles: 0, seconds: 0, clientUs: 0, serverUs: 0, requests: 0 }));
+  const times = list.map(() => (keepTimes ? [] : undefined));
   for (let turn = 0; turn < slices; turn++) {
     for (const at of shuffled(list.length, seed * slices + turn)) {
       const before = probe ? await probe() : 0;
       const server0 = treeCpuUs(serverPid);
       const client0 = process.cpuUsage();
-      const { cycles, seconds } = await slice(list[at], inFlight, ms / slices);
+      const { cycles, seconds } = await slice(list[at], inFlight, ms / slices, times[at]);
       const client = process.cpuUsage(client0);
       const s = sums[at];
       s.serverUs += treeCpuUs(serverPid) - server0;
@@ -66,8 +78,10 @@ export async function sliced(list, { inFlight, ms, slices, seed = 0, serverPid, 
       s.seconds += seconds;
     }
   }
-  return sums.map((s) => ({
+  return sums.map((s, k) => ({
     rate: s.cycles / s.seconds,
+    cycles: s.cycles,
+    ...(keepTimes ? { times: times[k] } : {}),
     clientCpuUs: s.clientUs / s.cycles,
     serverCpuUs: serverPid ? s.serverUs / s.cycles : NaN,
     requests: s.requests / s.cycles,
@@ -84,4 +98,18 @@ export async function cyclesFor(list, ms, { min = 20, max = 5000 } = {}) {
   }
   const mean = each.reduce((a, b) => a + b, 0) / each.length;
   return Math.max(min, Math.min(max, Math.round(ms / mean)));
+}
+
+/**
+ * As many slices as `plan.slices`, but each at least twice as long as one batch of `inFlight`
+ * cycles takes: on a slow store a slice shorter than that would time mostly the stragglers.
+ */
+export async function slicesFor(opened, inFlight, plan) {
+  let batchMs = 0;
+  for (const o of opened) {
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: inFlight }, (_, w) => o.cycle(w)));
+    batchMs = Math.max(batchMs, performance.now() - t0);
+  }
+  return Math.max(1, Math.min(plan.slices, Math.floor(plan.slicedMs / (2 * batchMs))));
 }

@@ -5,7 +5,16 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_DIST } from './library.mjs';
 import { STORE_NAMES } from './servers.mjs';
 
-export const SECTIONS = ['transition', 'renew-many', 'failover', 'stop', 'stalls'];
+export const SECTIONS = [
+  'transition',
+  'renew-many',
+  'failover',
+  'stop',
+  'permits',
+  'groups',
+  'fair',
+  'stalls',
+];
 const DEFAULT_OUT = fileURLToPath(new URL('../results/', import.meta.url));
 
 export const USAGE = `npm run bench [-- options]   (or: npm run build && node --expose-gc bench/run.mjs …)

@@ -8,7 +8,7 @@
 // median cycle; with 32 each runs in shuffled slices of time, which also give its CPU per cycle
 // (here and in the server) and the requests the server got per cycle.
 import { CONTENDERS } from '../contenders/index.mjs';
-import { cyclesFor, interleaved, sliced } from '../rounds.mjs';
+import { cyclesFor, interleaved, sliced, slicesFor } from '../rounds.mjs';
 import { spread } from '../stats.mjs';
 
 export const IN_FLIGHT = [1, 32];
@@ -72,20 +72,6 @@ export async function transition({ store, server, libs, quick, log }) {
     await probe?.close().catch(() => undefined);
   }
   return rows;
-}
-
-/**
- * As many slices as `plan.slices`, but each at least twice as long as one batch of `inFlight`
- * cycles takes: on a slow store a slice shorter than that would time mostly the stragglers.
- */
-async function slicesFor(opened, inFlight, plan) {
-  let batchMs = 0;
-  for (const o of opened) {
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: inFlight }, (_, w) => o.cycle(w)));
-    batchMs = Math.max(batchMs, performance.now() - t0);
-  }
-  return Math.max(1, Math.min(plan.slices, Math.floor(plan.slicedMs / (2 * batchMs))));
 }
 
 function rowsOf({ store, list, results, inFlight, how }) {
