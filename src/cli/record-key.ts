@@ -143,6 +143,16 @@ export function arrange<T extends Arrangeable>(
   });
 }
 
+/** The label of one record seen alone (`arrange` of it by itself): its permit 0 shows as the bare name. */
+export function labelOf(resource: string): string {
+  return arrange([{ resource, owner: '' }], () => false)[0]!.label;
+}
+
+/** An owner as people read it: for a fair-line place, the waiter without the ticket it carries. */
+export function shownOwner(resource: string, owner: string): string {
+  return visible(parseKey(resource).part.kind === 'fair-line-place' ? waiterOf(owner) : owner);
+}
+
 /** The waiter's name in a fair-line place's owner (`<16-digit ticket>|<owner>`). */
 function waiterOf(owner: string): string {
   return ticketOf(owner) === undefined ? owner : owner.slice(17);
