@@ -328,14 +328,14 @@ describe('watch', () => {
       await waitFor(
         'the first listings',
         () =>
-          /\sseen\s+api  owner=w0 token=1$/m.test(plain.stdout()) &&
+          /\sseen\s+api {2}owner=w0 token=1$/m.test(plain.stdout()) &&
           json.stdout().includes('"seen"'),
       );
       await hold(store, 'api', [3], 'w3');
       await waitFor(
         'the permit acquisition',
         () =>
-          /\sacquired\s+api  permit 3  owner=w3 token=1$/m.test(plain.stdout()) &&
+          /\sacquired\s+api {2}permit 3 {2}owner=w3 token=1$/m.test(plain.stdout()) &&
           json.stdout().includes('"type":"acquired"'),
       );
     } finally {
