@@ -1,12 +1,18 @@
 import { isLive } from '../core/lease.js';
 import type { LeaseRecord, LeaseStore } from '../index.js';
 import { formatRelative } from './duration.js';
+import { keyFields } from './record-key.js';
 
 export type RecordState = 'held' | 'expired' | 'released';
 
 /** A record as the CLI shows it, judged against this machine's clock at `now`. */
 export interface RecordView {
+  /** The record key. */
   resource: string;
+  /** The name the record belongs to: `resource` itself, or the name of the permit or fair line it is part of. */
+  name: string;
+  /** Which permit of `name` the record is (0 for the name's own record); `null` for a fair-line record. */
+  permit: number | null;
   owner: string;
   token: number;
   expiresAt: number;
@@ -21,10 +27,20 @@ export interface RecordView {
  */
 export function viewRecord(record: LeaseRecord, now: number, skewMs: number): RecordView {
   const { resource, owner, token, expiresAt } = record;
+  const { name, permit } = keyFields(resource);
   if (owner === '')
-    return { resource, owner, token, expiresAt, state: 'released', expiresInMs: null };
+    return {
+      resource,
+      name,
+      permit,
+      owner,
+      token,
+      expiresAt,
+      state: 'released',
+      expiresInMs: null,
+    };
   const state = isLive(record, now, skewMs) ? 'held' : 'expired';
-  return { resource, owner, token, expiresAt, state, expiresInMs: expiresAt - now };
+  return { resource, name, permit, owner, token, expiresAt, state, expiresInMs: expiresAt - now };
 }
 
 /** `2025-01-01T00:00:00.000Z (in 12.3s)`, or `-` once released. */

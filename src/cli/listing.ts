@@ -1,10 +1,10 @@
 import { once } from 'node:events';
-import { expiresText, type RecordView } from './format.js';
-import { visible } from './escape.js';
+import { expiresText } from './format.js';
+import type { ShownView } from './name-groups.js';
 
-/** Where `leasehold list` writes its records, one page at a time. */
+/** Where `leasehold list` writes its records, a few whole names at a time. */
 export interface Listing {
-  page(views: readonly RecordView[]): Promise<void>;
+  page(rows: readonly ShownView[]): Promise<void>;
   /** After the last page; `more` when records past `--limit` were left out. */
   end(more: boolean): Promise<void>;
 }
@@ -30,10 +30,10 @@ export class TableListing implements Listing {
     private readonly note: string | undefined,
   ) {}
 
-  async page(views: readonly RecordView[]): Promise<void> {
-    const rows = views.map((v) => [
-      visible(v.resource),
-      v.owner ? visible(v.owner) : '-',
+  async page(shown: readonly ShownView[]): Promise<void> {
+    const rows = shown.map(({ item: v, label, owner }) => [
+      label,
+      v.owner ? owner : '-',
       String(v.token),
       v.state,
       expiresText(v),
@@ -73,10 +73,10 @@ export class JsonListing implements Listing {
     private readonly checkedAt: number,
   ) {}
 
-  async page(views: readonly RecordView[]): Promise<void> {
+  async page(rows: readonly ShownView[]): Promise<void> {
     let text = this.start();
-    for (const view of views) {
-      const item = JSON.stringify(view, null, 2).replace(/^/gm, '    ');
+    for (const row of rows) {
+      const item = JSON.stringify(jsonView(row), null, 2).replace(/^/gm, '    ');
       text += `${this.count++ === 0 ? '\n' : ',\n'}${item}`;
     }
     if (text !== '') await write(text);
@@ -93,4 +93,9 @@ export class JsonListing implements Listing {
     const head = JSON.stringify({ clock: this.clock, checkedAt: this.checkedAt }, null, 2);
     return `${head.slice(0, -2)},\n  "leases": [`;
   }
+}
+
+/** A record for `--json` readers: the view, and for a fair-line record what it is in the line. */
+export function jsonView(row: ShownView): object {
+  return row.fairLine ? { ...row.item, fairLine: row.fairLine } : row.item;
 }

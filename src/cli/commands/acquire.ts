@@ -18,12 +18,15 @@ import {
   type StoreOptions,
 } from '../store.js';
 import { hasUnsafe, quoted, visible } from '../escape.js';
+import { integerOption } from '../numbers.js';
 import { acquireSayingWait } from '../waiting.js';
+import { permitsUnavailable } from './permits-held.js';
 
 interface AcquireOptions extends StoreOptions {
   owner: string;
   ttl: number;
   wait: number;
+  permits: number;
 }
 
 export function registerAcquire(program: Command): void {
@@ -32,7 +35,7 @@ export function registerAcquire(program: Command): void {
       .command('acquire')
       .addHelpText(
         'after',
-        `\nExamples:\n  leasehold acquire nightly-report --owner ops --ttl 10m\n  leasehold acquire deploy --owner ci-42 --ttl 5m --wait 2m   # waits while another owner holds it\n  leasehold acquire job --owner me || echo "exit $?"   # 75: held by another owner`,
+        `\nExamples:\n  leasehold acquire nightly-report --owner ops --ttl 10m\n  leasehold acquire deploy --owner ci-42 --ttl 5m --wait 2m   # waits while another owner holds it\n  leasehold acquire job --owner me || echo "exit $?"   # 75: held by another owner\n  leasehold acquire vendor-api --permits 5 --owner w1  # one of 5 permits; prints which`,
       )
       .description(
         'acquire a lease and exit without releasing it: it lapses at its TTL unless released with "leasehold release"',
@@ -48,6 +51,14 @@ export function registerAcquire(program: Command): void {
         new Option('--wait <duration>', 'keep trying this long while another owner holds it')
           .argParser(durationOption(0, LIMITS.ttlMaxMs))
           .default(0, 'try once'),
+      )
+      .addOption(
+        new Option(
+          '--permits <n>',
+          'take one of n permits of the resource (at most n holders at once)',
+        )
+          .argParser(integerOption(1, LIMITS.permitsMax))
+          .default(1),
       ),
   ).action((resource: string, options: AcquireOptions) =>
     withStore(
@@ -63,16 +74,35 @@ export function registerAcquire(program: Command): void {
           ttlMs: options.ttl,
           autoRenew: false,
         });
-        const held = await acquireOrExplain(client, store, resource, options.wait);
+        const { permits } = options;
+        const held = await acquireOrExplain(client, store, resource, options.wait, permits);
         const { owner, token, expiresAt, ttlMs } = held.lease;
+        const { permit } = held;
         if (options.json) {
-          printJson({ resource, owner, token, expiresAt, ttlMs, clock: store.capabilities.clock });
+          printJson({
+            resource: held.key,
+            name: resource,
+            permit,
+            ...(permits > 1 ? { permits } : {}),
+            owner,
+            token,
+            expiresAt,
+            ttlMs,
+            clock: store.capabilities.clock,
+          });
           return;
         }
         const view = viewRecord(held.lease, Date.now(), store.maxClockSkewMs);
-        print(`acquired ${quoted(resource)}`);
+        print(
+          permits > 1
+            ? `acquired permit ${permit} of ${quoted(resource)} (one of ${permits})`
+            : `acquired ${quoted(resource)}`,
+        );
         print(
           fields([
+            ...(permits > 1
+              ? [['permit', `${permit} (of ${permits}, numbered from 0)`] as [string, string]]
+              : []),
             ['owner', visible(owner)],
             ['token', String(token)],
             [
@@ -83,7 +113,7 @@ export function registerAcquire(program: Command): void {
         );
         print(
           `not released on exit: it lapses in ${formatDuration(ttlMs)} unless released with\n` +
-            `  leasehold release ${shellWord(resource)} --owner ${shellWord(owner)} --token ${token}`,
+            `  leasehold release ${shellWord(resource)}${permits > 1 ? ` --permit ${permit}` : ''} --owner ${shellWord(owner)} --token ${token}`,
         );
       },
     ),
@@ -95,14 +125,16 @@ async function acquireOrExplain(
   store: LeaseStore,
   resource: string,
   waitMs: number,
+  permits: number,
 ) {
   const interrupt = new AbortController();
   const onSigint = (): void => interrupt.abort(new CliFailure('interrupted while waiting', 130));
   process.once('SIGINT', onSigint);
   try {
-    return await acquireSayingWait(client, store, resource, waitMs, interrupt.signal);
+    return await acquireSayingWait(client, store, resource, waitMs, interrupt.signal, { permits });
   } catch (error) {
     if (!isLeaseError(error, ErrorCode.LEASE_UNAVAILABLE)) throw error;
+    if (permits > 1) throw await permitsUnavailable(store, resource, permits, waitMs, error);
     const record = await store.get(resource);
     if (!record || record.owner === '') throw error;
     const view = viewRecord(record, Date.now(), store.maxClockSkewMs);

@@ -1,7 +1,8 @@
 import { Option, type Command } from 'commander';
 import type { LeaseStore } from '../../index.js';
-import { clockNote, viewRecord } from '../format.js';
+import { clockNote, viewRecord, type RecordView } from '../format.js';
 import { JsonListing, TableListing, type Listing } from '../listing.js';
+import { NameGroups } from '../name-groups.js';
 import { integerOption } from '../numbers.js';
 import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
 
@@ -12,7 +13,12 @@ interface ListOptions extends StoreOptions {
   prefix?: string;
   /** `Infinity`: every record. */
   limit: number;
+  fairLine?: boolean;
 }
+
+/** The --fair-line option of `list`, `get` and `watch`. */
+export const FAIR_LINE_HELP =
+  "also show the records of fair lines (a waiter's place, the ticket), as part of their name";
 
 export function registerList(program: Command): void {
   withCommonOptions(
@@ -20,7 +26,7 @@ export function registerList(program: Command): void {
       .command('list')
       .addHelpText(
         'after',
-        `\nExamples:\n  leasehold list --prefix shard/ --store redis://127.0.0.1:6379\n  leasehold list --limit 20\n  leasehold list --json > leases.json`,
+        `\nA name's permits are shown together after its own record ("api  permit 2"); records of fair\nlines are left out unless --fair-line. --json gives each record's key as "resource", with "name"\nand "permit" (null for a fair-line record) beside it.\n\nExamples:\n  leasehold list --prefix shard/ --store redis://127.0.0.1:6379\n  leasehold list --limit 20\n  leasehold list --json > leases.json`,
       )
       .description('list lease records in resource order, reading the store a page at a time')
       .option('--prefix <prefix>', 'only resources starting with this text (matched literally)')
@@ -28,7 +34,8 @@ export function registerList(program: Command): void {
         new Option('--limit <n>', 'stop after this many records; stderr says if more exist')
           .argParser(integerOption(1, Number.MAX_SAFE_INTEGER))
           .default(Infinity, 'all'),
-      ),
+      )
+      .option('--fair-line', FAIR_LINE_HELP),
   ).action((options: ListOptions) =>
     withStore(storeUrl(options), async (store) => {
       const prefix = options.prefix ?? '';
@@ -38,8 +45,17 @@ export function registerList(program: Command): void {
             prefix ? `no lease records under ${JSON.stringify(prefix)}` : 'no lease records',
             clockNote(store),
           );
-      const { shown, more } = await listPages(store, prefix, options.limit, listing);
+      const groups = new NameGroups(options.fairLine === true);
+      const { shown, more } = await listPages(store, prefix, options.limit, async (views) =>
+        listing.page(groups.page(views)),
+      );
+      await listing.page(groups.end());
       await listing.end(more);
+      if (groups.hidden > 0) {
+        process.stderr.write(
+          `leasehold: ${groups.hidden} fair-line record${groups.hidden === 1 ? '' : 's'} not shown; --fair-line shows them\n`,
+        );
+      }
       if (more) {
         process.stderr.write(
           `leasehold: showing the first ${shown} records; more exist: raise --limit, or narrow with --prefix\n`,
@@ -51,13 +67,13 @@ export function registerList(program: Command): void {
 
 /**
  * Reads up to `limit` records page by page, each judged against the clock when its page was read,
- * and hands each page to `listing`. Asks for one record past the limit to tell whether more exist.
+ * and hands each page to `take`. Asks for one record past the limit to tell whether more exist.
  */
 async function listPages(
   store: LeaseStore,
   prefix: string,
   limit: number,
-  listing: Listing,
+  take: (views: RecordView[]) => Promise<void>,
 ): Promise<{ shown: number; more: boolean }> {
   let shown = 0;
   let after = '';
@@ -66,7 +82,7 @@ async function listPages(
     const page = await store.list({ prefix, limit: want, after });
     const now = Date.now();
     const kept = page.slice(0, limit - shown);
-    await listing.page(kept.map((r) => viewRecord(r, now, store.maxClockSkewMs)));
+    await take(kept.map((r) => viewRecord(r, now, store.maxClockSkewMs)));
     shown += kept.length;
     if (kept.length < page.length) return { shown, more: true };
     if (page.length < want) return { shown, more: false };

@@ -4,10 +4,12 @@ import { durationOption } from '../duration.js';
 import { errorLine, scrubPassword } from '../output.js';
 import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
 import { runWatch } from '../watch/run-watch.js';
+import { FAIR_LINE_HELP } from './list.js';
 
 interface WatchCliOptions extends StoreOptions {
   prefix?: string;
   poll: number;
+  fairLine?: boolean;
 }
 
 export function registerWatch(program: Command): void {
@@ -25,11 +27,13 @@ export function registerWatch(program: Command): void {
         )
           .argParser(durationOption(100, 600_000))
           .default(1000, '1s'),
-      ),
+      )
+      .option('--fair-line', FAIR_LINE_HELP),
   )
     .addHelpText(
       'after',
       `
+A name's permits show as "name  permit i" (--json: "name" and "permit" beside "resource").
 Change types: seen (present at the start), acquired, handoff, released, expired, renewed, removed.
 Colour on a terminal unless NO_COLOR is set; FORCE_COLOR=1 colours piped output too.
 
@@ -48,6 +52,7 @@ Stops on Ctrl-C (SIGINT) or SIGTERM.`,
           storeLabel: redact(url),
           prefix: options.prefix ?? '',
           pollMs: options.poll,
+          fairLine: options.fairLine === true,
           mode: options.json ? 'json' : process.stdout.isTTY ? 'tty' : 'plain',
           describe: (error) => scrubPassword(errorLine(error), url),
         }),

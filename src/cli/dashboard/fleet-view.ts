@@ -2,6 +2,7 @@ import { isLive, type LeaseRecord } from '../../core/lease.js';
 import { shares } from '../../fleet/assign.js';
 import { liveMembers } from '../../fleet/members.js';
 import { INTERNAL_PREFIX } from './lease-state.js';
+import { isFairLine, parseKey } from '../record-key.js';
 
 /** Where every group's membership records live (`membersPrefix(group)` is under it). */
 const MEMBERS_ROOT = `${INTERNAL_PREFIX}members/`;
@@ -43,7 +44,12 @@ export function fleetView(records: Iterable<LeaseRecord>, now: number, skewMs: n
       if (slash < 0) continue;
       const group = record.resource.slice(MEMBERS_ROOT.length, slash);
       byGroup.set(group, [...(byGroup.get(group) ?? []), record]);
-    } else if (record.resource.startsWith(INTERNAL_PREFIX) || record.owner === '') {
+    } else if (
+      record.resource.startsWith(INTERNAL_PREFIX) ||
+      record.owner === '' ||
+      isFairLine(parseKey(record.resource))
+    ) {
+      // Bookkeeping, not work: a waiter's place in a fair line is no lease held.
       continue;
     } else if (isLive(record, now, skewMs)) {
       leases++;

@@ -1,10 +1,13 @@
+import { PERMIT_MARK, QUEUE_MARK, TICKET_MARK } from '../record-key.js';
 import { TIMELINE_SCRIPT } from './page-timeline.js';
 
 /**
  * The page's script (inline; no build step, nothing loaded from elsewhere). It keeps the records,
  * spans and events the server streams, and redraws the lease table (virtualised: only the rows in
  * view exist), the timeline (a canvas) and the fleet panel. Names only ever reach the DOM through
- * `textContent` and `dataset`, never as HTML. States are judged as `leaseState` does on the server.
+ * `textContent` and `dataset`, never as HTML. States are judged as `leaseState` does on the server;
+ * record keys are read as `parseKey` (src/cli/record-key.ts) reads them: a name's permits are shown
+ * together after its own record, and fair-line records count as internal.
  */
 export const PAGE_SCRIPT = String.raw`
 'use strict';
@@ -51,11 +54,31 @@ export const PAGE_SCRIPT = String.raw`
   function colour(owner, alpha) {
     return 'hsla(' + hue(owner) + ', 62%, 48%, ' + (alpha === undefined ? 1 : alpha) + ')';
   }
-  function isInternal(name) { return name.indexOf('leasehold/') === 0; }
+  // -- record keys: a name's permits and fair line, as src/cli/record-key.ts reads them --------
+  var PERMIT_MARK = ${JSON.stringify(PERMIT_MARK)}, QUEUE_MARK = ${JSON.stringify(QUEUE_MARK)}, TICKET_MARK = ${JSON.stringify(TICKET_MARK)};
+  function parseKey(r) {
+    var q = r.lastIndexOf(QUEUE_MARK);
+    if (q > 0 && /^[0-9]{3}$/.test(r.slice(q + QUEUE_MARK.length))) return { n: r.slice(0, q), k: 'place', i: Number(r.slice(q + QUEUE_MARK.length)) };
+    if (r.length > TICKET_MARK.length && r.slice(-TICKET_MARK.length) === TICKET_MARK) return { n: r.slice(0, -TICKET_MARK.length), k: 'ticket', i: 0 };
+    var m = r.lastIndexOf(PERMIT_MARK);
+    if (m > 0 && /^[1-9][0-9]{0,5}$/.test(r.slice(m + PERMIT_MARK.length))) return { n: r.slice(0, m), k: 'permit', i: Number(r.slice(m + PERMIT_MARK.length)) };
+    return { n: r, k: 'permit', i: 0 };
+  }
+  function keyRank(key) { return key.k === 'permit' ? key.i : key.k === 'place' ? 1e6 + key.i : 2e6; }
+  function cmpKeys(a, b) { return cmp(a.n, b.n) || keyRank(a) - keyRank(b); }
+  function isInternal(r) { return r.indexOf('leasehold/') === 0 || parseKey(r).k !== 'permit'; }
+  /** A record's key as text, seen alone: permit 0 is the bare name. */
+  function keyLabel(r) {
+    var key = parseKey(r);
+    if (key.k === 'permit') return key.i > 0 ? key.n + ' · permit ' + key.i : key.n;
+    return key.n + (key.k === 'place' ? ' · fair line' : ' · fair line ticket');
+  }
+  /** The waiter in a fair-line place's owner (a 16-digit ticket, '|', the waiter). */
+  function waiterOf(o) { return /^[0-9]{16}\|/.test(o) ? o.slice(17) : o; }
 
   // -- data from the stream ------------------------------------------------------------------
   function putRecord(w) {
-    S.recs.set(w[0], { r: w[0], o: w[1], t: w[2], e: w[3], ttl: w[4] });
+    S.recs.set(w[0], { r: w[0], o: w[1], t: w[2], e: w[3], ttl: w[4], key: parseKey(w[0]) });
   }
   function putSpans(spans) {
     Object.keys(spans).forEach(function (r) {
@@ -99,12 +122,35 @@ export const PAGE_SCRIPT = String.raw`
     return true;
   }
   function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
+  // What each row says after its name: 'permit 2' (permit 0 too when the name has others),
+  // 'fair line, place 3' (counted over the line's live places by ticket), 'fair line, ticket'.
+  function labelParts(list) {
+    var withPermits = new Set(), lines = new Map();
+    list.forEach(function (x) {
+      if (x.key.k === 'permit' && x.key.i > 0) withPermits.add(x.key.n);
+      if (x.key.k === 'place' && (x.st === 'held' || x.st === 'at-risk')) {
+        if (!lines.has(x.key.n)) lines.set(x.key.n, []);
+        lines.get(x.key.n).push(x);
+      }
+    });
+    var places = new Map();
+    lines.forEach(function (waiting) {
+      waiting.sort(function (a, b) { return cmp(a.o, b.o) || cmp(a.r, b.r); });
+      waiting.forEach(function (x, i) { places.set(x.r, i + 1); });
+    });
+    list.forEach(function (x) {
+      if (x.key.k === 'permit') x.part = x.key.i > 0 || withPermits.has(x.key.n) ? 'permit ' + x.key.i : '';
+      else if (x.key.k === 'ticket') x.part = 'fair line, ticket';
+      else x.part = places.has(x.r) ? 'fair line, place ' + places.get(x.r) : 'fair line, free place';
+    });
+  }
   function rebuild() {
     var t = now();
     var list = [];
     S.recs.forEach(function (x) { if (visibleRecord(x)) list.push(x); });
     var key = view.sort, dir = view.dir;
     list.forEach(function (x) { x.st = stateOf(x, t); });
+    labelParts(list);
     list.sort(function (a, b) {
       var d = 0;
       if (key === 'owner') d = cmp(a.o, b.o);
@@ -112,7 +158,7 @@ export const PAGE_SCRIPT = String.raw`
       else if (key === 'left') d = (a.o === '' ? Infinity : a.e) - (b.o === '' ? Infinity : b.e);
       else if (key === 'state') d = STATE_ORDER[a.st] - STATE_ORDER[b.st];
       if (d !== d) d = 0;
-      return dir * (d || cmp(a.r, b.r));
+      return dir * (d || cmpKeys(a.key, b.key));
     });
     view.list = list;
     view.dirty = false;
@@ -146,6 +192,8 @@ export const PAGE_SCRIPT = String.raw`
     var row = el('div', 'grid row');
     row.setAttribute('role', 'row');
     var name = el('div', 'res');
+    name.appendChild(document.createTextNode(''));
+    name.appendChild(el('span', 'part'));
     var owner = el('div', 'own');
     var dot = el('span', 'dot');
     owner.appendChild(dot);
@@ -175,13 +223,19 @@ export const PAGE_SCRIPT = String.raw`
     row.dataset.owner = x.o;
     row.dataset.state = st;
     row.dataset.token = String(x.t);
+    row.dataset.name = x.key.n;
+    row.dataset.permit = x.key.k === 'permit' ? String(x.key.i) : '';
+    row.dataset.part = x.part;
     var c = row.children;
-    setText(c[0], x.r);
-    c[0].title = x.r;
+    var owner = x.key.k === 'place' ? waiterOf(x.o) : x.o;
+    if (c[0].firstChild.data !== x.key.n) c[0].firstChild.data = x.key.n;
+    setText(c[0].lastChild, x.part);
+    c[0].lastChild.hidden = x.part === '';
+    c[0].title = x.part ? x.key.n + ' (' + x.part + ')' : x.key.n;
     var dot = c[1].firstChild;
     dot.hidden = x.o === '';
-    dot.style.background = x.o === '' ? '' : colour(x.o);
-    dot.nextSibling.data = x.o === '' ? '-' : x.o;
+    dot.style.background = x.o === '' ? '' : colour(owner);
+    dot.nextSibling.data = x.o === '' ? '-' : owner;
     c[1].title = x.o;
     setText(c[2], String(x.t));
     var bar = c[3].firstChild, none = c[3].lastChild;
@@ -272,7 +326,7 @@ ${TIMELINE_SCRIPT}
       li.dataset.token = String(e.token);
       li.appendChild(el('span', 'left', fmtTime(e.at) + ' '));
       li.appendChild(el('span', 'k k-' + e.type, e.type));
-      var text = ' ' + e.resource + '  ';
+      var text = ' ' + keyLabel(e.resource) + '  ';
       if (e.type === 'handoff') text += e.previousOwner + ' → ' + e.owner;
       else if (e.type === 'acquired' && e.previousOwner && e.previousOwner !== e.owner) text += e.owner + ' (after ' + e.previousOwner + ')';
       else text += e.owner || '-';

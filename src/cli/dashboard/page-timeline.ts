@@ -15,10 +15,10 @@ export const TIMELINE_SCRIPT = String.raw`
       if (!view.owner) return true;
       return S.spans.get(r).some(function (s) { return s[0].indexOf(view.owner) >= 0; });
     });
-    names.sort(cmp);
+    names.sort(function (a, b) { return cmpKeys(parseKey(a), parseKey(b)); });
     if (names.length <= MAX_RESOURCE_LANES) {
       $('lanes-note').textContent = 'one lane per resource';
-      return names.map(function (r) { return { label: r, kind: 'resource', spans: S.spans.get(r).map(function (s) { return { r: r, s: s }; }) }; });
+      return names.map(function (r) { return { label: keyLabel(r), kind: 'resource', spans: S.spans.get(r).map(function (s) { return { r: r, s: s }; }) }; });
     }
     var byOwner = new Map();
     names.forEach(function (r) {
@@ -95,7 +95,7 @@ export const TIMELINE_SCRIPT = String.raw`
       hits.forEach(function (item) { lines.push(spanText(item.s)); });
     } else {
       lines = [lane.label + '  at ' + fmtTime(t), hits.length + ' lease(s) held'];
-      hits.slice(0, 8).forEach(function (item) { lines.push(item.r + '  token ' + item.s[1]); });
+      hits.slice(0, 8).forEach(function (item) { lines.push(keyLabel(item.r) + '  token ' + item.s[1]); });
       if (hits.length > 8) lines.push('…');
     }
     tip.textContent = lines.join('\n');

@@ -38,7 +38,7 @@ export function pageHtml(settings: PageSettings, nonce: string): string {
   <div class="filters">
     <input type="text" id="f-prefix" placeholder="resource prefix" aria-label="resource prefix">
     <input type="text" id="f-owner" placeholder="owner contains" aria-label="owner">
-    <label><input type="checkbox" id="f-internal"> show leasehold/ records</label>
+    <label><input type="checkbox" id="f-internal"> show leasehold/ records and fair lines</label>
   </div>
   <div id="table" role="table">
     <div class="grid thead" role="row">

@@ -2,7 +2,7 @@ import type { ChangeEvent } from '../dashboard/change-event.js';
 import { leaseState, type LeaseState } from '../dashboard/lease-state.js';
 import type { Tracked } from '../dashboard/tracker.js';
 import { formatDuration } from '../duration.js';
-import { visible } from '../escape.js';
+import { arrange } from '../record-key.js';
 import { COLORS, paint } from './color.js';
 import { eventLine } from './event-line.js';
 
@@ -16,40 +16,51 @@ export interface FrameInput {
   readonly columns: number;
   readonly rows: number;
   readonly color: boolean;
+  /** Whether to show records of fair lines (as part of their name). */
+  readonly fairLine?: boolean;
 }
 
 const BAR = 10;
 const EVENT_LINES = 5;
 
 /**
- * The live table for a terminal: a title, one line per record (as many as fit, expired and
- * at-risk first), then the latest events. Every line fits `columns`, so moving the cursor up by the
- * line count redraws the frame in place.
+ * The live table for a terminal: a title, one line per record (as many as fit; names with an
+ * expired or at-risk record first, a name's permits together after its own record), then the
+ * latest events. Every line fits `columns`, so moving the cursor up by the line count redraws the
+ * frame in place.
  */
 export function frameLines(input: FrameInput): string[] {
   const { now, skewMs, color } = input;
   const width = Math.max(40, input.columns - 1);
-  const views = [...input.tracked].map((t) => ({
+  const states = [...input.tracked].map((t) => ({
     record: t.record,
     state: leaseState(t.record, now, skewMs, t.ttlEstimateMs),
     ttl: t.ttlEstimateMs,
   }));
-  views.sort(
-    (a, b) =>
-      ORDER[a.state] - ORDER[b.state] ||
-      (a.record.resource < b.record.resource ? -1 : a.record.resource > b.record.resource ? 1 : 0),
+  const arranged = arrange(
+    states.map((s) => ({ ...s, resource: s.record.resource, owner: s.record.owner })),
+    (s) => s.state === 'held' || s.state === 'at-risk',
+  ).filter((a) => input.fairLine === true || a.fairLine === undefined);
+  // The most urgent state among a name's records places the whole name.
+  const rank = new Map<string, number>();
+  for (const a of arranged)
+    rank.set(a.key.name, Math.min(rank.get(a.key.name) ?? 3, ORDER[a.item.state]));
+  const order = new Map(arranged.map((a, i) => [a, i]));
+  arranged.sort(
+    (a, b) => rank.get(a.key.name)! - rank.get(b.key.name)! || order.get(a)! - order.get(b)!,
   );
+  const views = arranged.map((a) => ({ ...a.item, label: a.label, shownOwner: a.owner }));
   const counts = new Map<LeaseState, number>();
   for (const v of views) counts.set(v.state, (counts.get(v.state) ?? 0) + 1);
   const summary = (['held', 'at-risk', 'expired', 'released'] as const)
     .map((s) => `${counts.get(s) ?? 0} ${s}`)
     .join(', ');
   const events = input.events.slice(-EVENT_LINES);
+  const labels = new Map(arranged.map((a) => [a.item.resource, a.label]));
   const room = Math.max(1, input.rows - 5 - (events.length > 0 ? events.length + 1 : 0));
   const shown = views.slice(0, room);
-  const name = (text: string): string => visible(text);
-  const resW = Math.min(40, Math.max(8, ...shown.map((v) => name(v.record.resource).length)));
-  const ownW = Math.min(24, Math.max(5, ...shown.map((v) => name(v.record.owner).length)));
+  const resW = Math.min(40, Math.max(8, ...shown.map((v) => v.label.length)));
+  const ownW = Math.min(24, Math.max(5, ...shown.map((v) => v.shownOwner.length)));
   const fit = (text: string, w: number): string =>
     text.length <= w ? text.padEnd(w) : `${text.slice(0, w - 1)}…`;
   const lines = [
@@ -67,7 +78,7 @@ export function frameLines(input: FrameInput): string[] {
       r.owner === ''
         ? '-'.padEnd(BAR + 9)
         : `${bar(r.expiresAt - now, v.ttl, v.state, color)} ${formatDuration(r.expiresAt - now).padStart(7)} `;
-    const line = `${fit(name(r.resource), resW)}  ${fit(r.owner === '' ? '-' : name(r.owner), ownW)}  ${String(r.token).padStart(7)}  ${left}${paint(color, v.state, COLORS[v.state])}`;
+    const line = `${fit(v.label, resW)}  ${fit(r.owner === '' ? '-' : v.shownOwner, ownW)}  ${String(r.token).padStart(7)}  ${left}${paint(color, v.state, COLORS[v.state])}`;
     lines.push(cut(line, width, color));
   }
   if (views.length > shown.length)
@@ -76,7 +87,8 @@ export function frameLines(input: FrameInput): string[] {
     );
   if (events.length > 0) {
     lines.push(paint(color, 'recent changes', COLORS.dim));
-    for (const e of events) lines.push(cut(eventLine(e, color), width, color));
+    for (const e of events)
+      lines.push(cut(eventLine(e, color, labels.get(e.resource)), width, color));
   }
   return lines;
 }

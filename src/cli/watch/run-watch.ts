@@ -1,3 +1,4 @@
+import { isLive } from '../../core/lease.js';
 import type { LeaseStore } from '../../core/store.js';
 import type { ChangeEvent } from '../dashboard/change-event.js';
 import { LeaseObserver, type ObserverUpdate } from '../dashboard/observer.js';
@@ -7,6 +8,7 @@ import { quoted, visible } from '../escape.js';
 import { colorEnabled } from './color.js';
 import { eventLine } from './event-line.js';
 import { frameLines } from './frame.js';
+import { eventJson, isFairLineEvent, labelsFor } from './labels.js';
 
 export type WatchMode = 'tty' | 'plain' | 'json';
 
@@ -17,6 +19,8 @@ export interface WatchOptions {
   prefix: string;
   pollMs: number;
   mode: WatchMode;
+  /** Whether to show records of fair lines (hidden by default). */
+  fairLine?: boolean;
   /** Turns an error into the one line to show (password scrubbed). */
   describe: (error: unknown) => string;
   out?: NodeJS.WriteStream;
@@ -57,6 +61,7 @@ export async function runWatch(options: WatchOptions): Promise<void> {
       columns: out.columns ?? 80,
       rows: out.rows ?? 24,
       color,
+      fairLine: options.fairLine === true,
     });
     out.write(`${drawn > 0 ? `\x1b[${drawn}F\x1b[J` : ''}${lines.join('\n')}\n`);
     drawn = lines.length;
@@ -76,12 +81,28 @@ export async function runWatch(options: WatchOptions): Promise<void> {
     if (lastError !== undefined && mode === 'plain')
       process.stderr.write('leasehold: the store answers again\n');
     lastError = undefined;
+    const events = options.fairLine
+      ? update.events
+      : update.events.filter((e) => !isFairLineEvent(e));
     if (mode === 'json') {
-      for (const event of update.events) out.write(`${JSON.stringify(event)}\n`);
+      for (const event of events) out.write(`${JSON.stringify(eventJson(event))}\n`);
     } else if (mode === 'plain') {
-      for (const event of update.events) out.write(`${eventLine(event, plainColor)}\n`);
+      if (events.length === 0) return;
+      const now = Date.now();
+      const skew = options.store.maxClockSkewMs;
+      const labels = labelsFor(observer.tracker.tracked.values(), events, (r) =>
+        isLive(r, now, skew),
+      );
+      // The records present at the start come in the order `list` shows them.
+      const order = new Map([...labels.keys()].map((resource, i) => [resource, i]));
+      const rank = (e: ChangeEvent): number => (e.type === 'seen' ? order.get(e.resource)! : -1);
+      const lines = events.some((e) => e.type === 'seen')
+        ? [...events].sort((a, b) => rank(a) - rank(b))
+        : events;
+      for (const event of lines)
+        out.write(`${eventLine(event, plainColor, labels.get(event.resource)?.label)}\n`);
     } else {
-      recent.push(...update.events);
+      recent.push(...events);
       if (recent.length > KEEP_EVENTS) recent.splice(0, recent.length - KEEP_EVENTS);
       draw();
     }
