@@ -190,8 +190,9 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
    * leaves the expiry alone. Checked synchronously first: a value that is neither a string nor
    * bytes, or over `LIMITS.dataMaxBytes`, is refused with `INVALID_ARGUMENT`; a lease no longer
    * valid (lost, released, or past its deadline even on a frozen loop) with `LEASE_LOST`, nothing
-   * sent. Rejects with `LEASE_LOST` (and the lease is lost) when the store says the record is no
-   * longer this grant's; the value was then not written.
+   * sent (`LEASE_RELEASED` once this holder released it). Rejects with `LEASE_LOST` (and the
+   * lease is lost) when the store says the record is no longer this grant's; the value was then
+   * not written.
    */
   writeData(data: LeaseData | null): Promise<void> {
     return this.keeper.writeLeaseData(this, data);
