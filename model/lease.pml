@@ -39,6 +39,11 @@
  *   BLIND_PICK           broken, with NPERM: the permit picked from a look is written without the
  *                        CAS checking it is still free
  *   REACH_ALL_PERMITS    sanity, with NPERM: fails once NPERM clients believe at once
+ *   DATA                 lease data: a holder writes it (store.writeData) while it believes; the
+ *                        store's CAS compares owner and token; a grant reads what is there
+ *   WRITE_UNCHECKED      broken, with DATA: the store writes the data without comparing owner and
+ *                        token (a plain write), so a paused ex-holder's late write lands
+ *   REACH_DATA_WRITE     sanity, with DATA: fails once a data write lands
  *   NCLIENTS=3, NSLOT=1, MAXTOK=n, MAXDELAY=n, SKEW=n   other bounds
  */
 
@@ -115,6 +120,7 @@
 #define ACQ 1 /* store.tryAcquire */
 #define REN 2 /* store.renewMany */
 #define REL 3 /* store.release */
+#define WRT 4 /* store.writeData */
 
 /* ---- the store's records, one per permit: LeaseRecord, src/core/lease.ts; permit p > 0 is the
  * record name + U+0001 'permit=' + p (src/core/permits.ts) ---- */
@@ -122,6 +128,9 @@ byte owner[NPERM]; /* 0 = '' (released or never held); client i is i + 1 */
 byte token[NPERM]; /* the fencing token: strictly increasing per record, never reset */
 short exp[NPERM]; /* expiresAt - now, on the clock that wrote it (see casNow) */
 byte grants; /* grants so far, all permits together (bounded by MAXTOK) */
+#ifdef DATA
+byte dtok; /* the token the record's lease data was written under (0 = none written) */
+#endif
 
 /* ---- the network: one slot per message, delivered in any order, or lost ---- */
 byte stage[NMSG];
@@ -228,6 +237,10 @@ inline cas(s) {
     :: else ->
       token[p]++; /* token := token + 1, never reset */
       grants++;
+#ifdef DATA
+      /* the grant reads the data there: written under an earlier token, never this one or later */
+      assert(dtok < token[p]);
+#endif
       owner[p] = c + 1;
       exp[p] = at + TTL; /* expiresAt := now + ttl */
       stok[s] = token[p];
@@ -252,6 +265,26 @@ inline cas(s) {
     :: else -> ok[s] = 0 /* null */
     fi;
     stage[s] = REP
+#ifdef DATA
+  :: kind[s] == WRT ->
+    /* MemoryStore.doWriteData: owner = me and token = mine; data := the value. Nothing at the
+     * client waits on the answer here: a refusal would only end its belief earlier. */
+    if
+#ifdef WRITE_UNCHECKED
+    :: true ->
+#else
+    :: owner[0] == c + 1 && token[0] == stok[s] ->
+#endif
+      /* a value lands only under the record's current grant: never after a later grant */
+      assert(stok[s] == token[0]);
+#ifdef REACH_DATA_WRITE
+      assert(false);
+#endif
+      dtok = stok[s]
+    :: else -> skip
+    fi;
+    drop(s)
+#endif
   :: kind[s] == REL ->
     /* MemoryStore.doReleaseMany: owner = me and token = mine; owner := '', expiresAt := 0.
      * Nothing at the client waits on the answer: it travels as a lost one. */
@@ -441,6 +474,12 @@ proctype Client(byte i) {
        * late (a frozen event loop); believes() does not wait for it. */
       held[i] && dl[i] == 0 -> unhold(i)
     }
+#ifdef DATA
+  :: atomic {
+      /* HeldLease.writeData: sent only if isValid() (checked before sending); it may land late */
+      believes(i) && hasFree(i) -> send(i, WRT, mytok[i]); s = 0
+    }
+#endif
   :: atomic {
       /* work under the lease: if (lease.isValid()) write(..., lease.token). The write reaches
        * the downstream now, or later (the client froze between the check and the write). */

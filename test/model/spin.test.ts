@@ -127,6 +127,10 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
       permitsStore: [...PERMITS, '-DCLOCK_STORE'],
       permitsBlind: [ONE, '-DNPERM=2', '-DBLIND_PICK'],
       permitsAll: [ONE, '-DNPERM=2', '-DREACH_ALL_PERMITS'],
+      dataLocal: [ONE, '-DDATA', '-DMAXTOK=2'],
+      dataStore: [ONE, '-DDATA', '-DMAXTOK=2', '-DCLOCK_STORE'],
+      dataUnchecked: [ONE, '-DDATA', '-DMAXTOK=2', '-DWRITE_UNCHECKED'],
+      dataReach: [ONE, '-DDATA', '-DREACH_DATA_WRITE'],
     });
   });
 
@@ -159,6 +163,9 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
 
   safe('permitsLocal', "two permits picked in one CAS, a 'local' clock store", 500_000);
   safe('permitsStore', "two permits picked in one CAS, a 'store' clock store", 500_000);
+
+  safe('dataLocal', "lease data written under the token, a 'local' clock store", 500_000);
+  safe('dataStore', "lease data written under the token, a 'store' clock store", 500_000);
 
   const broken = (name: string, what: string): void => {
     it(`${what}: SPIN finds two clients believing at once`, async () => {
@@ -193,6 +200,18 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
     const o = await outcome('takeover');
     expect(o.errors, describeOutcome(o)).toBeGreaterThan(0);
     expect(o.output).toMatch(/assertion violated \(\(firstHolder==0\)/);
+  }, 180_000);
+
+  it("finds a paused ex-holder's late data write landing after a newer grant when the store does not compare owner and token", async () => {
+    const o = await outcome('dataUnchecked');
+    expect(o.errors, describeOutcome(o)).toBeGreaterThan(0);
+    expect(o.output).toMatch(/assertion violated \(stok\[0\]==token\[0\]\)/);
+  }, 180_000);
+
+  it('reaches a data write landing', async () => {
+    const o = await outcome('dataReach');
+    expect(o.errors, describeOutcome(o)).toBeGreaterThan(0);
+    expect(o.output).toMatch(/assertion violated 0/);
   }, 180_000);
 
   it('reaches both permits of a name believed at once', async () => {

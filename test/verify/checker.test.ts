@@ -255,3 +255,51 @@ describe('the checker with --permits N', () => {
     expect(result.liveness).toEqual([]);
   });
 });
+
+describe('the checker on progress kept as lease data', () => {
+  const read = (owner: string, token: number, from: number, to: number, r: number | null) => ({
+    ...b(owner, token, from, to),
+    read: r === null ? null : { token: token - 1, n: r },
+  });
+  const landed = (owner: string, token: number, n: number, at: number): HistoryRecord => ({
+    type: 'data',
+    resource: 'r',
+    owner,
+    token,
+    n,
+    at,
+    outcome: 'landed',
+  });
+
+  it('accepts progress counted on from what each grant read', () => {
+    const result = checkRecords([
+      run,
+      read('A', 1, 0, 100, null),
+      landed('A', 1, 1, 10),
+      landed('A', 1, 2, 20),
+      read('B', 2, 150, 300, 2),
+      landed('B', 2, 3, 160),
+    ]);
+    expect(result.data.violations).toEqual([]);
+    expect(result.data.landed).toBe(3);
+    expect(result.safe).toBe(true);
+  });
+
+  it("fails on an ex-holder's write that landed after a newer grant read, and on reads going backwards", () => {
+    const late = checkRecords([
+      run,
+      read('A', 1, 0, 100, null),
+      landed('A', 1, 1, 10),
+      read('B', 2, 150, 300, 1),
+      landed('A', 1, 2, 170), // acknowledged after B's grant read 1: it landed after it
+    ]);
+    expect(late.safe).toBe(false);
+    expect(late.data.violations.map((v) => [v.kind, v.grant.owner, v.other.n])).toEqual([
+      ['late-write', 'B', 2],
+    ]);
+    const backwards = checkRecords([run, read('A', 1, 0, 100, 5), read('B', 2, 150, 300, 3)]);
+    expect(backwards.data.violations.map((v) => v.kind)).toEqual(['backwards']);
+    const stale = checkRecords([run, { ...b('A', 3, 0, 100), read: { token: 3, n: 1 } }]);
+    expect(stale.data.violations.map((v) => v.kind)).toEqual(['stale-read']);
+  });
+});

@@ -9,6 +9,7 @@ interface Open {
   from: number;
   /** The holder's latest deadline, on the host clock. */
   until: number;
+  read?: { token: number; n: number } | null;
   ended?: number;
   how?: string;
 }
@@ -36,6 +37,7 @@ export class Beliefs {
           token: event.token,
           from: event.at,
           until: event.until,
+          ...(event.read === undefined ? {} : { read: event.read }),
         });
         return;
       case 'renewed':
@@ -66,6 +68,7 @@ export class Beliefs {
         from: floorUs(b.from),
         to: ceilUs(Math.min(ended, b.until)),
         how,
+        ...(b.read === undefined ? {} : { read: b.read }),
       };
     });
   }

@@ -1,6 +1,7 @@
 import { parsePermit } from '../../core/permits.js';
 import type {
   BeliefRecord,
+  DataRecord,
   FaultRecord,
   HistoryRecord,
   RunRecord,
@@ -43,6 +44,21 @@ export interface StaleAccepted {
   after: number;
 }
 
+/**
+ * Progress kept as lease data that breaks the guarantee: a grant that read a value written under
+ * its own token or a later one (`stale-read`), a value under an older token landing after a newer
+ * grant read (`late-write`: the newer grant read less than it), or a grant reading less than an
+ * earlier grant did (`backwards`).
+ */
+export interface DataViolation {
+  resource: string;
+  kind: 'stale-read' | 'late-write' | 'backwards';
+  /** The grant that saw it. */
+  grant: { owner: string; token: number; from: number; read: number };
+  /** The other side: the write that landed, or the earlier grant. */
+  other: { owner: string; token: number; n: number; at: number };
+}
+
 /** A wanted resource unowned longer than the bound while a worker was live. */
 export interface LivenessGap {
   resource: string;
@@ -70,6 +86,8 @@ export interface CheckResult {
   /** The most owners of one resource (of its permits together) believing at one instant. */
   mostOwners: number;
   staleAccepted: StaleAccepted[];
+  /** Progress kept as lease data (on stores that keep it): writes and violations. */
+  data: { landed: number; refused: number; errors: number; violations: DataViolation[] };
   liveness: LivenessGap[];
   beliefs: number;
   handovers: number;
@@ -124,6 +142,8 @@ export function checkRecords(records: readonly HistoryRecord[]): CheckResult {
     }
   }
   const staleAccepted = staleWrites(writes);
+  const dataRecords = records.filter((r): r is DataRecord => r.type === 'data');
+  const dataViolations = progressViolations(byResource, dataRecords);
   const permits = run?.permits ?? 1;
   // Per permit record above; per name here: never more than N at once, and (liveness) a name is
   // served while any of its permits is held.
@@ -150,7 +170,8 @@ export function checkRecords(records: readonly HistoryRecord[]): CheckResult {
       overlaps.length === 0 &&
       tokenOrder.length === 0 &&
       tooMany.length === 0 &&
-      staleAccepted.length === 0,
+      staleAccepted.length === 0 &&
+      dataViolations.length === 0,
     overlaps,
     tokenOrder,
     tooMany,
@@ -160,6 +181,12 @@ export function checkRecords(records: readonly HistoryRecord[]): CheckResult {
     liveness,
     beliefs: beliefs.length,
     handovers,
+    data: {
+      landed: dataRecords.filter((d) => d.outcome === 'landed').length,
+      refused: dataRecords.filter((d) => d.outcome === 'refused').length,
+      errors: dataRecords.filter((d) => d.outcome === 'error').length,
+      violations: dataViolations,
+    },
     writes: {
       accepted: writes.filter((w) => w.outcome === 'accepted').length,
       rejected: writes.filter((w) => w.outcome === 'rejected').length,
@@ -191,6 +218,59 @@ function staleWrites(writes: readonly WriteRecord[]): StaleAccepted[] {
     else highest.set(w.resource, w.token);
   }
   return stale;
+}
+
+/**
+ * The lease-data guarantee, per record: each holder counts on from the progress its grant read,
+ * so the values that land are strictly increasing in landing order exactly when no write under an
+ * older token lands after a newer grant. Hence every acknowledged write under a token below a
+ * grant's is at most what that grant read, a grant never reads a value of its own token or a
+ * later one, and reads never go down from grant to grant.
+ */
+function progressViolations(
+  byResource: Map<string, BeliefRecord[]>,
+  dataRecords: readonly DataRecord[],
+): DataViolation[] {
+  const out: DataViolation[] = [];
+  const landed = groupBy(
+    dataRecords.filter((d) => d.outcome === 'landed'),
+    (d) => d.resource,
+  );
+  for (const [resource, list] of byResource) {
+    const grants = list
+      .filter((b) => b.read !== undefined)
+      .sort((a, b) => a.token - b.token || a.from - b.from);
+    let previous: BeliefRecord | undefined;
+    for (const g of grants) {
+      const read = g.read?.n ?? 0;
+      const grant = { owner: g.owner, token: g.token, from: g.from, read };
+      if (g.read && g.read.token >= g.token)
+        out.push({
+          resource,
+          kind: 'stale-read',
+          grant,
+          other: { owner: '?', token: g.read.token, n: g.read.n, at: g.from },
+        });
+      for (const w of landed.get(resource) ?? [])
+        if (w.token < g.token && w.n > read)
+          out.push({
+            resource,
+            kind: 'late-write',
+            grant,
+            other: { owner: w.owner, token: w.token, n: w.n, at: w.at },
+          });
+      const before = previous?.read?.n ?? 0;
+      if (previous && previous.token < g.token && read < before)
+        out.push({
+          resource,
+          kind: 'backwards',
+          grant,
+          other: { owner: previous.owner, token: previous.token, n: before, at: previous.from },
+        });
+      previous = g;
+    }
+  }
+  return out;
 }
 
 /** When each worker was live (joined, not yet ended), as `[from, to]` on the host clock. */

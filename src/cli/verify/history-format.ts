@@ -42,6 +42,22 @@ export interface BeliefRecord {
   to: number;
   /** `released`, `lost`, `deadline` (the deadline came first), `died` (killed: its last deadline). */
   how: string;
+  /** On a store with lease data: the progress the grant carried (`null`: none yet). */
+  read?: { token: number; n: number } | null;
+}
+
+/**
+ * A progress write as lease data: the holder of `token` wrote count `n`; `landed` when the store
+ * acknowledged it by `at`.
+ */
+export interface DataRecord {
+  type: 'data';
+  resource: string;
+  owner: string;
+  token: number;
+  n: number;
+  at: number;
+  outcome: 'landed' | 'refused' | 'error';
 }
 
 /** One fenced write attempt. `commit` orders accepted writes as the downstream committed them. */
@@ -86,7 +102,7 @@ export interface EndRecord {
 }
 
 export type HistoryRecord =
-  RunRecord | BeliefRecord | WriteRecord | FaultRecord | WorkerRecord | EndRecord;
+  RunRecord | BeliefRecord | WriteRecord | DataRecord | FaultRecord | WorkerRecord | EndRecord;
 
 export function historyLine(record: HistoryRecord): string {
   return `${JSON.stringify(record)}\n`;
@@ -96,6 +112,14 @@ const NEEDS: Record<HistoryRecord['type'], Record<string, 'string' | 'number'>> 
   run: { ttlMs: 'number', livenessBoundMs: 'number', startedAt: 'number' },
   belief: { resource: 'string', owner: 'string', token: 'number', from: 'number', to: 'number' },
   write: { resource: 'string', owner: 'string', token: 'number', at: 'number', outcome: 'string' },
+  data: {
+    resource: 'string',
+    owner: 'string',
+    token: 'number',
+    n: 'number',
+    at: 'number',
+    outcome: 'string',
+  },
   fault: { kind: 'string', at: 'number' },
   worker: { worker: 'string', event: 'string', at: 'number' },
   end: { at: 'number' },

@@ -182,6 +182,17 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
           ...(event.commit === undefined ? {} : { commit: event.commit }),
         });
         return;
+      case 'data':
+        records.push({
+          type: 'data',
+          resource: event.resource,
+          owner: event.w,
+          token: event.token,
+          n: event.n,
+          at: event.at,
+          outcome: event.outcome,
+        });
+        return;
       case 'stalled': {
         const fault = stalls.get(event.w);
         if (fault) {

@@ -9,7 +9,8 @@ export function verdictLine(result: CheckResult): string {
     result.overlaps.length +
     result.tokenOrder.length +
     result.tooMany.length +
-    result.staleAccepted.length;
+    result.staleAccepted.length +
+    result.data.violations.length;
   const what = `${result.beliefs} beliefs, ${result.handovers} handovers, ${result.writes.accepted} writes accepted, ${result.writes.rejected} rejected by the fence`;
   const live =
     result.liveness.length === 0 ? '' : `; liveness: ${result.liveness.length} gaps (see above)`;
@@ -61,6 +62,14 @@ export function checkText(result: CheckResult, origin = 0): string {
         `${visible(s.resource)}: write by ${visible(s.owner)} under token ${s.token} at ${t(s.at)} accepted after token ${s.after}`,
     ),
   );
+  if (result.data.landed + result.data.refused + result.data.violations.length > 0)
+    section(
+      `lease data: progress never from a stale token, never backwards (${result.data.landed} writes landed, ${result.data.refused} refused)`,
+      result.data.violations.map(
+        (v) =>
+          `${visible(v.resource)}: ${v.kind}: the grant of ${visible(v.grant.owner)} (token ${v.grant.token}, from ${t(v.grant.from)}) read ${v.grant.read}; ${visible(v.other.owner)} under token ${v.other.token} had ${v.other.n} (at ${t(v.other.at)})`,
+      ),
+    );
   const bound = result.livenessBoundMs === null ? '' : ` (bound ${d(result.livenessBoundMs)})`;
   lines.push(
     `${result.liveness.length === 0 ? 'ok  ' : 'GAP '}  liveness: no wanted resource left unowned too long while a worker was live${bound}`,

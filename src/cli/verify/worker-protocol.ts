@@ -23,6 +23,12 @@ export interface VerifyWorkerConfig {
 
 export const VERIFY_WORKER_ENV = 'LEASEHOLD_VERIFY_WORKER';
 
+/** The progress a worker keeps as lease data: the count `n`, written under `token`. */
+export interface Progress {
+  token: number;
+  n: number;
+}
+
 interface Fact {
   w: string;
   resource: string;
@@ -32,8 +38,11 @@ interface Fact {
 
 export type VerifyEvent =
   | { e: 'ready'; w: string; pid: number; at: number }
-  /** The lease reached the holder's code: it believes from `at` until `until` (its deadline). */
-  | (Fact & { e: 'acquired'; until: number })
+  /**
+   * The lease reached the holder's code: it believes from `at` until `until` (its deadline). On a
+   * store with lease data, `read` is the progress the grant carried (`null`: none yet).
+   */
+  | (Fact & { e: 'acquired'; until: number; read?: Progress | null })
   /** A renewal landed: the deadline is now `until`. */
   | (Fact & { e: 'renewed'; until: number })
   /** The release is about to leave: the belief ended at `at`. */
@@ -41,6 +50,8 @@ export type VerifyEvent =
   /** The holder noticed the loss at `at`; its belief ended at `until` if that is earlier. */
   | (Fact & { e: 'lost'; until: number })
   | (Fact & { e: 'write'; outcome: 'accepted' | 'rejected' | 'error'; commit?: number })
+  /** A progress write as lease data (`writeData`): `landed` when the store took it, at `at`. */
+  | (Fact & { e: 'data'; n: number; outcome: 'landed' | 'refused' | 'error' })
   /** The event loop was blocked from `at` to `until` (the `stall` fault). */
   | { e: 'stalled'; w: string; at: number; until: number }
   | { e: 'warn'; w: string; at: number; message: string };

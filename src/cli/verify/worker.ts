@@ -16,6 +16,7 @@ import { insertWrite, openDownstream } from '../demo/downstream.js';
 import { hostNow, workerClock } from './host-clock.js';
 import {
   VERIFY_WORKER_ENV,
+  type Progress,
   type StallMessage,
   type VerifyEvent,
   type VerifyWorkerConfig,
@@ -58,12 +59,51 @@ process.on('message', (message: StallMessage) => {
  * `lease.isValid()`: a write already in flight when the process froze still goes out when it
  * wakes, and only the fence stops it.
  */
-function writeLoop(downstream: string): (lease: HeldLease) => Promise<void> {
+/** The progress a grant carried as lease data, if the store keeps it; `undefined` where not. */
+function progressOf(lease: HeldLease, store: LeaseStore): Progress | null | undefined {
+  if (!store.capabilities.data) return undefined;
+  if (lease.data === null) return null;
+  try {
+    const value = JSON.parse(
+      typeof lease.data === 'string' ? lease.data : Buffer.from(lease.data).toString(),
+    ) as Progress;
+    if (Number.isSafeInteger(value.token) && Number.isSafeInteger(value.n)) return value;
+  } catch {
+    // reported below
+  }
+  warn(`lease data of ${lease.key} is not progress: ${String(lease.data).slice(0, 80)}`);
+  return { token: -1, n: -1 };
+}
+
+/**
+ * On a store with lease data, after each fenced write the holder also writes its progress (a
+ * count that goes on from the one its grant carried) with `writeData`, and reports the outcome.
+ */
+async function writeProgress(lease: HeldLease, progress: Progress): Promise<void> {
+  const n = progress.n + 1;
+  try {
+    await lease.writeData(JSON.stringify({ token: lease.token, n }));
+    progress.n = n;
+    report({ e: 'data', ...fact(lease), n, outcome: 'landed' });
+  } catch (error) {
+    const lost = (error as { code?: string }).code;
+    report({
+      e: 'data',
+      ...fact(lease),
+      n,
+      outcome: lost === 'LEASE_LOST' || lost === 'LEASE_RELEASED' ? 'refused' : 'error',
+    });
+  }
+}
+
+function writeLoop(downstream: string, store: LeaseStore): (lease: HeldLease) => Promise<void> {
   const fence = new SqliteFence(openDownstream(downstream));
   let insert: ReturnType<typeof insertWrite> | undefined;
   const [min, max] = config!.writeEveryMs;
   return async (lease) => {
     const signal = lease.signal;
+    const read = progressOf(lease, store);
+    const progress = read === undefined ? undefined : { token: lease.token, n: read?.n ?? 0 };
     for (let seq = 1; !signal.aborted; seq++) {
       await sleep(min + Math.random() * (max - min));
       try {
@@ -82,6 +122,7 @@ function writeLoop(downstream: string): (lease: HeldLease) => Promise<void> {
         report({ e: 'write', ...fact(lease), outcome: 'error' });
         warn(`write failed: ${message(error)}`);
       }
+      if (progress && !signal.aborted) await writeProgress(lease, progress);
     }
   };
 }
@@ -105,10 +146,10 @@ async function join(): Promise<void> {
     heartbeatMs: config!.heartbeatMs,
     reconcileMs: config!.reconcileMs,
     clock,
-    onAcquired: writeLoop(config!.downstream),
+    onAcquired: writeLoop(config!.downstream, store),
   });
   manager.on('acquired', (lease) => {
-    report({ e: 'acquired', ...fact(lease), until: lease.validUntil });
+    report({ e: 'acquired', ...fact(lease), until: lease.validUntil, ...readOf(lease, store) });
     lease.on('renewed', () => report({ e: 'renewed', ...fact(lease), until: lease.validUntil }));
   });
   manager.on('released', (lease) =>
@@ -137,7 +178,7 @@ async function contend(permits: number): Promise<void> {
     heartbeatMs: config!.heartbeatMs,
     clock,
   });
-  const work = writeLoop(config!.downstream);
+  const work = writeLoop(config!.downstream, store);
   let stopping = false;
   client.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: lease.validUntil }));
   const loop = async (name: string): Promise<void> => {
@@ -152,7 +193,7 @@ async function contend(permits: number): Promise<void> {
         await sleep(50);
         continue;
       }
-      report({ e: 'acquired', ...fact(lease), until: lease.validUntil });
+      report({ e: 'acquired', ...fact(lease), until: lease.validUntil, ...readOf(lease, store) });
       lease.on('renewed', () => report({ e: 'renewed', ...fact(lease), until: lease.validUntil }));
       const working = work(lease);
       const holdMs = config!.ttlMs * (0.5 + 2 * Math.random());
@@ -177,6 +218,11 @@ async function contend(permits: number): Promise<void> {
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop(signal));
   report({ e: 'ready', w, pid: process.pid, at: hostNow() });
+}
+
+function readOf(lease: HeldLease, store: LeaseStore): { read?: Progress | null } {
+  const read = progressOf(lease, store);
+  return read === undefined ? {} : { read };
 }
 
 function warn(text: string): void {
