@@ -2,6 +2,7 @@ import { isLive } from '../core/lease.js';
 import type { LeaseRecord, LeaseStore } from '../index.js';
 import { formatRelative } from './duration.js';
 import { keyFields } from './record-key.js';
+import { quoted } from './escape.js';
 
 export type RecordState = 'held' | 'expired' | 'released';
 
@@ -19,6 +20,29 @@ export interface RecordView {
   state: RecordState;
   /** `expiresAt − now`; `null` once released. */
   expiresInMs: number | null;
+  /** The record's lease data, when it has some: a string as is, bytes as base64. */
+  data?: string | { base64: string };
+}
+
+/** Lease data as JSON can carry it: a string as is, bytes as `{ base64 }`. */
+export function dataView(data: LeaseRecord['data']): RecordView['data'] {
+  if (data === null || data === undefined) return undefined;
+  return typeof data === 'string' ? data : { base64: Buffer.from(data).toString('base64') };
+}
+
+/**
+ * Lease data for a terminal: a string quoted and escaped, bytes as their size and base64, either
+ * cut at `max` characters with the full size said.
+ */
+export function dataText(data: RecordView['data'], max = 200): string {
+  if (data === undefined) return '-';
+  const cut = (text: string): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+  if (typeof data === 'string') {
+    const bytes = Buffer.byteLength(data, 'utf8');
+    return data.length > max ? `${quoted(cut(data))} (${bytes} bytes)` : quoted(data);
+  }
+  const bytes = Buffer.from(data.base64, 'base64').byteLength;
+  return `${bytes} bytes, base64 ${cut(data.base64)}`;
 }
 
 /**
@@ -28,6 +52,8 @@ export interface RecordView {
 export function viewRecord(record: LeaseRecord, now: number, skewMs: number): RecordView {
   const { resource, owner, token, expiresAt } = record;
   const { name, permit } = keyFields(resource);
+  const data = dataView(record.data);
+  const withData = data === undefined ? {} : { data };
   if (owner === '')
     return {
       resource,
@@ -38,9 +64,20 @@ export function viewRecord(record: LeaseRecord, now: number, skewMs: number): Re
       expiresAt,
       state: 'released',
       expiresInMs: null,
+      ...withData,
     };
   const state = isLive(record, now, skewMs) ? 'held' : 'expired';
-  return { resource, name, permit, owner, token, expiresAt, state, expiresInMs: expiresAt - now };
+  return {
+    resource,
+    name,
+    permit,
+    owner,
+    token,
+    expiresAt,
+    state,
+    expiresInMs: expiresAt - now,
+    ...withData,
+  };
 }
 
 /** `2025-01-01T00:00:00.000Z (in 12.3s)`, or `-` once released. */

@@ -1,6 +1,13 @@
 import type { Command } from 'commander';
 import type { LeaseRecord, LeaseStore } from '../../index.js';
-import { clockNote, expiresText, fields, viewRecord, type RecordView } from '../format.js';
+import {
+  clockNote,
+  dataText,
+  expiresText,
+  fields,
+  viewRecord,
+  type RecordView,
+} from '../format.js';
 import { TableListing, jsonView } from '../listing.js';
 import { arrangeViews } from '../name-groups.js';
 import { CliFailure, print, printJson } from '../output.js';
@@ -89,6 +96,7 @@ function printOne(view: RecordView, store: LeaseStore, json: boolean): void {
       ['token', String(view.token)],
       ['state', view.state],
       ['expires', expiresText(view)],
+      ...(view.data === undefined ? [] : [['data', dataText(view.data)] as [string, string]]),
     ]),
   );
   const note = clockNote(store);
