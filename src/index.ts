@@ -104,7 +104,15 @@ export { HeldGroup } from './client/held-group.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';
 export { LeaseManager, type LeaseManagerEvents, type StopOptions } from './fleet/lease-manager.js';
 export type { LeaseManagerOptions, WantedResources } from './fleet/manager-options.js';
-export { elect, type ElectOptions, type Election } from './fleet/election.js';
+export {
+  elect,
+  observeLeader,
+  type ElectOptions,
+  type Election,
+  type LeaderInfo,
+  type LeaderObserver,
+  type ObserveLeaderOptions,
+} from './fleet/election.js';
 export {
   FenceGuard,
   SqliteFence,

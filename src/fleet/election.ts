@@ -1,6 +1,8 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { checkKnownKeys, checkResource, describe, LIMITS, optionKeys } from '../core/options.js';
-import type { LeaseStore } from '../core/store.js';
+import { isLive, type LeaseData } from '../core/lease.js';
+import { checkData } from '../core/lease-data.js';
+import type { LeaseStore, WatchListener } from '../core/store.js';
 import { sleep, systemClock, type Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
@@ -28,6 +30,24 @@ export interface ElectOptions {
   onError?: (error: unknown) => void;
   /** Where time comes from; inject a `ManualClock` in tests. @default the system clock */
   clock?: Clock;
+  /**
+   * What this candidate publishes with its term once elected (its address, say): written as the
+   * lease's data under the term's token before `onElected` runs, read by `leader()` and
+   * `observeLeader`. Needs a store with `capabilities.data`.
+   */
+  data?: LeaseData;
+}
+
+/** Who leads an election now, as the store has it. */
+export interface LeaderInfo {
+  /** The leader's owner id. */
+  readonly owner: string;
+  /** The term's fencing token: rises with every new term. */
+  readonly token: number;
+  /** What the leader published for this term (`ElectOptions.data`); `null` until it has. */
+  readonly data: LeaseData | null;
+  /** When the term lapses unless renewed, on the store's time. */
+  readonly expiresAt: number;
 }
 
 /** A running campaign, as `elect` returns it. */
@@ -36,6 +56,8 @@ export interface Election {
   isLeader(): boolean;
   /** The leadership lease while leader; its `token` fences the leader's writes. */
   readonly lease: HeldLease | undefined;
+  /** The current leader as the store has it (this process or another), or `null` when none. */
+  leader(): Promise<LeaderInfo | null>;
   /** Steps down (releasing the lease so another candidate takes over at once) and stops campaigning. */
   stop(): Promise<void>;
   /** `await using election = elect(…)` stops it at the end of the block. */
@@ -61,6 +83,7 @@ const ELECT_KEYS = optionKeys<ElectOptions>({
   onDemoted: true,
   onError: true,
   clock: true,
+  data: true,
 });
 
 /** The longest election name, in UTF-8 bytes: `election/<name>` must be a valid resource name. */
@@ -94,6 +117,13 @@ export function elect(options: ElectOptions): Election {
     if (callback !== undefined && typeof callback !== 'function')
       throw invalidArgument(field, `must be a function, got ${describe(callback)}`);
   }
+  const published =
+    options.data === undefined ? undefined : (checkData(options.data, 'data') ?? undefined);
+  if (published !== undefined && !options.store.capabilities?.data)
+    throw new LeaseError(
+      ErrorCode.NOT_SUPPORTED,
+      'elect data: this store does not keep lease data (capabilities.data is false)',
+    );
   const client = new LeaseClient({
     store: options.store,
     owner: options.owner,
@@ -120,6 +150,9 @@ export function elect(options: ElectOptions): Election {
       let reason: 'lost' | 'stopped' | 'failed' = 'lost';
       let failure: unknown;
       try {
+        // Published under this term's token, tagged with it, so a reader never takes the last
+        // term's value for this one's.
+        if (published !== undefined) await lease.writeData(termData(lease.token, published));
         await options.onElected(lease);
         await new Promise<void>((resolve) => {
           if (lease.signal.aborted) resolve();
@@ -162,6 +195,7 @@ export function elect(options: ElectOptions): Election {
     get lease() {
       return current;
     },
+    leader: () => readLeader(options.store, resource, options.clock ?? systemClock),
     async stop() {
       stopped.abort(
         new LeaseError(ErrorCode.CLIENT_CLOSED, `election ${JSON.stringify(options.name)} stopped`),
@@ -185,4 +219,135 @@ export function elect(options: ElectOptions): Election {
     },
   };
   return election;
+}
+
+/** The record's data for a term: the term's token and the candidate's value, as JSON text. */
+function termData(token: number, data: LeaseData): string {
+  return JSON.stringify(
+    typeof data === 'string'
+      ? { term: token, text: data }
+      : { term: token, base64: Buffer.from(data).toString('base64') },
+  );
+}
+
+/** The value published for term `token`, or `null` when the data is another term's (or none). */
+function termValue(data: LeaseData | null | undefined, token: number): LeaseData | null {
+  if (typeof data !== 'string') return null;
+  try {
+    const value = JSON.parse(data) as { term?: unknown; text?: unknown; base64?: unknown };
+    if (value.term !== token) return null;
+    if (typeof value.text === 'string') return value.text;
+    if (typeof value.base64 === 'string')
+      return new Uint8Array(Buffer.from(value.base64, 'base64'));
+  } catch {
+    // not an election's data
+  }
+  return null;
+}
+
+async function readLeader(
+  store: LeaseStore,
+  resource: string,
+  clock: Clock,
+): Promise<LeaderInfo | null> {
+  const record = await store.get(resource);
+  // A lapsed term has no leader, judged as a contender would (the store's allowance included).
+  const allowance = store.maxClockSkewMs + (store.expiryLagMs ?? 0);
+  if (!record || !isLive(record, clock.now(), allowance)) return null;
+  return {
+    owner: record.owner,
+    token: record.token,
+    data: termValue(record.data, record.token),
+    expiresAt: record.expiresAt,
+  };
+}
+
+/** What `observeLeader` is told, and how often it looks. */
+export interface ObserveLeaderOptions {
+  /** Called with the new leader (or `null`: none) each time the leader, its term or its data changes. */
+  onChange: (leader: LeaderInfo | null) => void;
+  /** How often, in ms, the record is read (besides the store's announcements). @default 1000 */
+  pollMs?: number;
+  /** Where time comes from. @default the system clock */
+  clock?: Clock;
+}
+
+/** A running observation, as `observeLeader` returns it. */
+export interface LeaderObserver {
+  /** The leader as last read (`undefined` before the first read). */
+  readonly current: LeaderInfo | null | undefined;
+  /** Stops reading and listening. */
+  stop(): void;
+}
+
+/**
+ * Follows who leads election `name` without campaigning: reads the record now, on every release
+ * or expiry the store announces (stores with `watch`), and every `pollMs`, and calls `onChange`
+ * when the leader, its term or its published data changed. Store errors are retried at the next
+ * look; the last answer stands meanwhile.
+ */
+export function observeLeader(
+  store: LeaseStore,
+  name: string,
+  options: ObserveLeaderOptions,
+): LeaderObserver {
+  const resource = `${RESOURCE_PREFIX}${checkElectionName(name)}`;
+  if (typeof options?.onChange !== 'function')
+    throw invalidArgument('onChange', `must be a function, got ${describe(options?.onChange)}`);
+  const pollMs = options.pollMs ?? 1000;
+  if (!Number.isInteger(pollMs) || pollMs < 10)
+    throw invalidArgument('pollMs', `must be an integer of at least 10, got ${describe(pollMs)}`);
+  const clock = options.clock ?? systemClock;
+  let current: LeaderInfo | null | undefined;
+  let stopped = false;
+  let reading = false;
+  let again = false;
+  const look = async (): Promise<void> => {
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = true;
+    try {
+      do {
+        again = false;
+        const next = await readLeader(store, resource, clock).catch(() => current);
+        if (stopped) return;
+        if (next !== undefined && !sameLeader(current, next)) {
+          current = next;
+          options.onChange(next);
+        }
+      } while (again && !stopped);
+    } finally {
+      reading = false;
+    }
+  };
+  const onEvent: WatchListener = (event) => {
+    if (event.resource === resource) void look();
+  };
+  const unwatch =
+    store.capabilities.watch && typeof store.watch === 'function'
+      ? store.watch(resource, onEvent)
+      : undefined;
+  const timer = setInterval(() => void look(), pollMs);
+  timer.unref();
+  void look();
+  return {
+    get current() {
+      return current;
+    },
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      unwatch?.();
+    },
+  };
+}
+
+function sameLeader(a: LeaderInfo | null | undefined, b: LeaderInfo | null): boolean {
+  if (a === undefined) return false;
+  if (a === null || b === null) return a === b;
+  const data = (d: LeaseData | null): string | null =>
+    d === null ? null : typeof d === 'string' ? `s${d}` : `b${Buffer.from(d).toString('base64')}`;
+  return a.owner === b.owner && a.token === b.token && data(a.data) === data(b.data);
 }
