@@ -41,3 +41,28 @@ export async function commandsDuring<T>(
   }
   return { result, ran };
 }
+
+/**
+ * `commandsDuring` over several servers (one, or every master of a cluster), summed: what the
+ * store sent for `fn` wherever it went. `INFO` and the drivers' own `CLUSTER` slot refreshes are
+ * left out.
+ */
+export async function commandsOn<T>(
+  servers: readonly RedisServer[],
+  fn: () => Promise<T>,
+): Promise<{ result: T; ran: Record<string, number> }> {
+  const total = async (): Promise<Map<string, number>> => {
+    const sum = new Map<string, number>();
+    for (const calls of await Promise.all(servers.map(commandCalls)))
+      for (const [name, count] of calls) sum.set(name, (sum.get(name) ?? 0) + count);
+    return sum;
+  };
+  const before = await total();
+  const result = await fn();
+  const ran: Record<string, number> = {};
+  for (const [name, count] of await total()) {
+    const delta = count - (before.get(name) ?? 0);
+    if (delta > 0 && name !== 'info' && !name.startsWith('cluster')) ran[name] = delta;
+  }
+  return { result, ran };
+}

@@ -69,6 +69,7 @@ function oneCallSuite(target: Target): void {
       batch: true,
       watch: true,
       atomicGroupMax: LIMITS.groupMaxSize,
+      data: true,
     });
   });
 

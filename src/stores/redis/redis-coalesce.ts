@@ -2,7 +2,10 @@ import { MAX_ACQUIRE_KEYS, sendScript, type RedisArg, type RedisClient } from '.
 import type { RedisKeys } from './redis-keys.js';
 import { TRANSITIONS } from './redis-ops.js';
 
-/** One single-lease transition waiting for its turn; `onReply` gets what ACQUIRE or RELEASE would. */
+/**
+ * One single-lease transition waiting for its turn; `onReply` gets what RELEASE would, or for an
+ * acquisition 0 or its token, expiresAt and data (null when none).
+ */
 export interface Transition {
   readonly kind: 'acquire' | 'release';
   readonly resource: string;
@@ -71,11 +74,11 @@ export class Coalescer {
       args,
       (value) => {
         this.onWire(-1);
-        const reply = value as (string | number)[];
+        const reply = value as (string | number | null)[];
         group.forEach((t, k) => {
-          const first = reply[2 * k];
+          const first = reply[3 * k];
           if (t.kind === 'release') t.onReply(first);
-          else t.onReply(Number(first) === 0 ? 0 : [first, reply[2 * k + 1]]);
+          else t.onReply(Number(first) === 0 ? 0 : [first, reply[3 * k + 1], reply[3 * k + 2]]);
         });
       },
       (error) => {

@@ -1,5 +1,6 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
+import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
 import { LIMITS } from '../../core/options.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
@@ -39,9 +40,12 @@ import {
   LAYOUT,
   LIST,
   RELEASE,
+  RELEASE_DATA,
   RELEASE_MANY,
   RENEW,
+  RENEW_DATA,
   RENEW_MANY,
+  WRITE_DATA,
   type Script,
 } from './redis-ops.js';
 import { perShard } from './redis-shards.js';
@@ -59,7 +63,9 @@ import { RedisWatch, type Unwatch } from './redis-watch.js';
  * published so `watch` listeners wake at once. `acquireAll` is one script call on a single server
  * and on a cluster namespace of one shard (members of a group on a sharded cluster sit in other
  * slots: they go one by one, see `StoreBase`); `acquireFirst` is one script call per shard its
- * candidates fall in, one in all for the permits or fair-line slots of one name.
+ * candidates fall in, one in all for the permits or fair-line slots of one name. Lease data is one
+ * more field of the record hash (see redis-ops.ts): written only by its own scripts, read by every
+ * grant in the same call.
  */
 export class RedisStore extends StoreBase {
   readonly capabilities: StoreCapabilities;
@@ -139,6 +145,7 @@ export class RedisStore extends StoreBase {
       batch: true,
       watch: true,
       atomicGroupMax: this.oneSlot ? LIMITS.groupMaxSize : 0,
+      data: true,
     });
     this.watcher = new RedisWatch(client, this.keys.channel, this.options.onWatchError);
     const ms = this.options.commandTimeoutMs;
@@ -167,14 +174,15 @@ export class RedisStore extends StoreBase {
       return this.afterLayout('tryAcquire', () => this.doTryAcquire(resource, owner, ttlMs));
     const reply = (value: unknown): Lease | null => {
       if (value === 0) return null;
-      // ACQUIRE answers "token expiresAt"; a coalesced acquisition, the pair.
+      // ACQUIRE answers "token expiresAt[ data]"; a coalesced acquisition, the three values.
       if (typeof value === 'string') {
-        const space = value.indexOf(' ');
-        const token = Number(value.slice(0, space));
-        return { resource, owner, token, expiresAt: Number(value.slice(space + 1)), ttlMs };
+        const { fields, data } = splitReply(value, 2);
+        const lease = { resource, owner, token: fields[0]!, expiresAt: fields[1]!, ttlMs };
+        return withData(lease, decodeData(data, resource));
       }
-      const [token, expiresAt] = value as [number, number];
-      return { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
+      const [token, expiresAt, data] = value as [number, number, string | null];
+      const lease = { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
+      return withData(lease, decodeData(data, resource));
     };
     if (this.coalescing())
       return this.together('tryAcquire', 'acquire', resource, owner, ttlMs, reply);
@@ -233,11 +241,14 @@ export class RedisStore extends StoreBase {
         [owner, ttlMs, Buffer.byteLength(recordPrefix)],
       )) as (string | number)[];
       return group.map((resource, k): AcquireOutcome => {
-        const holder = String(reply[3 * k]);
-        const token = Number(reply[3 * k + 1]);
-        const expiresAt = Number(reply[3 * k + 2]);
-        if (holder === '') return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
-        return { resource, lease: null, holder: { resource, owner: holder, token, expiresAt } };
+        const holder = String(reply[4 * k]);
+        const token = Number(reply[4 * k + 1]);
+        const expiresAt = Number(reply[4 * k + 2]);
+        const data = decodeData(reply[4 * k + 3] as string | null, resource);
+        if (holder === '')
+          return { resource, lease: withData({ resource, owner, token, expiresAt, ttlMs }, data) };
+        const record = withData({ resource, owner: holder, token, expiresAt }, data);
+        return { resource, lease: null, holder: record };
       });
     });
   }
@@ -260,11 +271,13 @@ export class RedisStore extends StoreBase {
       [owner, ttlMs, ...resources],
       (value) => {
         if (value === 0) return null;
-        const reply = value as (string | number)[];
+        const reply = value as (string | number | null)[];
         const expiresAt = Number(reply[0]);
+        const n = resources.length;
         return resources.map((resource, k) => {
           const token = Number(reply[k + 1]);
-          return { resource, owner, token, expiresAt, ttlMs };
+          const data = decodeData(reply[n + 1 + k] as string | null, resource);
+          return withData({ resource, owner, token, expiresAt, ttlMs }, data);
         });
       },
     );
@@ -290,14 +303,64 @@ export class RedisStore extends StoreBase {
         [owner, ttlMs, ...group],
         (value): Lease | null => {
           if (value === 0) return null;
-          const [position, token, expiresAt] = String(value).split(' ');
-          const resource = group[Number(position) - 1]!;
-          return { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
+          const { fields, data } = splitReply(String(value), 3);
+          const [position, token, expiresAt] = fields;
+          const resource = group[position! - 1]!;
+          const lease = { resource, owner, token: token!, expiresAt: expiresAt!, ttlMs };
+          return withData(lease, decodeData(data, resource));
         },
       );
       if (lease) return lease;
     }
     return null;
+  }
+
+  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    if (!this.layoutReady)
+      return this.afterLayout('writeData', () => this.doWriteData(lease, data));
+    const { resource, owner, token } = lease;
+    return this.send(
+      'writeData',
+      WRITE_DATA,
+      [this.keys.record(resource)],
+      [owner, String(token), encodeData(data) ?? ''],
+      isReleased,
+    );
+  }
+
+  protected override doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    if (!this.layoutReady)
+      return this.afterLayout('renew', () => this.doRenewWithData(lease, ttlMs, data));
+    const ttl = ttlMs ?? lease.ttlMs;
+    const { resource, owner, token } = lease;
+    return this.send(
+      'renew',
+      RENEW_DATA,
+      [this.keys.record(resource)],
+      [owner, String(token), ttl, encodeData(data) ?? ''],
+      (reply) => {
+        const expiresAt = Number(reply);
+        if (expiresAt === 0) return null;
+        return withData({ resource, owner, token, expiresAt, ttlMs: ttl }, data);
+      },
+    );
+  }
+
+  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    if (!this.layoutReady)
+      return this.afterLayout('release', () => this.doReleaseWithData(lease, data));
+    const { resource, owner, token } = lease;
+    return this.send(
+      'release',
+      RELEASE_DATA,
+      [this.keys.record(resource)],
+      [owner, String(token), this.keys.channel, resource, encodeData(data) ?? ''],
+      isReleased,
+    );
   }
 
   protected async doRenewMany(
@@ -335,16 +398,17 @@ export class RedisStore extends StoreBase {
   }
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    const [owner, token, expiresAt] = await this.call('get', () =>
-      this.client.hmget(this.keys.record(resource), 'owner', 'token', 'expiresAt'),
+    const [owner, token, expiresAt, data] = await this.call('get', () =>
+      this.client.hmget(this.keys.record(resource), 'owner', 'token', 'expiresAt', 'data'),
     );
     if (token === null || token === undefined) return null;
-    return {
+    const record = {
       resource,
       owner: owner ?? '',
       token: Number(token),
       expiresAt: Number(expiresAt ?? 0),
     };
+    return withData(record, decodeData(data, resource));
   }
 
   /**
@@ -368,15 +432,17 @@ export class RedisStore extends StoreBase {
         ),
       ),
     );
-    const pages = (replies as string[][]).map((reply) => {
+    const pages = (replies as (string | null)[][]).map((reply) => {
       const page: LeaseRecord[] = [];
-      for (let i = 0; i + 3 < reply.length; i += 4) {
-        page.push({
-          resource: reply[i]!,
+      for (let i = 0; i + 4 < reply.length; i += 5) {
+        const resource = reply[i]!;
+        const record = {
+          resource,
           owner: reply[i + 1]!,
           token: Number(reply[i + 2]),
           expiresAt: Number(reply[i + 3]),
-        });
+        };
+        page.push(withData(record, decodeData(reply[i + 4], resource)));
       }
       return page;
     });
@@ -550,6 +616,22 @@ function replying<T>(
       reject(error);
     }
   };
+}
+
+/**
+ * A script's one-string answer: `count` numbers separated by spaces, then, when the record has
+ * lease data, a space and the data as stored (which may itself hold spaces).
+ */
+function splitReply(text: string, count: number): { fields: number[]; data: string | null } {
+  const fields: number[] = [];
+  let from = 0;
+  for (let i = 0; i < count; i++) {
+    const space = text.indexOf(' ', from);
+    const end = space < 0 ? text.length : space;
+    fields.push(Number(text.slice(from, end)));
+    from = end + 1;
+  }
+  return { fields, data: from < text.length ? text.slice(from) : null };
 }
 
 const itself = (resource: string): string => resource;
