@@ -4,6 +4,7 @@ import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
+import { yieldToLoop } from '../../core/time.js';
 import { planBatch, planNames, planRanked } from './mysql-batch.js';
 import { decodeGrant, ServerClock } from './mysql-grant.js';
 import {
@@ -195,7 +196,8 @@ export class MysqlStore extends StoreBase {
       c.query(q(this.sql.acquireBatch), [batch.json, o, ttlMs, o, ttlMs]),
     );
     const outcomes: AcquireOutcome[] = resources.map((resource) => ({ resource, lease: null }));
-    for (const row of (results as unknown[])[3] as (Omit<Row, 'resource'> & { i: unknown })[]) {
+    const rows = (results as unknown[])[3] as (Omit<Row, 'resource'> & { i: unknown })[];
+    await inTurns(rows, (row) => {
       const position = batch.positions[int(row.i, 'batch row') - 1]!;
       const resource = resources[position]!;
       const stored = record({ ...row, resource, data: null });
@@ -210,7 +212,7 @@ export class MysqlStore extends StoreBase {
               ),
             }
           : { resource, lease: null, holder: stored };
-    }
+    });
     return outcomes;
   }
 
@@ -375,7 +377,9 @@ export class MysqlStore extends StoreBase {
         ? c.execute(q(this.sql.listRange), [from, to, bytes(after), limit])
         : c.execute(q(this.sql.listFrom), [from, bytes(after), limit]),
     )) as Row[];
-    return rows.map(record);
+    const records: LeaseRecord[] = [];
+    await inTurns(rows, (row) => records.push(record(row)));
+    return records;
   }
 
   /** Ends a pool of its own; a connection stuck on a silent server cannot hold this up for long. */
@@ -500,6 +504,21 @@ async function step(c: MysqlConnection, sql: string): Promise<void> {
     await c.query(q(sql));
   } catch (error) {
     if (!ALREADY_DONE.has(String((error as { code?: unknown }).code))) throw error;
+  }
+}
+
+/**
+ * Answer rows handled per turn of the event loop: decoding 4 KiB of lease data took about 13 µs a
+ * row here, so a turn stays near 3 ms however many rows a batch or a list returns (design rule 6).
+ */
+const ROWS_PER_TURN = 250;
+
+/** `fn` on every row in order, yielding to the loop between slices of `ROWS_PER_TURN`. */
+async function inTurns<R>(rows: readonly R[], fn: (row: R) => unknown): Promise<void> {
+  for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
+    if (start > 0) await yieldToLoop();
+    const end = Math.min(rows.length, start + ROWS_PER_TURN);
+    for (let i = start; i < end; i++) fn(rows[i]!);
   }
 }
 
