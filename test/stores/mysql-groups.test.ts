@@ -239,12 +239,10 @@ describeServer('MySQL store: one-round-trip groups and acquireFirst (MariaDB)', 
     await store.init();
     // Rows at the boundary: one expiring at the server's "now" (still live), one a ms before.
     for (const prefix of ['one', 'all', 'first', 'fast'])
-      await admin.query(`INSERT INTO ${table} VALUES (?, 'b', 7, ?), (?, 'b', 7, ?)`, [
-        `${prefix}/at`,
-        nowMs,
-        `${prefix}/before`,
-        nowMs - 1,
-      ]);
+      await admin.query(
+        `INSERT INTO ${table} (resource, owner, token, expires_at) VALUES (?, 'b', 7, ?), (?, 'b', 7, ?)`,
+        [`${prefix}/at`, nowMs, `${prefix}/before`, nowMs - 1],
+      );
     expect(await store.tryAcquire('one/at', 'a', 5000)).toBeNull();
     expect(await store.tryAcquire('one/before', 'a', 5000)).toMatchObject({
       token: 8,
@@ -502,7 +500,9 @@ describeServer('MySQL store: one-round-trip groups and acquireFirst (MariaDB)', 
     const blocker = await admin.getConnection();
     try {
       await blocker.query('START TRANSACTION');
-      await blocker.query(`INSERT INTO ${table} VALUES ('w/2', 'c', 1, 99999999999999)`);
+      await blocker.query(
+        `INSERT INTO ${table} (resource, owner, token, expires_at) VALUES ('w/2', 'c', 1, 99999999999999)`,
+      );
       for (const call of [
         () => store.acquireAll(['w/1', 'w/2', 'w/3'], 'a', 60_000),
         () => store.acquireFirst(['w/2', 'w/1'], 'a', 60_000),

@@ -141,6 +141,7 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
       batch: true,
       watch: false,
       atomicGroupMax: LIMITS.groupMaxSize,
+      data: true,
     });
     expect(store.maxClockSkewMs).toBe(0);
 
@@ -446,7 +447,9 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     let single: Promise<unknown> | undefined;
     try {
       await blocker.query('START TRANSACTION');
-      await blocker.query(`INSERT INTO ${table} VALUES ('w/500', 'c', 1, 99999999999999)`);
+      await blocker.query(
+        `INSERT INTO ${table} (resource, owner, token, expires_at) VALUES ('w/500', 'c', 1, 99999999999999)`,
+      );
       // Names go in byte order: w/000 … w/499 are taken (uncommitted) when w/500 makes it wait.
       batch = store.acquireMany([...names].reverse(), 'a', 60_000);
       await waitForLockWait(1);
@@ -576,7 +579,7 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     const results = await Promise.all(stores.map((s, i) => s.tryAcquire('one', `w${i}`, 5000)));
     expect(results.filter(Boolean)).toHaveLength(1);
     const [rows] = await admin.query(`SELECT name, value FROM ${table}_meta`);
-    expect(rows).toEqual([{ name: 'schema_version', value: 1 }]);
+    expect(rows).toEqual([{ name: 'schema_version', value: 2 }]);
   });
 
   it('refuses a table whose schema is newer than it understands', async () => {

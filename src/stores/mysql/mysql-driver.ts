@@ -9,8 +9,8 @@ export interface MysqlQueryOptions {
   bigNumberStrings?: boolean;
 }
 
-/** What the store binds: names as UTF-8 bytes, integers as numbers. */
-export type SqlValue = Buffer | number;
+/** What the store binds: names and lease data as UTF-8 bytes, integers as numbers, `null` for no data. */
+export type SqlValue = Buffer | number | null;
 
 /** The part of a mysql2 promise `PoolConnection` this store uses. */
 export interface MysqlConnection {

@@ -58,7 +58,7 @@ export function groupStatements(table: string) {
   const unplace = (names: string, when: string) =>
     `DELETE t FROM ${names} ${join} WHERE ${when} AND t.token = 0`;
   return {
-    /** All or nothing: every member's `i`, token and expiry when granted, no row when any was live. */
+    /** All or nothing: every member's `i`, token, expiry and data when granted, no row when any was live. */
     acquireAll: script(
       [
         start,
@@ -72,15 +72,17 @@ export function groupStatements(table: string) {
            expires_at = @leasehold_now + @leasehold_ttl`,
         unplace(NAMES, '@leasehold_held > 0'),
       ],
-      `SELECT b.i AS i, t.token, t.expires_at FROM ${NAMES} ${join} WHERE @leasehold_held = 0`,
+      `SELECT b.i AS i, t.token, t.expires_at, t.data FROM ${NAMES} ${join} WHERE @leasehold_held = 0`,
       ['COMMIT', end],
     ),
     /**
-     * The first free candidate in the caller's order: its position, token and expiry, or no row
+     * The first free candidate in the caller's order: its position, token, expiry and data, or no row
      * when every candidate was live. The first candidate is tried on its own before the
      * transaction, with the single acquire's compare-and-set (in the common case it is free, and
      * the transaction then does nothing): locking it alone first and the rest later, inside one
-     * transaction, would lock out of byte order. Extra param: the first candidate's name.
+     * transaction, would lock out of byte order. Extra params: the first candidate's name, twice
+     * (the grant, and the answer's read of its data: committed before the transaction began,
+     * and only this grant's token may change it).
      */
     acquireFirst: script(
       [
@@ -104,11 +106,11 @@ export function groupStatements(table: string) {
          WHERE resource = @leasehold_pick`,
         unplace(RANKED, '@leasehold_first = 0'),
       ],
-      `SELECT b.p AS p, t.token, t.expires_at FROM ${RANKED} ${join}
+      `SELECT b.p AS p, t.token, t.expires_at, t.data FROM ${RANKED} ${join}
          WHERE t.resource = @leasehold_pick
        UNION ALL
-       SELECT 0, @leasehold_first, @leasehold_now + @leasehold_ttl FROM DUAL
-         WHERE @leasehold_first > 0`,
+       SELECT 0, @leasehold_first, @leasehold_now + @leasehold_ttl, data FROM ${t}
+         WHERE @leasehold_first > 0 AND resource = ?`,
       ['COMMIT', `${end}, @leasehold_pick = NULL`],
     ),
   };

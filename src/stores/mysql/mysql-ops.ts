@@ -1,7 +1,7 @@
 import { CLOCK_BITS, WINDOW } from './mysql-grant.js';
 
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * Milliseconds since the epoch on the server's clock. `UTC_TIMESTAMP(6)` is the statement's start
@@ -20,7 +20,11 @@ const CODE = `GREATEST(0, LEAST(${2 ** CLOCK_BITS}, ${NOW_MS} - CAST(? AS SIGNED
 
 /**
  * Resource and owner are bytes (`VARBINARY`): any UTF-8 string up to the limits round-trips
- * exactly, and `ORDER BY` and range scans follow byte order, which is code-point order.
+ * exactly, and `ORDER BY` and range scans follow byte order, which is code-point order. `data` is
+ * the lease data in `encodeData`'s form as UTF-8 bytes (`s` + text, or `b` + base64), `NULL` for
+ * none: at most 5,465 bytes for `LIMITS.dataMaxBytes`, kept off the row's page by InnoDB when
+ * long. Version 1 tables (written before lease data) gain the column in place; their records
+ * read as having no data.
  */
 export function migrations(table: string): string[] {
   return [
@@ -32,8 +36,13 @@ export function migrations(table: string): string[] {
        expires_at BIGINT         NOT NULL,
        PRIMARY KEY (resource)
      ) ENGINE=InnoDB`,
+    // 1 → 2: instant on MariaDB 10.3+ and MySQL 8.0.12+ (a column added last, nullable).
+    `ALTER TABLE \`${table}\` ADD COLUMN data BLOB NULL`,
   ];
 }
+
+/** The error a migration step that already ran (an upgrade cut short before its version was written) fails with. */
+export const ALREADY_DONE = new Set(['ER_DUP_FIELDNAME']);
 
 export function metaTable(table: string): string {
   return `CREATE TABLE IF NOT EXISTS \`${table}_meta\` (
@@ -74,31 +83,49 @@ export function statements(table: string) {
   const byKey = joinByKey(t);
   // The batch travels once, as bytes (so no sql_mode or charset can alter it), into a variable.
   const setBatch = `SET @leasehold_batch = CONVERT(? USING utf8mb4)`;
+  /**
+   * One prepared statement. The CAS decides on `expires_at` alone (a released record has
+   * `expires_at = 0`) and assigns `expires_at` last, so every condition sees the old values
+   * whatever the server's assignment order; `UTC_TIMESTAMP(6)` is the statement's start, one
+   * instant for every use. The OK packet's insert id (`LAST_INSERT_ID(x)`, independent of the
+   * CLIENT_FOUND_ROWS flag) carries the whole answer: 0 for "held by someone else", else the
+   * new token and where the server clock stood against the caller's estimate (mysql-grant.ts),
+   * from which the caller knows the stored expiry exactly without reading it back.
+   * Params: resource, owner, estimate, ttl, estimate, owner, ttl.
+   */
+  const acquire = `INSERT INTO ${t} (resource, owner, token, expires_at)
+            VALUES (?, ?, LAST_INSERT_ID(${2 ** CLOCK_BITS} + ${CODE}) DIV ${2 ** CLOCK_BITS}, ${NOW_MS} + ?)
+            ON DUPLICATE KEY UPDATE
+              token      = IF(expires_at < ${NOW_MS},
+                              LAST_INSERT_ID((token + 1) * ${2 ** CLOCK_BITS} + ${CODE}) DIV ${2 ** CLOCK_BITS},
+                              token + LAST_INSERT_ID(0)),
+              owner      = IF(expires_at < ${NOW_MS}, ?, owner),
+              expires_at = IF(expires_at < ${NOW_MS}, ${NOW_MS} + ?, expires_at)`;
   return {
     lockName: `SELECT GET_LOCK(CONCAT('leasehold:', LEFT(SHA2(CONCAT(DATABASE(), '.', ?), 256), 40)), ?) AS got`,
     unlock: `DO RELEASE_LOCK(CONCAT('leasehold:', LEFT(SHA2(CONCAT(DATABASE(), '.', ?), 256), 40)))`,
     probeMultiStatements: `DO 0; DO 0`,
+    /** Whether the server is MariaDB (whose acquire can answer with the record's data in one prepared statement). */
+    flavor: `SELECT VERSION() LIKE '%MariaDB%' AS mariadb`,
     readVersion: `SELECT value FROM \`${table}_meta\` WHERE name = 'schema_version'`,
     writeVersion: `INSERT INTO \`${table}_meta\` (name, value) VALUES ('schema_version', ?)
                    ON DUPLICATE KEY UPDATE value = ?`,
+    acquire,
     /**
-     * One prepared statement. The CAS decides on `expires_at` alone (a released record has
-     * `expires_at = 0`) and assigns `expires_at` last, so every condition sees the old values
-     * whatever the server's assignment order; `UTC_TIMESTAMP(6)` is the statement's start, one
-     * instant for every use. The OK packet's insert id (`LAST_INSERT_ID(x)`, independent of the
-     * CLIENT_FOUND_ROWS flag) carries the whole answer: 0 for "held by someone else", else the
-     * new token and where the server clock stood against the caller's estimate (mysql-grant.ts),
-     * from which the caller knows the stored expiry exactly without reading it back.
-     * Params: resource, owner, estimate, ttl, estimate, owner, ttl.
+     * MariaDB: the acquire as one prepared statement still, its answer a row instead of the OK
+     * packet (`RETURNING`, which MySQL lacks): the same insert id, and the record's data when
+     * granted (a refusal ships nothing of the holder's).
      */
-    acquire: `INSERT INTO ${t} (resource, owner, token, expires_at)
-              VALUES (?, ?, LAST_INSERT_ID(${2 ** CLOCK_BITS} + ${CODE}) DIV ${2 ** CLOCK_BITS}, ${NOW_MS} + ?)
-              ON DUPLICATE KEY UPDATE
-                token      = IF(expires_at < ${NOW_MS},
-                                LAST_INSERT_ID((token + 1) * ${2 ** CLOCK_BITS} + ${CODE}) DIV ${2 ** CLOCK_BITS},
-                                token + LAST_INSERT_ID(0)),
-                owner      = IF(expires_at < ${NOW_MS}, ?, owner),
-                expires_at = IF(expires_at < ${NOW_MS}, ${NOW_MS} + ?, expires_at)`,
+    acquireReturning: `${acquire}
+              RETURNING LAST_INSERT_ID() AS answer, IF(LAST_INSERT_ID() = 0, NULL, data) AS data`,
+    /**
+     * MySQL: the acquire and a read of the granted record's data, in one round trip (two
+     * statements, so not prepared). The read finds the row only while it is still this grant's.
+     * Params: the acquire's, then resource, owner.
+     */
+    acquireThenRead: `${acquire};
+              SELECT data FROM ${t} WHERE LAST_INSERT_ID() <> 0
+                AND resource = ? AND owner = ? AND token = LAST_INSERT_ID() DIV ${2 ** CLOCK_BITS}`,
     /** The stored expiry of a grant whose answer could not carry the clock. Params: resource, owner, token. */
     grantedExpiry: `SELECT expires_at FROM ${t} WHERE resource = ? AND owner = ? AND token = ?`,
     /**
@@ -110,7 +137,8 @@ export function statements(table: string) {
      * behind each refusal; then the grants are made positive before COMMIT. Every name has a row
      * locked by the first insert by then, so the read waits for nobody and the second insert
      * only ever updates (an insert over a join-less source costs a fraction of a multi-table
-     * UPDATE here). Params: the JSON names as bytes, owner, ttl, owner, ttl.
+     * UPDATE here). Each grant's answer carries the record's data (refusals do not ship the
+     * holder's). Params: the JSON names as bytes, owner, ttl, owner, ttl.
      */
     acquireBatch: `START TRANSACTION;
                    ${setBatch}, @leasehold_now = ${NOW_MS};
@@ -120,7 +148,8 @@ export function statements(table: string) {
                      token      = IF(expires_at < @leasehold_now, token + 1, token),
                      owner      = IF(expires_at < @leasehold_now, ?, owner),
                      expires_at = IF(expires_at < @leasehold_now, -(@leasehold_now + ?), expires_at);
-                   SELECT b.i AS i, t.owner, t.token, t.expires_at
+                   SELECT b.i AS i, t.owner, t.token, t.expires_at,
+                          IF(t.expires_at < 0, t.data, NULL) AS data
                      FROM ${NAMES} ${byKey} ON t.resource = CAST(b.r AS BINARY) FOR UPDATE;
                    INSERT INTO ${t} (resource, owner, token, expires_at)
                      SELECT CAST(b.r AS BINARY), '', 0, 0 FROM ${NAMES} ORDER BY b.i
@@ -133,6 +162,19 @@ export function statements(table: string) {
     /** Params: resource, owner, token. A match always changes `owner`, so affected rows is 1. */
     release: `UPDATE ${t} SET owner = '', expires_at = 0
               WHERE resource = ? AND owner = ? AND token = ?`,
+    /**
+     * `renew`, `release` and `writeData` carrying data: the same compare-and-set, plus `data`.
+     * The insert id answers as `renew`'s does (`writeData`: the token, which a match never leaves
+     * 0), so a write of the value already stored still counts without CLIENT_FOUND_ROWS. The
+     * statements without data never name the column: renewals do not ship or rewrite it.
+     * Params: data, then as `renew` / `release`; `writeData`: data, resource, owner, token.
+     */
+    renewWithData: `UPDATE ${t} SET data = ?, expires_at = LAST_INSERT_ID(${NOW_MS} + ?)
+                    WHERE resource = ? AND owner = ? AND token = ?`,
+    releaseWithData: `UPDATE ${t} SET owner = '', expires_at = 0, data = ?
+                      WHERE resource = ? AND owner = ? AND token = ?`,
+    writeData: `UPDATE ${t} SET data = ?, token = LAST_INSERT_ID(token)
+                WHERE resource = ? AND owner = ? AND token = ?`,
     /**
      * One round trip, one transaction: lock the rows whose owner and token match and report them,
      * then update exactly those (they stay locked until COMMIT). Param: the JSON batch as bytes.
@@ -152,11 +194,11 @@ export function statements(table: string) {
                      SET t.owner = '', t.expires_at = 0;
                    COMMIT;
                    SET @leasehold_batch = NULL`,
-    get: `SELECT resource, owner, token, expires_at FROM ${t} WHERE resource = ?`,
+    get: `SELECT resource, owner, token, expires_at, data FROM ${t} WHERE resource = ?`,
     /** Params: from, to (listRange only), after ('' from the start), limit. */
-    listRange: `SELECT resource, owner, token, expires_at FROM ${t}
+    listRange: `SELECT resource, owner, token, expires_at, data FROM ${t}
                 WHERE resource >= ? AND resource < ? AND resource > ? ORDER BY resource LIMIT ?`,
-    listFrom: `SELECT resource, owner, token, expires_at FROM ${t}
+    listFrom: `SELECT resource, owner, token, expires_at, data FROM ${t}
                WHERE resource >= ? AND resource > ? ORDER BY resource LIMIT ?`,
   };
 }
