@@ -22,9 +22,12 @@ const UPKEEP = new Set([11, 101, -11, 100]);
 export async function countingRelay(targetPort: number): Promise<{
   port: number;
   counts: Map<string, number>;
+  /** Bytes of the requests counted in `counts` (frames with their length prefix). */
+  sent: { bytes: number };
   close(): Promise<void>;
 }> {
   const counts = new Map<string, number>();
+  const sent = { bytes: 0 };
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = connect({ host: '127.0.0.1', port: targetPort });
@@ -52,6 +55,7 @@ export async function countingRelay(targetPort: number): Promise<{
         if (UPKEEP.has(type)) continue;
         const name = OPS[type] ?? `op${type}`;
         counts.set(name, (counts.get(name) ?? 0) + 1);
+        sent.bytes += 4 + frame.length;
       }
     });
     upstream.on('data', (chunk: Buffer) => client.write(chunk));
@@ -62,6 +66,7 @@ export async function countingRelay(targetPort: number): Promise<{
   return {
     port: address.port,
     counts,
+    sent,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

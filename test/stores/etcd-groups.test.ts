@@ -63,12 +63,15 @@ describeServer('etcd store: groups and acquireFirst', etcdUnavailable(), () => {
     expect(groupMaxFor(1000)).toBe(100);
     const keys = new EtcdKeys('/x/');
     const members = names('m', 64).map((r) => keys.of(r));
-    expect(opsNeeded(groupTxn(members, 'o', '1', 1, 'n'.repeat(32)))).toBe(128);
+    // One compare and one read-back per member, each member's writes a nested transaction of 3.
+    expect(opsNeeded(groupTxn(members, 'o', '1', 1, 'n'.repeat(32)))).toBe(64 + 3);
     expect(firstPerTxn(128)).toBe(42);
     expect(firstPerTxn(1000)).toBe(42); // the protobuf nesting limit
     expect(firstPerTxn(8)).toBe(2);
-    expect(opsNeeded(firstTxn(members.slice(0, 42), 'o', '1', 1, 'n'.repeat(32)))).toBe(126);
-    expect(opsNeeded(firstTxn(members.slice(0, 43), 'o', '1', 1, 'n'.repeat(32)))).toBe(129);
+    // k compares, then a chain of k levels: k + 2 + k operations.
+    expect(opsNeeded(firstTxn(members.slice(0, 42), 'o', '1', 1, 'n'.repeat(32)))).toBe(86);
+    expect(opsNeeded(firstTxn(members.slice(0, 1), 'o', '1', 1, 'n'.repeat(32)))).toBe(4);
+    expect(firstPerTxn(4)).toBe(1);
   });
 
   it.each([2, 10, 64])(
@@ -282,15 +285,29 @@ describeServer('etcd store: groups and acquireFirst', etcdUnavailable(), () => {
     }
   });
 
-  it("names maxTxnOps when a group is over the server's --max-txn-ops, and writes nothing", async () => {
+  it("with maxTxnOps over the server's --max-txn-ops, the largest group still fits one Txn", async () => {
     const store = await open(fresh(), '&maxTxnOps=1000');
     expect(store.capabilities.atomicGroupMax).toBe(100);
     const group = names('over', 100);
-    const error = await rejection(store.acquireAll(group, 'a', 5000));
-    expect(error.code).toBe('STORE_UNAVAILABLE');
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain('maxTxnOps');
-    expect(await store.list({ prefix: 'over' })).toEqual([]);
+    // 100 compares and read-backs, each member's writes a nested transaction of 3: 103 operations.
+    const keys = new EtcdKeys('/x/');
+    expect(
+      opsNeeded(
+        groupTxn(
+          group.map((r) => keys.of(r)),
+          'o',
+          '1',
+          1,
+          'n'.repeat(32),
+        ),
+      ),
+    ).toBe(103);
+    let got: Lease[] | null = null;
+    expect(
+      await rpcsOf(async () => (got = await store.acquireAll(group, 'a', 5000))),
+    ).toMatchObject({ Txn: 1 });
+    expect(got!.map((l) => l.token)).toEqual(group.map(() => 1));
+    await store.releaseMany(got!);
     // A chain stays within 42 candidates whatever maxTxnOps says: 126 operations.
     expect(await store.acquireFirst(slots('over'), 'a', 5000)).toMatchObject({ token: 1 });
   });

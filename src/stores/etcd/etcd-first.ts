@@ -1,24 +1,28 @@
 import { isLive, type Lease, type LeaseRecord } from '../../core/lease.js';
+import type { LeaseData } from '../../core/lease-data.js';
 import { LIMITS } from '../../core/options.js';
 import { commonPrefix } from '../../core/store-defaults.js';
 import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import type { ResourceKeys } from './etcd-keys.js';
-import { acquiredToken, acquireTxn } from './etcd-ops.js';
+import { acquiredData, acquiredToken, acquireTxn, acquireWrites } from './etcd-ops.js';
 
 /*
  * `acquireFirst` as one etcd transaction. Its compares check that no candidate's hold key is on
  * the owner's etcd lease used for this call; then a chain of nested transactions runs, one level
- * per candidate: level k is the single acquire of candidate k (see `acquireTxn`), and when that
- * hold key is on an etcd lease, its else-branch is level k + 1. Otherwise (a candidate is on this
- * very etcd lease) nothing is written and every candidate's keys are read back: either this call
+ * per candidate: level k compares candidate k's hold key as the single acquire does (see
+ * `acquireTxn`); when it is on no etcd lease, the level runs the acquire's writes and data read
+ * (as a nested transaction of their own, but at the last level, which has room for them flat),
+ * and when it is on one, its else-branch is level k + 1. Otherwise (a candidate is on this very
+ * etcd lease) nothing is written and every candidate's keys are read back: either this call
  * landed before and the driver sent it again (that candidate's token key holds this call's nonce;
  * the chain must not take a second one), or the same owner already holds a candidate with the
  * same TTL, and the chain is sent once more without the candidates it holds.
  *
  * etcd counts the outer transaction's compares (one per candidate), and gives the chain what that
- * leaves of `--max-txn-ops`; each level costs its longest list, the two puts: k candidates cost
- * 3k operations. The chain nests two protobuf messages per level, and the driver refuses messages
- * nested more than 100 deep, which bounds k by `CHAIN_MAX` whatever `maxTxnOps` allows.
+ * leaves of `--max-txn-ops`; a level costs one operation plus the larger of its writes (three) and
+ * the next level, the last level its three writes: k candidates cost k + 2 + k operations. The
+ * chain nests two protobuf messages per level, and the driver refuses messages nested more than
+ * 100 deep, which bounds k by `CHAIN_MAX` whatever `maxTxnOps` allows.
  */
 
 /** The most candidates one chain holds, for the protobuf nesting limit (see above). */
@@ -26,7 +30,7 @@ export const CHAIN_MAX = 42;
 
 /** Candidates one transaction holds under `--max-txn-ops` `maxTxnOps` (42 at the default 128). */
 export function firstPerTxn(maxTxnOps: number): number {
-  return Math.max(1, Math.min(CHAIN_MAX, Math.floor(maxTxnOps / 3)));
+  return Math.max(1, Math.min(CHAIN_MAX, Math.floor((maxTxnOps - 3) / 2)));
 }
 
 /** The transaction over `keys`, in order: the first candidate whose hold key is on no etcd lease is taken. */
@@ -40,7 +44,13 @@ export function firstTxn(
   let chain: EtcdTxnRequest | undefined;
   for (let i = keys.length - 1; i >= 0; i--) {
     const level = acquireTxn(keys[i]!, owner, leaseId, expiresAt, nonce);
-    level.failure = chain ? [{ request_txn: chain }] : [];
+    if (chain) {
+      const writes = acquireWrites(keys[i]!, owner, leaseId, expiresAt, nonce);
+      level.success = [{ request_txn: { compare: [], success: writes, failure: [] } }];
+      level.failure = [{ request_txn: chain }];
+    } else {
+      level.failure = [];
+    }
     chain = level;
   }
   return {
@@ -57,8 +67,11 @@ export function firstTxn(
 
 /** What `firstTxn` answered. */
 export type FirstAnswer =
-  /** Candidate `index` was taken (by this call, maybe on an earlier attempt), with `token`. */
-  | { readonly index: number; readonly token: number }
+  /**
+   * Candidate `index` was taken (by this call, maybe on an earlier attempt), with `token`, and
+   * handed the lease data `data` (absent when it had none).
+   */
+  | { readonly index: number; readonly token: number; readonly data?: LeaseData }
   /** Every candidate was held. */
   | undefined
   /** The owner holds these candidates on this etcd lease already: try the others. */
@@ -77,7 +90,8 @@ export function firstTaken(
     for (let index = 0; index < keys.length; index++) {
       const read = { succeeded: false, responses: response.responses.slice(index, index + 1) };
       const token = acquiredToken(read, keys[index]!, owner, nonce);
-      if (token !== undefined) return { index, token }; // this call, landed on an earlier attempt
+      // This call, landed on an earlier attempt.
+      if (token !== undefined) return taken(index, token, acquiredData(read, keys[index]!));
       const hold = read.responses[0]?.response_range?.kvs.find((kv) =>
         kv.key.equals(keys[index]!.hold),
       );
@@ -88,12 +102,21 @@ export function firstTaken(
   let level: EtcdTxnResponse | null | undefined = response.responses[0]?.response_txn;
   for (let index = 0; index < keys.length && level; index++) {
     if (level.succeeded) {
-      const token = acquiredToken(level, keys[index]!, owner, nonce);
-      return token === undefined ? undefined : { index, token };
+      const last = index === keys.length - 1;
+      const writes = last ? level : level.responses[0]?.response_txn;
+      if (!writes) return undefined;
+      const token = acquiredToken(writes, keys[index]!, owner, nonce);
+      return token === undefined
+        ? undefined
+        : taken(index, token, acquiredData(writes, keys[index]!));
     }
     level = level.responses[0]?.response_txn;
   }
   return undefined;
+}
+
+function taken(index: number, token: number, data: LeaseData | null): FirstAnswer {
+  return data === null ? { index, token } : { index, token, data };
 }
 
 /** What `pickFirst` needs from the store. */

@@ -1,9 +1,11 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
+import { withData } from '../../core/lease-data.js';
+import { decodeEtcdData } from './etcd-data.js';
 import type { EtcdKeyValue } from './etcd-driver.js';
 
 /**
- * The key layout. Each resource has up to three keys, `<prefix><resource>\0<kind>`:
+ * The key layout. Each resource has up to four keys, `<prefix><resource>\0<kind>`:
  *
  * - `h` hold: its value is the owner while the lease is held, and it is attached to the holder's
  *   etcd lease, so etcd deletes it when that lease lapses. A release empties it and detaches it
@@ -13,6 +15,11 @@ import type { EtcdKeyValue } from './etcd-driver.js';
  *   (the count of writes to it) is the fencing token. Its value is the acquire's nonce (32 ASCII
  *   characters) followed by the record the acquire made, `{"owner","expiresAt"}`.
  * - `r` record: `{"owner","expiresAt"}` as last written by a renewal; never attached to a lease.
+ * - `d` data: the lease data (see etcd-data.ts), present only while the record has some. Written
+ *   only by `writeData` and by a renewal or release carrying data, under the holder's compares;
+ *   never attached to a lease, so it outlives release and expiry. Every grant reads it in its own
+ *   transaction; a renewal without data neither writes nor sends it. (Records written before lease
+ *   data existed have no data key: they read as records without data.)
  *
  * The record of a resource is therefore: released when the hold key is empty; else the later of
  * what the token key and the record key hold (by `mod_revision`), which outlives an expiry. (An
@@ -22,16 +29,17 @@ import type { EtcdKeyValue } from './etcd-driver.js';
  *
  * A resource never contains NUL, so `\0` ends the name: keys sort by resource in code-point
  * (= UTF-8 byte) order, and one range `[<prefix><resource>\0, <prefix><resource>\x01)` reads
- * all three at one revision.
+ * all four at one revision.
  */
-export const KIND = Object.freeze({ hold: 0x68, record: 0x72, token: 0x74 });
+export const KIND = Object.freeze({ data: 0x64, hold: 0x68, record: 0x72, token: 0x74 });
 export type Kind = (typeof KIND)[keyof typeof KIND];
 
 export interface ResourceKeys {
+  readonly data: Buffer;
   readonly hold: Buffer;
   readonly record: Buffer;
   readonly token: Buffer;
-  /** `[start, end)` holds all three (see `EtcdKeys.resource`). */
+  /** `[start, end)` holds all four (see `EtcdKeys.resource`). */
   readonly start: Buffer;
   readonly end: Buffer;
 }
@@ -47,7 +55,7 @@ export class EtcdKeys {
     this.prefix = Buffer.from(prefix, 'utf8');
   }
 
-  /** The keys of `resource`: five views of one buffer, which the name is encoded into once. */
+  /** The keys of `resource`: six views of one buffer, which the name is encoded into once. */
   of(resource: string): ResourceKeys {
     return this.build(resource, Buffer.allocUnsafe);
   }
@@ -69,22 +77,23 @@ export class EtcdKeys {
 
   private build(resource: string, allocate: (size: number) => Buffer): ResourceKeys {
     const size = this.prefix.length + Buffer.byteLength(resource, 'utf8') + 2;
-    const all = allocate(size * 5);
+    const all = allocate(size * 6);
     this.prefix.copy(all, 0);
     all.write(resource, this.prefix.length, 'utf8');
     all[size - 2] = 0;
-    for (let i = 1; i < 5; i++) all.copy(all, i * size, 0, size - 1);
+    for (let i = 1; i < 6; i++) all.copy(all, i * size, 0, size - 1);
     const key = (i: number, kind: Kind): Buffer => {
       all[i * size + size - 1] = kind;
       return all.subarray(i * size, (i + 1) * size);
     };
-    all[5 * size - 2] = 1;
+    all[6 * size - 2] = 1;
     return {
       hold: key(0, KIND.hold),
       record: key(1, KIND.record),
       token: key(2, KIND.token),
-      start: all.subarray(3 * size, 4 * size - 1),
-      end: all.subarray(4 * size, 5 * size - 1),
+      data: key(3, KIND.data),
+      start: all.subarray(4 * size, 5 * size - 1),
+      end: all.subarray(5 * size, 6 * size - 1),
     };
   }
 
@@ -225,6 +234,7 @@ function after(a: string, b: string): boolean {
 
 /** One resource's keys, by kind, as a range read returned them. */
 export interface ResourceKvs {
+  data?: EtcdKeyValue;
   hold?: EtcdKeyValue;
   record?: EtcdKeyValue;
   token?: EtcdKeyValue;
@@ -235,14 +245,16 @@ export function recordOf(resource: string, kvs: ResourceKvs): LeaseRecord | null
   const { hold, record, token } = kvs;
   if (!token) return null;
   const n = safeCount(token.version, token.key);
-  if (hold && hold.value.length === 0) return { resource, owner: '', token: n, expiresAt: 0 };
+  const data = kvs.data && decodeEtcdData(kvs.data.value, kvs.data.key);
+  if (hold && hold.value.length === 0)
+    return withData({ resource, owner: '', token: n, expiresAt: 0 }, data);
   const acquired = tokenRecord(token);
   const latest =
     acquired && (!record || after(token.mod_revision, record.mod_revision))
       ? acquired
       : record && decodeRecord(record);
   if (!latest) throw foreignKey(token.key);
-  return { resource, owner: latest.owner, token: n, expiresAt: latest.expiresAt };
+  return withData({ resource, owner: latest.owner, token: n, expiresAt: latest.expiresAt }, data);
 }
 
 function foreignKey(key: Buffer): LeaseError {

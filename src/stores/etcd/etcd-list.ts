@@ -3,7 +3,7 @@ import type { EtcdKeyValue } from './etcd-driver.js';
 import { KIND, recordOf, type EtcdKeys, type ResourceKvs } from './etcd-keys.js';
 import type { EtcdRpc } from './etcd-rpc.js';
 
-/** Keys read per `list` page (each resource has two or three). */
+/** Keys read per `list` page (each resource has two to four). */
 const PAGE_KEYS = 3000;
 
 /**
@@ -32,7 +32,7 @@ export async function listRecords(
   };
   let revision: string | undefined;
   for (;;) {
-    const page = Math.min(PAGE_KEYS, 3 * (limit - records.length) + 3);
+    const page = Math.min(PAGE_KEYS, 4 * (limit - records.length) + 4);
     const response = await rpc.range({ key: from, range_end: end, limit: page, revision });
     revision ??= response.header?.revision;
     for (const kv of response.kvs) {
@@ -59,6 +59,7 @@ export function byKind(keys: EtcdKeys, kvs: readonly EtcdKeyValue[]): ResourceKv
   for (const kv of kvs) {
     const kind = keys.parse(kv.key)?.kind;
     if (kind === KIND.hold) out.hold = kv;
+    else if (kind === KIND.data) out.data = kv;
     else if (kind === KIND.record) out.record = kv;
     else if (kind === KIND.token) out.token = kv;
   }

@@ -1,5 +1,13 @@
 import type { LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { EtcdCompare, EtcdKeyValue, EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
+import type { LeaseData } from '../../core/lease-data.js';
+import { decodeEtcdData, encodeEtcdData } from './etcd-data.js';
+import type {
+  EtcdCompare,
+  EtcdKeyValue,
+  EtcdRequestOp,
+  EtcdTxnRequest,
+  EtcdTxnResponse,
+} from './etcd-driver.js';
 import {
   encodeRecord,
   encodeToken,
@@ -30,9 +38,10 @@ function heldBy(keys: ResourceKeys, lease: LeaseRef): EtcdCompare[] {
  * Acquire: only when the hold key is on no etcd lease (etcd compares an absent key's lease as 0,
  * so this is "never held, released, or deleted by etcd when its lease lapsed"). Writes the hold
  * key on `leaseId` and the token key, whose previous version gives the new token and whose value
- * carries the nonce and the new record. On failure it reads the resource's three keys back in one
- * range: the record of the lease that stood in the way, and a call the driver retried after it
- * had landed is recognised by its nonce.
+ * carries the nonce and the new record, and reads the data key: the lease data the new holder
+ * gets, at the revision of its grant. On failure it reads the resource's keys back in one range:
+ * the record of the lease that stood in the way, and a call the driver retried after it had
+ * landed is recognised by its nonce.
  */
 export function acquireTxn(
   keys: ResourceKeys,
@@ -43,25 +52,57 @@ export function acquireTxn(
 ): EtcdTxnRequest {
   return {
     compare: [{ key: keys.hold, target: 'Lease', result: 'Equal', lease: 0 }],
-    success: [
-      { request_put: { key: keys.hold, value: ownerBytes(owner), lease: leaseId } },
-      {
-        request_put: {
-          key: keys.token,
-          value: encodeToken(nonce, owner, expiresAt),
-          prev_kv: true,
-        },
-      },
-    ],
+    success: acquireWrites(keys, owner, leaseId, expiresAt, nonce),
     failure: [{ request_range: { key: keys.start, range_end: keys.end } }],
   };
+}
+
+/**
+ * What an acquire does once its compare held: the two puts and the read of the data key (the
+ * answers, in this order, that `acquiredToken` and `acquiredData` read).
+ */
+export function acquireWrites(
+  keys: ResourceKeys,
+  owner: string,
+  leaseId: string,
+  expiresAt: number,
+  nonce: string,
+): EtcdRequestOp[] {
+  return [
+    { request_put: { key: keys.hold, value: ownerBytes(owner), lease: leaseId } },
+    {
+      request_put: {
+        key: keys.token,
+        value: encodeToken(nonce, owner, expiresAt),
+        prev_kv: true,
+      },
+    },
+    { request_range: { key: keys.data } },
+  ];
 }
 
 /** The keys an acquire's failure branch read, by kind. */
 function readBack(response: EtcdTxnResponse, keys: ResourceKeys): ResourceKvs {
   const kvs = response.responses[0]?.response_range?.kvs ?? [];
   const find = (key: Buffer): EtcdKeyValue | undefined => kvs.find((kv) => kv.key.equals(key));
-  return { hold: find(keys.hold), record: find(keys.record), token: find(keys.token) };
+  return {
+    data: find(keys.data),
+    hold: find(keys.hold),
+    record: find(keys.record),
+    token: find(keys.token),
+  };
+}
+
+/**
+ * The lease data an acquire handed over, once `acquiredToken` found it granted: what the data key
+ * held at the grant (read by the same transaction, or by the read-back of a call that had landed
+ * on an earlier attempt: the data key is written only under the new token, not yet returned).
+ */
+export function acquiredData(response: EtcdTxnResponse, keys: ResourceKeys): LeaseData | null {
+  const kv = response.succeeded
+    ? response.responses[2]?.response_range?.kvs[0]
+    : readBack(response, keys).data;
+  return kv ? decodeEtcdData(kv.value, kv.key) : null;
 }
 
 /** The token an acquire got, or `undefined` when someone else holds the resource. */
@@ -140,4 +181,47 @@ export function releaseTxn(keys: ResourceKeys, lease: LeaseRef): EtcdTxnRequest 
     success: [{ request_put: { key: keys.hold, value: RELEASED } }],
     failure: [],
   };
+}
+
+/**
+ * The write of lease data: a put of the data key, or its deletion for `null`. Never attached to an
+ * etcd lease, so the value outlives release and expiry.
+ */
+function dataWrite(keys: ResourceKeys, data: LeaseData | null): EtcdRequestOp {
+  return data === null
+    ? { request_delete_range: { key: keys.data } }
+    : { request_put: { key: keys.data, value: encodeEtcdData(data) } };
+}
+
+/** `writeData`: if still held by `lease` (renew's compares), writes the data key and nothing else. */
+export function writeDataTxn(
+  keys: ResourceKeys,
+  lease: LeaseRef,
+  data: LeaseData | null,
+): EtcdTxnRequest {
+  return { compare: heldBy(keys, lease), success: [dataWrite(keys, data)], failure: [] };
+}
+
+/** `renewTxn` that also writes the data key, in the same transaction. */
+export function renewWithDataTxn(
+  keys: ResourceKeys,
+  lease: LeaseRef,
+  leaseId: string,
+  expiresAt: number,
+  data: LeaseData | null,
+): EtcdTxnRequest {
+  const txn = renewTxn(keys, lease, leaseId, expiresAt);
+  txn.success.push(dataWrite(keys, data));
+  return txn;
+}
+
+/** `releaseTxn` that also writes the data key, in the same transaction. */
+export function releaseWithDataTxn(
+  keys: ResourceKeys,
+  lease: LeaseRef,
+  data: LeaseData | null,
+): EtcdTxnRequest {
+  const txn = releaseTxn(keys, lease);
+  txn.success.push(dataWrite(keys, data));
+  return txn;
 }

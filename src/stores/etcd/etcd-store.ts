@@ -1,5 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
   StoreBase,
@@ -15,9 +16,19 @@ import { byKind, listRecords } from './etcd-list.js';
 import { OwnerLeases, type OwnerLease } from './etcd-leases.js';
 import { sendNested } from './etcd-batch.js';
 import { firstPerTxn, firstTaken, firstTxn, pickFirst } from './etcd-first.js';
-import { groupMaxFor, groupTokens, groupTxn } from './etcd-group.js';
+import { groupGrants, groupMaxFor, groupTxn } from './etcd-group.js';
 import { Coalescer } from './etcd-coalesce.js';
-import { acquiredToken, acquireTxn, blockingHolder, releaseTxn, renewTxn } from './etcd-ops.js';
+import {
+  acquiredData,
+  acquiredToken,
+  acquireTxn,
+  blockingHolder,
+  releaseTxn,
+  releaseWithDataTxn,
+  renewTxn,
+  renewWithDataTxn,
+  writeDataTxn,
+} from './etcd-ops.js';
 import {
   resolveEtcdOptions,
   type EtcdStoreOptions,
@@ -126,6 +137,7 @@ export class EtcdStore extends StoreBase {
       batch: true,
       watch: true,
       atomicGroupMax: groupMaxFor(this.options.maxTxnOps),
+      data: true,
     });
     this.keys = new EtcdKeys(this.options.prefix);
     this.rpc = new EtcdRpc(client, this.options.timeoutMs);
@@ -174,7 +186,8 @@ export class EtcdStore extends StoreBase {
         this.txns.send(resource, acquireTxn(keys, owner, leaseId, expiresAt, nonce)),
     );
     const token = acquiredToken(answer, keys, owner, nonce);
-    return token === undefined ? null : { resource, owner, token, expiresAt, ttlMs };
+    if (token === undefined) return null;
+    return withData({ resource, owner, token, expiresAt, ttlMs }, acquiredData(answer, keys));
   }
 
   /**
@@ -201,8 +214,13 @@ export class EtcdStore extends StoreBase {
             acquireTxn((keys[i] = this.keys.of(resource)), owner, leaseId, expiresAt, nonce),
           answerOf: (resource, i, response): AcquireOutcome => {
             const token = acquiredToken(response, keys[i]!, owner, nonce);
-            if (token !== undefined)
-              return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
+            if (token !== undefined) {
+              const data = acquiredData(response, keys[i]!);
+              return {
+                resource,
+                lease: withData({ resource, owner, token, expiresAt, ttlMs }, data),
+              };
+            }
             const holder = blockingHolder(response, keys[i]!, resource);
             return holder ? { resource, lease: null, holder } : { resource, lease: null };
           },
@@ -227,12 +245,13 @@ export class EtcdStore extends StoreBase {
       ttlMs,
       async (leaseId, expiresAt, nonce) => {
         const txn = groupTxn(keys, owner, leaseId, expiresAt, nonce);
-        return groupTokens(await this.rpc.txn(txn), keys, owner, nonce);
+        return groupGrants(await this.rpc.txn(txn), keys, owner, nonce);
       },
     );
     return (
-      answer?.map((token, i) => ({ resource: resources[i]!, owner, token, expiresAt, ttlMs })) ??
-      null
+      answer?.map(({ token, data }, i) =>
+        withData({ resource: resources[i]!, owner, token, expiresAt, ttlMs }, data),
+      ) ?? null
     );
   }
 
@@ -284,7 +303,10 @@ export class EtcdStore extends StoreBase {
       },
     );
     return answer
-      ? { resource: answer.resource, owner, token: answer.token, expiresAt, ttlMs }
+      ? withData(
+          { resource: answer.resource, owner, token: answer.token, expiresAt, ttlMs },
+          answer.data,
+        )
       : null;
   }
 
@@ -335,15 +357,19 @@ export class EtcdStore extends StoreBase {
       for (const [group, lease] of owned) this.leases.drop(group.owner, group.ttlMs, lease);
       throw error;
     }
+    // The data key is neither sent nor read: the renewed lease carries the data it came with.
     return leases.map((lease, i) =>
       ok[i]
-        ? {
-            resource: lease.resource,
-            owner: lease.owner,
-            token: lease.token,
-            expiresAt: sentAt + (ttlMs ?? lease.ttlMs),
-            ttlMs: ttlMs ?? lease.ttlMs,
-          }
+        ? withData(
+            {
+              resource: lease.resource,
+              owner: lease.owner,
+              token: lease.token,
+              expiresAt: sentAt + (ttlMs ?? lease.ttlMs),
+              ttlMs: ttlMs ?? lease.ttlMs,
+            },
+            lease.data,
+          )
         : null,
     );
   }
@@ -353,41 +379,83 @@ export class EtcdStore extends StoreBase {
    * granted or kept alive after this call began), then one transaction (grouped with others while
    * one is on the wire).
    */
-  protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    return this.renewOne(lease, ttlMs, undefined);
+  }
+
+  /** `renew`'s transaction with the data key written in it: still one transaction. */
+  protected override doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    return this.renewOne(lease, ttlMs, data);
+  }
+
+  private async renewOne(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null | undefined,
+  ): Promise<Lease | null> {
     const since = performance.now();
     const sentAt = Date.now();
     const ttl = ttlMs ?? lease.ttlMs;
     const owned = await this.leases.live(lease.owner, ttl, since);
     const expiresAt = sentAt + ttl;
+    const keys = this.keys.cached(lease.resource);
     let answer: EtcdTxnResponse;
     try {
       answer = await this.txns.send(
         lease.resource,
-        renewTxn(this.keys.cached(lease.resource), lease, owned.id, expiresAt),
+        data === undefined
+          ? renewTxn(keys, lease, owned.id, expiresAt)
+          : renewWithDataTxn(keys, lease, owned.id, expiresAt, data),
       );
     } catch (error) {
       this.leases.drop(lease.owner, ttl, owned); // as in `doRenewMany`
       throw error;
     }
     if (!answer.succeeded) return null;
-    return {
+    const renewed = {
       resource: lease.resource,
       owner: lease.owner,
       token: lease.token,
       expiresAt,
       ttlMs: ttl,
     };
+    return data === undefined ? withData(renewed, lease.data) : withData(renewed, data);
   }
 
   /** One transaction (grouped with others while one is on the wire). */
   protected override async doRelease(lease: LeaseRef): Promise<boolean> {
+    return this.releaseOne(releaseTxn(this.keys.cached(lease.resource), lease), lease);
+  }
+
+  /** `release`'s transaction with the data key written in it: still one transaction. */
+  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.releaseOne(
+      releaseWithDataTxn(this.keys.cached(lease.resource), lease, data),
+      lease,
+    );
+  }
+
+  private async releaseOne(txn: EtcdTxnRequest, lease: LeaseRef): Promise<boolean> {
     try {
-      const txn = releaseTxn(this.keys.cached(lease.resource), lease);
       return (await this.txns.send(lease.resource, txn)).succeeded;
     } catch (error) {
       this.leases.dropOwner(lease.owner); // as in `doReleaseMany`
       throw error;
     }
+  }
+
+  /**
+   * One transaction (grouped with others while one is on the wire) with renew's compares that
+   * writes the data key alone: the hold key, its etcd lease, the token and the record stay as
+   * they are.
+   */
+  protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    const txn = writeDataTxn(this.keys.cached(lease.resource), lease, data);
+    return (await this.txns.send(lease.resource, txn)).succeeded;
   }
 
   /** One transaction per 126 leases, sent concurrently. */

@@ -1,5 +1,7 @@
 import type { LeaseRecord } from '../../core/lease.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import type { AcquireOutcome } from '../../core/store.js';
+import { decodeZkData } from './zookeeper-data.js';
 import { ZK_CODE } from './zookeeper-driver.js';
 import { foreignZnode } from './zookeeper-errors.js';
 import type { ZkGrants } from './zookeeper-grants.js';
@@ -7,6 +9,7 @@ import {
   acquireOps,
   firstAcquireOps,
   grantOf,
+  hasDataOf,
   mtimeOf,
   opBytesOf,
   recordOf,
@@ -161,14 +164,16 @@ export class ZkAcquirer {
       }
     });
     if (r.ok) {
-      return chunk.map((i, k) =>
-        this.granted(
-          s,
-          paths[i]!,
-          owner,
-          ttlMs,
-          since,
-          grantOf(paths[i]!, r.results, tokenAt[k]!, ttlMs),
+      return Promise.all(
+        chunk.map((i, k) =>
+          this.granted(
+            s,
+            paths[i]!,
+            owner,
+            ttlMs,
+            since,
+            grantOf(paths[i]!, r.results, tokenAt[k]!, ttlMs),
+          ),
         ),
       );
     }
@@ -189,37 +194,59 @@ export class ZkAcquirer {
     );
     const [stat, found] = await Promise.all([probe, Promise.all(reads)]);
     const now = mtimeOf(stat);
-    return found.map(([record, token, hold], i): Seen => {
-      if (!hold || !record || !token) return { kind: 'gone' };
-      const found = recordOf(paths[i]!, record, token);
-      if (found.owner === '') return { kind: 'gone' };
-      if (now > found.expiresAt + this.maxClockSkewMs) {
-        return { kind: 'lapsed', recordVersion: record.stat.version };
-      }
-      return { kind: 'live', holder: found };
-    });
+    return Promise.all(
+      found.map(async ([record, token, hold], i): Promise<Seen> => {
+        if (!hold || !record || !token) return { kind: 'gone' };
+        const found = recordOf(paths[i]!, record, token);
+        if (found.owner === '') return { kind: 'gone' };
+        if (now > found.expiresAt + this.maxClockSkewMs) {
+          return { kind: 'lapsed', recordVersion: record.stat.version };
+        }
+        // The holder's data, read only where its token znode shows some.
+        if (!hasDataOf(token)) return { kind: 'live', holder: found };
+        return { kind: 'live', holder: withData(found, await readData(s, paths[i]!)) };
+      }),
+    );
   }
 
   /**
-   * A grant: remembered on the session that holds it, and with what its record was left.
+   * A grant: remembered on the session that holds it, and with what its record was left. The lease
+   * data is handed over by one read of the data znode, sent on the same session after the grant,
+   * only when the token znode's stat in the grant's answer shows one: nothing but this grant's
+   * holder (not yet answered) can write it after the grant, so the read finds what the grant
+   * found.
    * @internal also used by the group and first-free forms (`ZkGroups`).
    */
-  granted(
+  async granted(
     s: ZkSession,
     p: ResourcePaths,
     owner: string,
     ttlMs: number,
     since: number,
-    grant: { token: number; expiresAt: number; recordVersion: number },
-  ): AcquireOutcome {
-    const { token, expiresAt, recordVersion } = grant;
+    grant: { token: number; expiresAt: number; recordVersion: number; hasData: boolean },
+  ): Promise<AcquireOutcome> {
+    const { token, expiresAt, recordVersion, hasData } = grant;
     s.track(p.hold, since + ttlMs);
-    this.grants.note(p.hold, { owner, token, recordVersion, session: s, until: since + ttlMs });
+    this.grants.note(p.hold, {
+      owner,
+      token,
+      recordVersion,
+      session: s,
+      until: since + ttlMs,
+      hasData,
+    });
+    const lease = { resource: p.resource, owner, ttlMs, token, expiresAt };
     return {
       resource: p.resource,
-      lease: { resource: p.resource, owner, ttlMs, token, expiresAt },
+      lease: hasData ? withData(lease, await readData(s, p)) : lease,
     };
   }
+}
+
+/** The lease data of a resource: its data znode's, `null` when there is none. */
+export async function readData(s: ZkSession, p: ResourcePaths): Promise<LeaseData | null> {
+  const read = await s.getData(p.data);
+  return read ? decodeZkData(read.data, p.data) : null;
 }
 
 /** Where an acquire goes after its `multi` was refused. */

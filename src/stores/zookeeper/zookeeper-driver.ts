@@ -12,6 +12,8 @@ export interface ZkStat {
   readonly version: number;
   /** The session that owns an ephemeral znode; all zeros for a persistent one. */
   readonly ephemeralOwner: Buffer;
+  /** How many children the znode has. */
+  readonly numChildren: number;
 }
 
 /** What the driver passes to a callback on failure: a ZooKeeper error code and its name. */

@@ -11,6 +11,11 @@ export interface KnownGrant {
   readonly session: ZkSession;
   /** Local monotonic time until which the holder may believe in the grant. */
   readonly until: number;
+  /**
+   * Whether the record has a data znode, as this store's last write of the grant left it (absent:
+   * not known, taken as none; a wrong guess is refused by the server and read again).
+   */
+  readonly hasData?: boolean;
 }
 
 /** How many remembered grants make `note` forget those nobody can believe in any more. */
@@ -51,6 +56,12 @@ export class ZkGrants {
     const now = performance.now();
     for (const [path, { until }] of this.byHold) if (until <= now) this.byHold.delete(path);
     this.sweepAt = Math.max(SWEEP_FROM, 2 * this.byHold.size);
+  }
+
+  /** After a write of the lease data alone: the grant as it was, with or without a data znode. */
+  noteData(holdPath: string, lease: LeaseRef, hasData: boolean): void {
+    const known = this.of(holdPath, lease);
+    if (known) this.byHold.set(holdPath, { ...known, hasData });
   }
 
   /** Forgets the grant of `token` on `holdPath`: it was released, or found over. */

@@ -149,10 +149,12 @@ export class ZkGroups {
       const plan = plans[i]!;
       return start + (plan === 'free' ? 1 : plan === 'fresh' ? 2 : 3);
     });
-    return paths.map((p, i) => {
-      const grant = grantOf(p, r.results, tokenAt[i]!, ttlMs);
-      return this.acquirer.granted(s, p, owner, ttlMs, since, grant).lease!;
-    });
+    return Promise.all(
+      paths.map(async (p, i) => {
+        const grant = grantOf(p, r.results, tokenAt[i]!, ttlMs);
+        return (await this.acquirer.granted(s, p, owner, ttlMs, since, grant)).lease!;
+      }),
+    );
   }
 
   private ops(tx: ZkTransaction, p: ResourcePaths, plan: Plan, o: string, ttl: number): number {

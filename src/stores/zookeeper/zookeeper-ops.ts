@@ -1,5 +1,7 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
+import { encodeZkData } from './zookeeper-data.js';
 import { ZK_CODE, type ZkOpResult, type ZkStat, type ZkTransaction } from './zookeeper-driver.js';
 import { foreignZnode } from './zookeeper-errors.js';
 import type { ResourcePaths } from './zookeeper-paths.js';
@@ -76,19 +78,31 @@ export function tokenOf(path: string, stat: ZkStat): number {
   return stat.version;
 }
 
-/** The record `get` and `list` report from a record znode and its token znode. */
+/**
+ * The record `get` and `list` report from a record znode and its token znode, with the lease data
+ * read from the data znode (`null` or absent: none).
+ */
 export function recordOf(
   paths: ResourcePaths,
   record: { data: Buffer; stat: ZkStat },
   token: ZkStat,
+  data?: LeaseData | null,
 ): LeaseRecord {
   const { o, t } = decodeRecord(paths.record, record.data);
-  return {
-    resource: paths.resource,
-    owner: o,
-    token: tokenOf(paths.token, token),
-    expiresAt: o === '' ? 0 : mtimeOf(record.stat) + t,
-  };
+  return withData(
+    {
+      resource: paths.resource,
+      owner: o,
+      token: tokenOf(paths.token, token),
+      expiresAt: o === '' ? 0 : mtimeOf(record.stat) + t,
+    },
+    data,
+  );
+}
+
+/** Whether a token znode's stat shows a data znode under it: lease data to read. */
+export function hasDataOf(token: ZkStat): boolean {
+  return token.numChildren > 0;
 }
 
 /** The znode modes a transaction needs, from the driver. */
@@ -189,6 +203,46 @@ export function releaseOps(tx: ZkTransaction, p: ResourcePaths, recordVersion: n
 }
 
 /**
+ * The write of lease data after a lease's own operations: the data znode created, written or
+ * deleted (`null`) by whether it exists (`hasData`, as read or left by this store's last write);
+ * nothing for `null` where there is none. A wrong guess is refused (`NODE_EXISTS`, `NO_NODE`) with
+ * the rest of the `multi`, and read again.
+ */
+export function dataOps(
+  tx: ZkTransaction,
+  p: ResourcePaths,
+  data: LeaseData | null,
+  hasData: boolean,
+  persistent: number,
+): number {
+  if (data === null) {
+    if (!hasData) return 0;
+    tx.remove(p.data, -1);
+    return 1;
+  }
+  if (hasData) tx.setData(p.data, encodeZkData(data), -1);
+  else tx.create(p.data, encodeZkData(data), persistent);
+  return 1;
+}
+
+/**
+ * `writeData`: only if the hold still exists and the record is still at `recordVersion` (renew's
+ * conditions, as checks: the record is not written, so its `mtime` and the expiry stay), writes
+ * the data znode.
+ */
+export function writeDataOps(
+  tx: ZkTransaction,
+  p: ResourcePaths,
+  recordVersion: number,
+  data: LeaseData | null,
+  hasData: boolean,
+  persistent: number,
+): number {
+  tx.check(p.hold, -1).check(p.record, recordVersion);
+  return 2 + dataOps(tx, p, data, hasData, persistent);
+}
+
+/**
  * How the operations of a renew or release were refused, by their offset: the grant is over
  * (`over`: the hold is gone), or the record was written since the version the operations were
  * conditioned on (`changed`: by a grant, a renewal or a release, which a read tells apart).
@@ -199,15 +253,15 @@ export function refusalOf(op: number, code: number): 'over' | 'changed' {
 }
 
 /**
- * The token and `expiresAt` a granting transaction answered with, its operations from `first`, and
- * the record znode's version it left.
+ * The token and `expiresAt` a granting transaction answered with, its operations from `first`, the
+ * record znode's version it left, and whether the token znode has a data znode to hand over.
  */
 export function grantOf(
   p: ResourcePaths,
   results: readonly ZkOpResult[],
   tokenAt: number,
   ttlMs: number,
-): { token: number; expiresAt: number; recordVersion: number } {
+): { token: number; expiresAt: number; recordVersion: number; hasData: boolean } {
   const token = results[tokenAt]?.stat;
   const record = results[tokenAt + 1]?.stat;
   if (!token || !record) throw foreignZnode(p.record, 'was answered without its stat');
@@ -215,6 +269,7 @@ export function grantOf(
     token: tokenOf(p.token, token),
     expiresAt: mtimeOf(record) + ttlMs,
     recordVersion: record.version,
+    hasData: hasDataOf(token),
   };
 }
 

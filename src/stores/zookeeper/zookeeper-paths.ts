@@ -10,6 +10,12 @@
  *   its data `version` (the count of writes to it) is the fencing token.
  * - `C/r/<name>/h`: the hold znode, ephemeral: it exists while the lease is held and belongs to
  *   the holder's ZooKeeper session, so the server deletes it when that session expires.
+ * - `C/r/<name>/t/d`: the data znode, persistent, a child of the token znode: the lease data (see
+ *   zookeeper-data.ts), present only while the record has some. Written only by `writeData` and
+ *   by a renewal or release carrying data, in the same `multi` as their checks; never by a grant
+ *   or a renewal without data. The token znode's `numChildren` (1 or 0), in the stat every grant
+ *   and every read of the token znode gets anyway, tells whether there is data to read. (Records
+ *   written before lease data existed have no data znode: they read as records without data.)
  *
  * `<name>` is the resource with `%`, `/` and every character ZooKeeper refuses in a znode name
  * (controls, U+D800–U+F8FF, U+FFF0–U+FFFF, and every character beyond U+FFFF, which Java
@@ -27,13 +33,19 @@ export class ZkPaths {
     this.records = `${chroot}/r`;
   }
 
-  /** The three znodes of `resource`. */
+  /** The znodes of `resource`. */
   of(resource: string): ResourcePaths {
     let paths = this.recent.get(resource);
     if (paths) return paths;
     if (this.recent.size >= RECENT_RESOURCES) this.recent.clear();
     const record = `${this.records}/${encodeName(resource)}`;
-    paths = Object.freeze({ resource, record, token: `${record}/t`, hold: `${record}/h` });
+    paths = Object.freeze({
+      resource,
+      record,
+      token: `${record}/t`,
+      hold: `${record}/h`,
+      data: `${record}/t/d`,
+    });
     this.recent.set(resource, paths);
     return paths;
   }
@@ -47,6 +59,7 @@ export interface ResourcePaths {
   readonly record: string;
   readonly token: string;
   readonly hold: string;
+  readonly data: string;
 }
 
 /** Whether ZooKeeper refuses a character, by code point, in a znode name (Java's UTF-16 rules). */

@@ -1,5 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import type { LeaseData } from '../../core/lease-data.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
 import { parseStoreUrl } from '../../core/store-url.js';
@@ -10,12 +11,12 @@ import {
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
-import { ZkAcquirer } from './zookeeper-acquire.js';
+import { readData, ZkAcquirer } from './zookeeper-acquire.js';
 import type { ZkModule } from './zookeeper-driver.js';
 import { mapZookeeperError } from './zookeeper-errors.js';
 import { ZkGrants } from './zookeeper-grants.js';
 import { GROUP_BYTES, memberBytes, ZkGroups } from './zookeeper-group.js';
-import { recordOf, type Modes } from './zookeeper-ops.js';
+import { hasDataOf, recordOf, type Modes } from './zookeeper-ops.js';
 import {
   resolveZookeeperOptions,
   type ResolvedZookeeperOptions,
@@ -58,6 +59,12 @@ export const BATCH_LEASES = 2_000;
  * free, and `acquireFirst` one `multi` when its first candidate is (see `ZkGroups`). Batches go
  * in pieces of `BATCH_LEASES`; each piece sends all its reads, if any, together and then one
  * `multi` per 256 KB of operations.
+ *
+ * Lease data lives in a data znode under the token znode (see zookeeper-paths.ts), written only
+ * by `writeData` and renewals or releases carrying data, each one `multi`. A `multi` answers no
+ * data, so a grant of a record that has data (its token znode's stat, in the grant's answer,
+ * shows the data znode) reads it with one `getData` after the `multi`; a grant of a record
+ * without data costs nothing more.
  */
 export class ZookeeperStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -65,6 +72,7 @@ export class ZookeeperStore extends StoreBase {
     batch: true,
     watch: true,
     atomicGroupMax: LIMITS.groupMaxSize,
+    data: true,
   });
   /**
    * How far the ensemble's server clocks may disagree (the `maxClockSkewMs` option): expiry is
@@ -97,7 +105,7 @@ export class ZookeeperStore extends StoreBase {
     const grants = new ZkGrants();
     this.acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs, grants);
     this.groups = new ZkGroups(this.acquirer, this.paths.clock, modes, this.maxClockSkewMs);
-    this.updates = new ZkUpdates(this.sessions, grants, modes.ephemeral);
+    this.updates = new ZkUpdates(this.sessions, grants, modes.ephemeral, modes.persistent);
     this.watcher = new ZkWatch(this.sessions, this.paths, this.options.onWatchError);
   }
 
@@ -233,25 +241,66 @@ export class ZookeeperStore extends StoreBase {
   }
 
   /** One lease: `doRenewMany`'s work without the grouping. */
-  protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+    return this.renewOne(lease, ttlMs, undefined);
+  }
+
+  /** A renewal whose `multi` also writes the data znode: still one `multi`. */
+  protected override doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    return this.renewOne(lease, ttlMs, data);
+  }
+
+  private async renewOne(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null | undefined,
+  ): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
     const session = await this.sessions.forTtl(ttl);
     const out: (Lease | null)[] = [null];
-    const item = { index: 0, lease, paths: this.paths.of(lease.resource) };
-    await this.updates.renew(session, [item], () => ttl, out);
+    await this.updates.renew(session, [this.item(lease, data)], () => ttl, out);
     return out[0]!;
   }
 
   /** One lease: `doReleaseMany`'s work without the grouping. */
-  protected override async doRelease(lease: LeaseRef): Promise<boolean> {
+  protected override doRelease(lease: LeaseRef): Promise<boolean> {
+    return this.releaseOne(lease, undefined);
+  }
+
+  /** A release whose `multi` also writes the data znode: still one `multi`. */
+  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.releaseOne(lease, data);
+  }
+
+  private async releaseOne(lease: LeaseRef, data: LeaseData | null | undefined): Promise<boolean> {
     const session = await this.releaseSession(lease);
     const out = [false];
-    const item = { index: 0, lease, paths: this.paths.of(lease.resource) };
-    await this.updates.release(session, [item], out);
+    await this.updates.release(session, [this.item(lease, data)], out);
     return out[0]!;
   }
 
-  /** The record and token znodes, read together. */
+  /**
+   * One `multi` with renew's conditions as checks (the hold exists, the record is at the version
+   * this store's last write of the grant left, else read first as renew does) that creates,
+   * writes or deletes the data znode alone: the record, its `mtime` and so the expiry stay.
+   */
+  protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    const session = await this.releaseSession(lease);
+    const out = [false];
+    await this.updates.writeData(session, [this.item(lease, data)], out);
+    return out[0]!;
+  }
+
+  private item<T extends LeaseRef>(lease: T, data: LeaseData | null | undefined): Item<T> {
+    const paths = this.paths.of(lease.resource);
+    return data === undefined ? { index: 0, lease, paths } : { index: 0, lease, paths, data };
+  }
+
+  /** The record and token znodes, read together (and the data znode when there is one). */
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
     const session = await this.sessions.main();
     return this.read(session, resource);
@@ -293,13 +342,19 @@ export class ZookeeperStore extends StoreBase {
     return mapZookeeperError(error, operation);
   }
 
+  /**
+   * The record and token znodes, read together; then the data znode, only when the token znode's
+   * stat shows one.
+   */
   private async read(session: ZkSession, resource: string): Promise<LeaseRecord | null> {
     const paths = this.paths.of(resource);
     const [record, token] = await Promise.all([
       session.getData(paths.record),
       session.exists(paths.token),
     ]);
-    return record && token ? recordOf(paths, record, token) : null;
+    if (!record || !token) return null;
+    const data = hasDataOf(token) ? await readData(session, paths) : null;
+    return recordOf(paths, record, token, data);
   }
 
   /** Creates the store path's znodes when missing: the records znode and the clock znode. */

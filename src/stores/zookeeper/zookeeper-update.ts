@@ -1,8 +1,11 @@
 import type { Lease, LeaseRef } from '../../core/lease.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import { yieldToLoop } from '../../core/time.js';
 import type { ZkOpResult, ZkStat, ZkTransaction } from './zookeeper-driver.js';
 import type { ZkGrants } from './zookeeper-grants.js';
 import {
+  dataOps,
+  hasDataOf,
   mtimeOf,
   opBytesOf,
   recordOf,
@@ -10,6 +13,7 @@ import {
   releaseOps,
   renewOps,
   splitForMulti,
+  writeDataOps,
 } from './zookeeper-ops.js';
 import type { ResourcePaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
@@ -26,6 +30,8 @@ export interface Item<T extends LeaseRef> {
   readonly index: number;
   readonly lease: T;
   readonly paths: ResourcePaths;
+  /** Lease data to write in the same `multi` (`null` clears it); absent: the data is left alone. */
+  readonly data?: LeaseData | null;
 }
 
 /** What a lease's write is conditioned on, when the lease is still the caller's as far as known. */
@@ -33,6 +39,8 @@ interface Basis {
   readonly recordVersion: number;
   /** The store's usable session that holds the hold znode, if it is one of the store's. */
   readonly holder: ZkSession | undefined;
+  /** Whether the record has a data znode (read, or as this store's last write left it). */
+  readonly hasData: boolean;
 }
 
 /** How one lease's operations went in a `multi`: applied, or refused at an operation of its own. */
@@ -54,6 +62,7 @@ export class ZkUpdates {
     private readonly sessions: ZkSessions,
     private readonly grants: ZkGrants,
     private readonly ephemeral: number,
+    private readonly persistent: number,
   ) {}
 
   /**
@@ -75,19 +84,22 @@ export class ZkUpdates {
       const holder = bases.get(index)!.holder;
       if (!holder || holder.timeoutMs < ttlOf(lease)) moves.add(index);
     }
-    const sent = await sendBatched(s, live, (tx, { index, lease, paths }) =>
-      renewOps(
+    const sent = await sendBatched(s, live, (tx, { index, lease, paths, data }) => {
+      const basis = bases.get(index)!;
+      const ops = renewOps(
         tx,
         paths,
-        bases.get(index)!.recordVersion,
+        basis.recordVersion,
         lease.owner,
         ttlOf(lease),
         moves.has(index) ? { ephemeral: this.ephemeral } : undefined,
-      ),
-    );
+      );
+      if (data === undefined) return ops;
+      return ops + dataOps(tx, paths, data, basis.hasData, this.persistent);
+    });
     const again: Item<Lease>[] = [];
     for (const item of live) {
-      const { index, lease, paths } = item;
+      const { index, lease, paths, data } = item;
       const r = sent.get(index)!;
       if (!r.ok) {
         if (this.readAgain(item, r, attempt)) again.push(item);
@@ -104,14 +116,19 @@ export class ZkUpdates {
         recordVersion: stat.version,
         session: on,
         until: since + ttl,
+        hasData: data === undefined ? bases.get(index)!.hasData : data !== null,
       });
-      out[index] = {
-        resource: lease.resource,
-        owner: lease.owner,
-        token: lease.token,
-        expiresAt: mtimeOf(stat) + ttl,
-        ttlMs: ttl,
-      };
+      // Without data, the data znode is neither read nor written: the lease keeps what it carried.
+      out[index] = withData(
+        {
+          resource: lease.resource,
+          owner: lease.owner,
+          token: lease.token,
+          expiresAt: mtimeOf(stat) + ttl,
+          ttlMs: ttl,
+        },
+        data === undefined ? lease.data : data,
+      );
     }
     if (again.length > 0) await this.renew(s, again, ttlOf, out, attempt + 1);
   }
@@ -125,9 +142,12 @@ export class ZkUpdates {
   ): Promise<void> {
     const bases = await this.bases(s, round, attempt === 0);
     const live = round.filter((item) => bases.has(item.index));
-    const sent = await sendBatched(s, live, (tx, { index, paths }) =>
-      releaseOps(tx, paths, bases.get(index)!.recordVersion),
-    );
+    const sent = await sendBatched(s, live, (tx, { index, paths, data }) => {
+      const basis = bases.get(index)!;
+      const ops = releaseOps(tx, paths, basis.recordVersion);
+      if (data === undefined) return ops;
+      return ops + dataOps(tx, paths, data, basis.hasData, this.persistent);
+    });
     const again: Item<LeaseRef>[] = [];
     for (const item of live) {
       const r = sent.get(item.index)!;
@@ -140,6 +160,42 @@ export class ZkUpdates {
       out[item.index] = true;
     }
     if (again.length > 0) await this.release(s, again, out, attempt + 1);
+  }
+
+  /**
+   * Writes each lease's data (`item.data`) in one `multi` with renew's conditions as checks, the
+   * record left as it is. Sets `out[index]`.
+   */
+  async writeData(
+    s: ZkSession,
+    round: readonly Item<LeaseRef>[],
+    out: boolean[],
+    attempt = 0,
+  ): Promise<void> {
+    const bases = await this.bases(s, round, attempt === 0);
+    const live = round.filter((item) => bases.has(item.index));
+    const sent = await sendBatched(s, live, (tx, { index, paths, data }) => {
+      const basis = bases.get(index)!;
+      return writeDataOps(
+        tx,
+        paths,
+        basis.recordVersion,
+        data ?? null,
+        basis.hasData,
+        this.persistent,
+      );
+    });
+    const again: Item<LeaseRef>[] = [];
+    for (const item of live) {
+      const r = sent.get(item.index)!;
+      if (!r.ok) {
+        if (this.readAgain(item, r, attempt)) again.push(item);
+        continue;
+      }
+      this.grants.noteData(item.paths.hold, item.lease, (item.data ?? null) !== null);
+      out[item.index] = true;
+    }
+    if (again.length > 0) await this.writeData(s, again, out, attempt + 1);
   }
 
   /**
@@ -179,6 +235,7 @@ export class ZkUpdates {
       out.set(item.index, {
         recordVersion: known.recordVersion,
         holder: known.session.usable ? known.session : undefined,
+        hasData: known.hasData ?? false,
       });
     }
     if (unknown.length === 0) return out;
@@ -195,6 +252,7 @@ export class ZkUpdates {
       out.set(item.index, {
         recordVersion: f.recordVersion,
         holder: this.sessions.byOwner(f.hold.ephemeralOwner),
+        hasData: f.hasData,
       });
     });
     return out;
@@ -209,7 +267,7 @@ export class ZkUpdates {
 async function stillHeld<T extends LeaseRef>(
   s: ZkSession,
   items: readonly Item<T>[],
-): Promise<({ recordVersion: number; hold: ZkStat } | undefined)[]> {
+): Promise<({ recordVersion: number; hold: ZkStat; hasData: boolean } | undefined)[]> {
   const reads = await Promise.all(
     items.map(({ paths }) =>
       Promise.all([s.getData(paths.record), s.exists(paths.token), s.exists(paths.hold)]),
@@ -220,7 +278,7 @@ async function stillHeld<T extends LeaseRef>(
     const { lease, paths } = items[k]!;
     const found = recordOf(paths, record, token);
     if (found.owner !== lease.owner || found.token !== lease.token) return undefined;
-    return { recordVersion: record.stat.version, hold };
+    return { recordVersion: record.stat.version, hold, hasData: hasDataOf(token) };
   });
 }
 
