@@ -20,6 +20,8 @@ export interface NatsConnectionStats {
   readonly name?: string;
   /** Messages the server received from this client: one per request it sent. */
   readonly in_msgs: number;
+  /** Payload bytes the server received from this client. */
+  readonly in_bytes: number;
 }
 
 /**

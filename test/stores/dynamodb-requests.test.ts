@@ -1,5 +1,3 @@
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore, type LeaseStore } from '../../src/index.js';
@@ -9,63 +7,24 @@ import {
   type DynaliteServer,
 } from '../harness/dynalite-server.js';
 import { describeServer } from '../harness/describe-server.js';
-
-/**
- * An HTTP relay on loopback in front of dynalite that counts the requests reaching the server by
- * operation (`X-Amz-Target`): what a store sends, the SDK's own retries included.
- */
-async function countingRelay(target: DynaliteServer): Promise<{
-  endpoint: string;
-  counts: Map<string, number>;
-  close(): Promise<void>;
-}> {
-  const counts = new Map<string, number>();
-  const server: Server = createServer((incoming, answer) => {
-    const operation =
-      String(incoming.headers['x-amz-target'] ?? '')
-        .split('.')
-        .pop() ?? '';
-    counts.set(operation, (counts.get(operation) ?? 0) + 1);
-    const upstream = request(
-      `${target.endpoint}${incoming.url ?? '/'}`,
-      { method: incoming.method, headers: incoming.headers },
-      (reply) => {
-        answer.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(answer);
-      },
-    );
-    upstream.on('error', () => answer.destroy());
-    incoming.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    counts,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-}
+import { dynamodbRelay, type DynamodbRelay } from '../harness/dynamodb-relay.js';
 
 describeServer('DynamoDB store requests', dynaliteUnavailable(), () => {
   let server: DynaliteServer;
-  let relay: Awaited<ReturnType<typeof countingRelay>>;
+  let relay: DynamodbRelay;
   let store: LeaseStore;
   const table = `ddbr_${process.pid}`;
 
   /** The requests `work` made reach the server, by operation. */
   const requestsOf = async (work: () => Promise<unknown>): Promise<Record<string, number>> => {
-    relay.counts.clear();
+    relay.clear();
     await work();
     return Object.fromEntries(relay.counts);
   };
 
   beforeAll(async () => {
     server = await startDynalite();
-    relay = await countingRelay(server);
+    relay = await dynamodbRelay(server);
     store = await openStore(
       server.url(table, { endpoint: relay.endpoint, createTable: true, maxClockSkewMs: 0 }),
     );

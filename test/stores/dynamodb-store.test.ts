@@ -63,9 +63,9 @@ function wrappedClient(
 }
 
 const isUpdate = (command: object): boolean => command.constructor.name === 'UpdateItemCommand';
-/** An acquire: the one update that asks for the new values back (the token). */
+/** An acquire: the one update that asks for the new values back (the token and the data). */
 const isAcquire = (command: { input?: Record<string, unknown> }): boolean =>
-  isUpdate(command) && command.input?.ReturnValues === 'UPDATED_NEW';
+  isUpdate(command) && command.input?.ReturnValues === 'ALL_NEW';
 
 /**
  * What DynamoDB does and dynalite does not: a failed condition of a request with

@@ -110,13 +110,14 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
     expect(await a.renew({ ...lease, token: 2 })).toBeNull();
   });
 
-  it('declares a local clock, no batch call and a watch', async () => {
+  it('declares a local clock, no batch call, a watch and lease data', async () => {
     const store = await open();
     expect(store.capabilities).toEqual({
       clock: 'local',
       batch: false,
       watch: true,
       atomicGroupMax: 0,
+      data: true,
     });
     expect(store.maxClockSkewMs).toBe(50);
   });

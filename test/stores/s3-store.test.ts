@@ -219,6 +219,7 @@ describeServer('S3 store on Ceph radosgw', cephUnavailable(), () => {
         batch: false,
         watch: false,
         atomicGroupMax: 0,
+        data: true,
       });
       // The probe object is gone, and a fresh store lists nothing.
       expect(await store.list()).toEqual([]);

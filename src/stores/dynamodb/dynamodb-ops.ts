@@ -1,4 +1,5 @@
 import type { LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
 import type { Item } from './dynamodb-driver.js';
 
 /**
@@ -7,27 +8,50 @@ import type { Item } from './dynamodb-driver.js';
  *
  * Item layout (the table's key schema is `resource` HASH, type S, no sort key):
  * `resource` S, `owner` S (`''` once released), `token` N, `expiresAt` N (ms since the epoch on
- * the writer's clock, `0` once released).
+ * the writer's clock, `0` once released), and `data` S, the lease data in `encodeData`'s form
+ * (`s…` or `b…` base64), absent when there is none — as on every item written before lease data
+ * existed, which therefore read with no data and need no migration. Only `writeData` and the
+ * renew / release that carry data name `data`; a plain renew or release never sends or touches it.
  */
 const NAMES = Object.freeze({
   '#r': 'resource',
   '#o': 'owner',
   '#t': 'token',
   '#e': 'expiresAt',
+  '#d': 'data',
 });
 
 /** The names every transition uses (DynamoDB refuses a name that its expressions leave unused). */
 const LEASE_NAMES = Object.freeze({ '#o': NAMES['#o'], '#t': NAMES['#t'], '#e': NAMES['#e'] });
 
+/** The names of a transition that also sets the data. */
+const DATA_NAMES = Object.freeze({ ...LEASE_NAMES, '#d': NAMES['#d'] });
+
+/** The names of `writeData`, which leaves `expiresAt` out of both expressions. */
+const WRITE_NAMES = Object.freeze({ '#o': NAMES['#o'], '#t': NAMES['#t'], '#d': NAMES['#d'] });
+
 const key = (resource: string): Item => ({ resource: { S: resource } });
 const num = (value: number): { N: string } => ({ N: String(value) });
+
+/**
+ * How a transition carrying `data` sets it: `SET` clauses (to join to the transition's own) and
+ * its value, or the `REMOVE` clause that clears it (`null`).
+ */
+function dataClauses(data: LeaseData | null): { set: string; remove: string; values: Item } {
+  const text = encodeData(data);
+  return text === null
+    ? { set: '', remove: ' REMOVE #d', values: {} }
+    : { set: ', #d = :data', remove: '', values: { ':data': { S: text } } };
+}
 
 /**
  * Acquire: the item is absent, released, or expired by more than the allowed skew
  * (`expiresAt + skew < now`, written `expiresAt < now − skew`). A release writes `expiresAt` 0,
  * so one comparison covers released and expired alike, and an item without `expiresAt` (never
  * written by a transition) counts as absent, as `toRecord` reads it. The token is bumped in the
- * same update (`ADD` starts a missing number at 0) and comes back with `UPDATED_NEW`. When the
+ * same update (`ADD` starts a missing number at 0) and the whole item comes back with `ALL_NEW`,
+ * the data the previous holders left included (no read, no extra capacity: a write is charged by
+ * the item's size either way). When the
  * condition fails, DynamoDB puts the item that failed it on the error (`ALL_OLD`, no read capacity
  * consumed); emulators that ignore the parameter (dynalite) simply leave it off.
  */
@@ -50,7 +74,7 @@ export function acquireRequest(
       ':one': num(1),
       ':cutoff': num(cutoff),
     },
-    ReturnValues: 'UPDATED_NEW',
+    ReturnValues: 'ALL_NEW',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }
@@ -79,19 +103,62 @@ export function renewRequest(table: string, lease: LeaseRef, expiresAt: number):
   };
 }
 
-/** Release: owner and token still ours; the item stays, with its token, so tokens never restart. */
-export function releaseRequest(table: string, lease: LeaseRef): object {
+/** Renew carrying data: `renewRequest`, the data set (or removed) in the same update. */
+export function renewWithDataRequest(
+  table: string,
+  lease: LeaseRef,
+  expiresAt: number,
+  data: LeaseData | null,
+): object {
+  const { set, remove, values } = dataClauses(data);
+  const request = renewRequest(table, lease, expiresAt) as { ExpressionAttributeValues: Item };
+  return {
+    ...request,
+    UpdateExpression: `SET #e = :expiresAt${set}${remove}`,
+    ExpressionAttributeNames: DATA_NAMES,
+    ExpressionAttributeValues: { ...request.ExpressionAttributeValues, ...values },
+  };
+}
+
+/**
+ * Release: owner and token still ours; the item stays, with its token, so tokens never restart,
+ * and with its data, for the next holder. With `data`, that is set (or removed) in the same update.
+ */
+export function releaseRequest(table: string, lease: LeaseRef, data?: LeaseData | null): object {
+  const { set, remove, values } =
+    data === undefined ? { set: '', remove: '', values: {} } : dataClauses(data);
   return {
     TableName: table,
     Key: key(lease.resource),
-    UpdateExpression: 'SET #o = :released, #e = :zero',
+    UpdateExpression: `SET #o = :released, #e = :zero${set}${remove}`,
     ConditionExpression: '#o = :owner AND #t = :token',
-    ExpressionAttributeNames: LEASE_NAMES,
+    ExpressionAttributeNames: data === undefined ? LEASE_NAMES : DATA_NAMES,
     ExpressionAttributeValues: {
       ':owner': { S: lease.owner },
       ':token': num(lease.token),
       ':released': { S: '' },
       ':zero': num(0),
+      ...values,
+    },
+  };
+}
+
+/**
+ * writeData: owner and token still ours (as renew and release compare); only `data` changes.
+ * Sent again after a lost answer, it finds the same owner and token and lands again.
+ */
+export function writeDataRequest(table: string, lease: LeaseRef, data: LeaseData | null): object {
+  const { values } = dataClauses(data);
+  return {
+    TableName: table,
+    Key: key(lease.resource),
+    UpdateExpression: data === null ? 'REMOVE #d' : 'SET #d = :data',
+    ConditionExpression: '#o = :owner AND #t = :token',
+    ExpressionAttributeNames: WRITE_NAMES,
+    ExpressionAttributeValues: {
+      ':owner': { S: lease.owner },
+      ':token': num(lease.token),
+      ...values,
     },
   };
 }
@@ -161,12 +228,19 @@ export function createTableRequest(table: string): object {
   };
 }
 
-/** A stored item as a record. Missing attributes read as a released record at token 0. */
+/**
+ * A stored item as a record. Missing attributes read as a released record at token 0, a missing
+ * `data` as no data (`data` left out of the record).
+ */
 export function toRecord(item: Item): LeaseRecord {
-  return {
-    resource: item.resource?.S ?? '',
-    owner: item.owner?.S ?? '',
-    token: Number(item.token?.N ?? 0),
-    expiresAt: Number(item.expiresAt?.N ?? 0),
-  };
+  const resource = item.resource?.S ?? '';
+  return withData(
+    {
+      resource,
+      owner: item.owner?.S ?? '',
+      token: Number(item.token?.N ?? 0),
+      expiresAt: Number(item.expiresAt?.N ?? 0),
+    },
+    decodeData(item.data?.S, resource),
+  );
 }

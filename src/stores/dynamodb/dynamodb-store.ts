@@ -1,6 +1,7 @@
 import { withDeadline } from '../../core/deadline.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { sameData, withData, type LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
   compareResources,
@@ -35,9 +36,11 @@ import {
   getRequest,
   releaseRequest,
   renewRequest,
+  renewWithDataRequest,
   scanFloor,
   scanRequest,
   toRecord,
+  writeDataRequest,
 } from './dynamodb-ops.js';
 import { ensureTable } from './dynamodb-table.js';
 import { parseDynamodbUrl, redactEndpoint, type DynamodbTarget } from './dynamodb-url.js';
@@ -96,6 +99,11 @@ async function sdkOf(given: object | undefined): Promise<DynamodbModule> {
  * instead where the endpoint returns it, as DynamoDB does: then a refused acquire also reports
  * the record that stood in the way as `holder`; dynalite does not, so there it has none).
  *
+ * Lease data (`capabilities.data`) is one more attribute, `data` (see `dynamodb-ops.ts`): every
+ * grant gets it back in its own update (`ALL_NEW`), `writeData` and a renew or release carrying
+ * data are one conditional update on owner and token, and a renew or release without data leaves
+ * the attribute out of the request. Items written before lease data existed simply lack it.
+ *
  * `acquireMany` / `renewMany` / `releaseMany` are one update per resource, up to `concurrency` in
  * flight (no transaction: one failed condition would fail them all). `list` is a `Scan` of the
  * whole table, sorted here, on every call, paging with `after` included: right for an admin
@@ -107,6 +115,7 @@ export class DynamodbStore extends StoreBase {
     batch: false,
     watch: false,
     atomicGroupMax: 0,
+    data: true,
   });
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedDynamodbOptions;
@@ -240,6 +249,34 @@ export class DynamodbStore extends StoreBase {
     return this.releaseOne(lease);
   }
 
+  protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    try {
+      await this.send(
+        'writeData',
+        new this.sdk.UpdateItemCommand(writeDataRequest(this.table, lease, data)),
+      );
+      return true;
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+      return false;
+    }
+  }
+
+  protected override doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    return this.renewOne(lease, ttlMs, data);
+  }
+
+  protected override async doReleaseWithData(
+    lease: LeaseRef,
+    data: LeaseData | null,
+  ): Promise<boolean> {
+    return this.releaseOne(lease, data);
+  }
+
   protected doRenewMany(
     leases: readonly Lease[],
     ttlMs: number | undefined,
@@ -338,7 +375,8 @@ export class DynamodbStore extends StoreBase {
         // then the record holds exactly what it wrote, and the lease is ours.
         const record = seen ?? (await this.doGet(resource));
         if (record?.owner === owner && record.expiresAt === expiresAt) {
-          return { resource, lease: { resource, owner, token: record.token, expiresAt, ttlMs } };
+          const lease = { resource, owner, token: record.token, expiresAt, ttlMs };
+          return { resource, lease: withData(lease, record.data) };
         }
       }
       return seen ? { resource, lease: null, holder: seen } : { resource, lease: null };
@@ -351,21 +389,38 @@ export class DynamodbStore extends StoreBase {
         { retryable: false },
       );
     }
-    return { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
+    const data = toRecord({ resource: { S: resource }, ...answer.Attributes }).data;
+    return { resource, lease: withData({ resource, owner, token, expiresAt, ttlMs }, data) };
   }
 
-  private async renewOne(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
+  /**
+   * One conditional update; with `data` (not `undefined`), it is set in the same update. Without,
+   * the answer carries no data: the caller's lease keeps what it had, the record is untouched.
+   */
+  private async renewOne(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data?: LeaseData | null,
+  ): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
     const expiresAt = this.options.clock.now() + ttl;
-    try {
-      await this.send(
-        'renew',
-        new this.sdk.UpdateItemCommand(renewRequest(this.table, lease, expiresAt)),
+    const request =
+      data === undefined
+        ? renewRequest(this.table, lease, expiresAt)
+        : renewWithDataRequest(this.table, lease, expiresAt, data);
+    const renewed = (at: number): Lease => {
+      const base = { resource: lease.resource, owner: lease.owner, token: lease.token };
+      return withData(
+        { ...base, expiresAt: at, ttlMs: ttl },
+        data === undefined ? lease.data : data,
       );
+    };
+    try {
+      await this.send('renew', new this.sdk.UpdateItemCommand(request));
     } catch (error) {
       if (!isConditionFailed(error)) throw error;
       // Still ours, with a later expiry than this renewal would write (a newer renewal landed
-      // first)? Then the lease is renewed at least this far: a success, leaving the record be.
+      // first)? Then the lease is renewed at least this far: a success, leaving the expiry be.
       const item = conditionItem(error);
       const record = item ? toRecord(item) : await this.doGet(lease.resource);
       if (
@@ -374,20 +429,22 @@ export class DynamodbStore extends StoreBase {
         record.expiresAt < expiresAt
       )
         return null;
-      return { ...lease, expiresAt: record.expiresAt, ttlMs: ttl };
+      // The data this renewal carried did not land with it: written now, under the same owner
+      // and token (a second request, only in this race of one holder's own renewals).
+      if (data !== undefined && !sameData(record.data ?? null, data)) {
+        if (!(await this.doWriteData(lease, data))) return null;
+      }
+      return renewed(record.expiresAt);
     }
-    return {
-      resource: lease.resource,
-      owner: lease.owner,
-      token: lease.token,
-      expiresAt,
-      ttlMs: ttl,
-    };
+    return renewed(expiresAt);
   }
 
-  private async releaseOne(lease: LeaseRef): Promise<boolean> {
+  private async releaseOne(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
     try {
-      await this.send('release', new this.sdk.UpdateItemCommand(releaseRequest(this.table, lease)));
+      await this.send(
+        'release',
+        new this.sdk.UpdateItemCommand(releaseRequest(this.table, lease, data)),
+      );
       return true;
     } catch (error) {
       if (!isConditionFailed(error)) throw error;

@@ -1,6 +1,7 @@
 import { withDeadline } from '../../core/deadline.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
   compareResources,
@@ -36,11 +37,16 @@ import { runBatch } from './nats-batch.js';
  * - **acquire** reads the key, and when the record is absent, released or expired writes
  *   `{owner, token + 1, expiresAt, nonce}` conditioned on the revision read: two requests (one
  *   when refused). A conflict reads again (at most four times).
- * - **renew** and **release** write conditioned on the revision of this store's own last write
- *   of the grant: one request. When that revision is not known or is stale (another handle, or a
+ * - **renew**, **release** and **writeData** write conditioned on the revision of this store's own
+ *   last write of the grant: one request. When that revision is not known or is stale (another handle, or a
  *   write whose answer was lost), the record is read and the write made only if owner and token
  *   are still the lease's: a renew whose first attempt landed although its answer was lost
- *   succeeds when retried. Release keeps the key and its token.
+ *   succeeds when retried. Release keeps the key, its token and its data.
+ * - **lease data** (`capabilities.data`) is a member of the value (see nats-ops.ts). A value is
+ *   written whole, so every renew and release rewrites it, carrying the data of the revision the
+ *   write is conditioned on, unchanged (this store remembers it with its last write; it never
+ *   comes from the caller); a grant carries the data of the revision it read. So the data rides
+ *   in every renewal's request: 4 KiB of data makes each renewal's payload about 4 KiB larger.
  *
  * NATS KV has no clock a conditional write can compare with (and NATS 2.9 no per-key TTL), so
  * expiry is judged on the callers' clocks (`capabilities.clock` is `'local'`): a contender takes
@@ -69,6 +75,7 @@ export class NatsStore extends StoreBase {
     batch: false,
     watch: true,
     atomicGroupMax: 0,
+    data: true,
   });
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedNatsOptions;
@@ -202,6 +209,22 @@ export class NatsStore extends StoreBase {
 
   protected override doRelease(lease: LeaseRef): Promise<boolean> {
     return this.bounded('release', () => this.records.release(lease));
+  }
+
+  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.bounded('writeData', () => this.records.writeData(lease, data));
+  }
+
+  protected override doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    return this.bounded('renew', () => this.records.renew(lease, ttlMs, data));
+  }
+
+  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.bounded('release', () => this.records.release(lease, data));
   }
 
   protected doRenewMany(

@@ -1,10 +1,24 @@
-/** The last write this store made to a record it still holds: what the next renew compares with. */
+/**
+ * The last write this store made to a record it still holds: what the next renew compares with,
+ * and what that revision holds (a write conditioned on it rewrites the value whole).
+ */
 export interface KnownWrite {
   readonly owner: string;
   readonly token: number;
   readonly nonce: string;
   /** Moved on in place by each renewal of the grant (see `advance`). */
   revision: number;
+  /** The `expiresAt` written at `revision`. */
+  expiresAt: number;
+  /** The lease data at `revision`, in `encodeData`'s form (`null`: none). */
+  readonly data: string | null;
+}
+
+/** What our last release left: the token and data the next grant starts from, at `revision`. */
+export interface ReleasedWrite {
+  readonly token: number;
+  readonly revision: number;
+  readonly data: string | null;
 }
 
 /** An acquire whose answer never came: conditioned on `base`, it may land later or already has. */
@@ -27,19 +41,19 @@ const MAX_KNOWN = 1_000_000;
 export class OwnWrites {
   private readonly known = new Map<string, KnownWrite>();
   private readonly unsure = new Map<string, Unsure[]>();
-  private readonly released = new Map<string, { token: number; revision: number }>();
+  private readonly released = new Map<string, ReleasedWrite>();
 
   /** Our release of `resource` landed at `revision`, leaving `token`: the next acquire may skip its read. */
-  rememberReleased(resource: string, token: number, revision: number): void {
+  rememberReleased(resource: string, released: ReleasedWrite): void {
     if (this.released.size >= MAX_KNOWN && !this.released.has(resource)) this.released.clear();
-    this.released.set(resource, { token, revision });
+    this.released.set(resource, released);
   }
 
   /**
    * The record as our last release left it, if we released it last (taken: used once). Only the
    * condition of one write: if anyone wrote the key since, that write fails and the record is read.
    */
-  takeReleased(resource: string): { token: number; revision: number } | undefined {
+  takeReleased(resource: string): ReleasedWrite | undefined {
     const released = this.released.get(resource);
     this.released.delete(resource);
     return released;
@@ -52,12 +66,15 @@ export class OwnWrites {
   }
 
   /**
-   * Our write conditioned on `known` (still this grant, same nonce) landed at `revision`. Moves the
-   * remembered write on in place when it is still `known`, so a renewal allocates nothing here.
+   * Our renewal conditioned on `known` (still this grant, same nonce and data) landed at `revision`
+   * with `expiresAt`. Moves the remembered write on in place when it is still `known`, so a
+   * renewal allocates nothing here.
    */
-  advance(resource: string, known: KnownWrite, revision: number): void {
-    if (this.known.get(resource) === known) known.revision = revision;
-    else this.remember(resource, { ...known, revision });
+  advance(resource: string, known: KnownWrite, revision: number, expiresAt: number): void {
+    if (this.known.get(resource) === known) {
+      known.revision = revision;
+      known.expiresAt = expiresAt;
+    } else this.remember(resource, { ...known, revision, expiresAt });
   }
 
   remember(resource: string, write: KnownWrite): void {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
+import { decodeData, withData } from '../../core/lease-data.js';
 
 /**
  * The body of a lease object: the record plus `write`, a random id of the write that made it.
@@ -8,10 +9,17 @@ import type { LeaseRecord } from '../../core/lease.js';
  * record (a renew landing twice within a millisecond) would have one ETag, and a conditional
  * write meant for the first could overwrite the second. With it every write has its own ETag,
  * and a writer that got no clear answer recognises its own write by reading `write` back.
+ *
+ * `data` is the lease data in `encodeData`'s form, left out when there is none (as in every object
+ * written before lease data existed, which read with none). A body is written whole, so every PUT
+ * carries the data of the record it replaces, unchanged, unless it is the write that sets it.
  */
 export interface StoredRecord {
+  /** The record, its `data` decoded. */
   readonly record: LeaseRecord;
   readonly write: string;
+  /** The lease data as stored (`encodeData`'s form), `null` when there is none. */
+  readonly data: string | null;
 }
 
 /** A record as read, with the ETag that a conditional write must name to replace it. */
@@ -24,14 +32,16 @@ export function newWriteId(): string {
   return randomUUID();
 }
 
-export function encodeRecord(record: LeaseRecord, write: string): string {
-  return JSON.stringify({
+/** A lease object's body; `data` in `encodeData`'s form, `null` for none (then no `data` member). */
+export function encodeRecord(record: LeaseRecord, write: string, data: string | null): string {
+  const body = {
     resource: record.resource,
     owner: record.owner,
     token: record.token,
     expiresAt: record.expiresAt,
     write,
-  });
+  };
+  return JSON.stringify(data === null ? body : { ...body, data });
 }
 
 /** Reads a lease object's body; anything else in the prefix is an error, never a guess. */
@@ -54,7 +64,8 @@ export function decodeRecord(body: string, resource: string, key: string): Store
     token < 1 ||
     typeof expiresAt !== 'number' ||
     !Number.isSafeInteger(expiresAt) ||
-    typeof value.write !== 'string'
+    typeof value.write !== 'string' ||
+    (value.data !== undefined && typeof value.data !== 'string')
   ) {
     throw new LeaseError(
       ErrorCode.STORE_UNAVAILABLE,
@@ -62,9 +73,14 @@ export function decodeRecord(body: string, resource: string, key: string): Store
       { retryable: false },
     );
   }
+  const data = (value.data as string | undefined) || null;
   return {
-    record: { resource, owner: value.owner, token, expiresAt },
+    record: withData(
+      { resource, owner: value.owner, token, expiresAt },
+      decodeData(data, resource),
+    ),
     write: value.write,
+    data,
   };
 }
 

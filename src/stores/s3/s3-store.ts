@@ -1,5 +1,6 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
 import { runInOrder } from '../../core/run-in-order.js';
@@ -49,7 +50,8 @@ const PAGE = 1000;
  * (`If-None-Match: *` when there is none); renew and release PUT with `If-Match` on the ETag of a
  * record still at the lease's owner and token. A refused condition is the answer "held by someone
  * else" / "no longer yours", never an error. A refused acquire reports the live record as
- * `holder` when its read found one; one that lost a race between read and write reports none.
+ * `holder`; one that lost a race between read and write reads again, to report the winner, or to
+ * try again when the write that came first left the record free.
  *
  * S3 has no clock in a condition, so expiry is judged on the callers' clocks
  * (`capabilities.clock` is `'local'`): a contender takes a lease only when
@@ -62,8 +64,15 @@ const PAGE = 1000;
  * (`If-None-Match: *`) and a PUT naming a stale ETag (`If-Match`), else `STORE_UNSAFE`; it also
  * finds whether `If-Match` wants the ETag quoted (AWS S3) or bare (radosgw).
  *
- * Requests per transition: acquire 2 (GET, PUT), or 1 GET when a live lease stands in the way;
- * renew and release 1 PUT when this store made the record's last write, else 2 (GET, PUT); an
+ * Lease data (`capabilities.data`) is a member of the body (see s3-ops.ts). A body is written
+ * whole, so every renew and release PUTs the data of the record it replaces, unchanged (this
+ * store remembers it with its last write, or takes it from the read; never from the caller), and
+ * a grant the data of the record it read: 4 KiB of data makes each renewal's PUT about 4 KiB
+ * larger. `writeData` and a renew or release carrying data are the same one conditional PUT.
+ *
+ * Requests per transition: acquire 2 (GET, PUT), or 1 GET when a live lease stands in the way
+ * (a PUT that lost a race costs a GET more);
+ * renew, release and writeData 1 PUT when this store made the record's last write, else 2 (GET, PUT); an
  * unclear answer (a lost response, a 409, a 5xx) costs one more GET that decides it.
  * `acquireMany` / `renewMany` / `releaseMany` do that per resource, `concurrency` at a time.
  * `list` is one ListObjectsV2 per 1000 keys plus one GET per record returned.
@@ -74,6 +83,7 @@ export class S3Store extends StoreBase {
     batch: false,
     watch: false,
     atomicGroupMax: 0,
+    data: true,
   });
   readonly maxClockSkewMs: number;
   private readonly keys: KeySpace;
@@ -238,6 +248,22 @@ export class S3Store extends StoreBase {
 
   protected override doRelease(lease: LeaseRef): Promise<boolean> {
     return this.transitions.release(lease);
+  }
+
+  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.transitions.writeData(lease, data);
+  }
+
+  protected override doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    return this.transitions.renew(lease, ttlMs, data);
+  }
+
+  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.transitions.release(lease, data);
   }
 
   protected doRenewMany(

@@ -1,0 +1,69 @@
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { DynaliteServer } from './dynalite-server.js';
+
+/** One request that reached the server: its operation (`X-Amz-Target`) and its JSON body. */
+export interface RelayedRequest {
+  readonly operation: string;
+  readonly body: string;
+}
+
+/** A relay in front of dynalite that counts and keeps what reaches it. */
+export interface DynamodbRelay {
+  /** `http://127.0.0.1:PORT`, to use as the store's endpoint. */
+  readonly endpoint: string;
+  /** Requests by operation since the last `clear()`. */
+  readonly counts: Map<string, number>;
+  /** Every request since the last `clear()`, in arrival order. */
+  readonly requests: RelayedRequest[];
+  clear(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP relay on loopback in front of dynalite that counts the requests reaching the server by
+ * operation (`X-Amz-Target`) and keeps their bodies: what a store sends, the SDK's own retries
+ * included.
+ */
+export async function dynamodbRelay(target: DynaliteServer): Promise<DynamodbRelay> {
+  const counts = new Map<string, number>();
+  const requests: RelayedRequest[] = [];
+  const server: Server = createServer((incoming, answer) => {
+    const operation =
+      String(incoming.headers['x-amz-target'] ?? '')
+        .split('.')
+        .pop() ?? '';
+    counts.set(operation, (counts.get(operation) ?? 0) + 1);
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () =>
+      requests.push({ operation, body: Buffer.concat(chunks).toString('utf8') }),
+    );
+    const upstream = request(
+      `${target.endpoint}${incoming.url ?? '/'}`,
+      { method: incoming.method, headers: incoming.headers },
+      (reply) => {
+        answer.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(answer);
+      },
+    );
+    upstream.on('error', () => answer.destroy());
+    incoming.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    counts,
+    requests,
+    clear: () => {
+      counts.clear();
+      requests.length = 0;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
