@@ -2,6 +2,11 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LIMITS, SqliteStore, type Lease } from '../../src/index.js';
 import type { SqliteDatabase } from '../../src/stores/sqlite/index.js';
+import {
+  LIST_FIRST_ROWS,
+  LIST_PAGE_BYTES,
+  LIST_ROWS,
+} from '../../src/stores/sqlite/sqlite-list.js';
 import { SCHEMA_VERSION, statements } from '../../src/stores/sqlite/sqlite-ops.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { tempDir } from '../harness/processes.js';
@@ -219,6 +224,36 @@ describe('SqliteStore lease data', () => {
       retryable: false,
       message: expect.stringContaining('not text or a blob'),
     });
+  });
+
+  it('lists records carrying data in smaller pages, so that no read decodes megabytes at once', async () => {
+    const { store, run } = recorded(freshFile());
+    const heavy = (
+      await store.acquireMany(
+        Array.from({ length: 200 }, (_, i) => `heavy/${String(i).padStart(3, '0')}`),
+        'a',
+        5000,
+      )
+    ).map((o) => o.lease!);
+    for (const lease of heavy) await store.writeData(lease, '€'.repeat(1365));
+    await store.acquireMany(
+      Array.from({ length: 2000 }, (_, i) => `light/${String(i).padStart(4, '0')}`),
+      'a',
+      5000,
+    );
+    const pages = (sql: string[]): number[] =>
+      sql.map((s) => Number(/LIMIT (\d+)/.exec(s)?.[1])).filter((n) => n > 0);
+    const heavyList = await run(() => store.list({ prefix: 'heavy/' }));
+    expect(heavyList.result).toHaveLength(200);
+    expect(heavyList.result.every((r) => r.data === '€'.repeat(1365))).toBe(true);
+    // About 2.8 kB each as counted (1,365 UTF-16 units, twice): 94 fit in LIST_PAGE_BYTES.
+    const fit = Math.floor(LIST_PAGE_BYTES / (2 * (1365 + 'heavy/000'.length + 1) + 16));
+    expect(fit).toBe(94);
+    expect(pages(heavyList.sql)).toEqual([LIST_FIRST_ROWS, fit, fit]);
+    // Records without data: after the first page, pages of LIST_ROWS as before.
+    const lightList = await run(() => store.list({ prefix: 'light/', limit: 5000 }));
+    expect(lightList.result).toHaveLength(2000);
+    expect(pages(lightList.sql)).toEqual([LIST_FIRST_ROWS, LIST_ROWS, LIST_ROWS]);
   });
 
   it("refuses a paused ex-holder's late writes after a takeover; the new holder got the data", async () => {
