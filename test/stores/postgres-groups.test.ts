@@ -62,6 +62,7 @@ describeServer('PostgresStore acquireAll / acquireFirst', unavailable, () => {
       batch: true,
       watch: true,
       atomicGroupMax: LIMITS.groupMaxSize,
+      data: true,
     });
   });
 

@@ -59,7 +59,7 @@ describe('SqliteStore schema', () => {
       .prepare(`SELECT value FROM leasehold_leases_meta WHERE key = 'schema_version'`)
       .get() as { value: number };
     expect(version.value).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(3);
+    expect(SCHEMA_VERSION).toBe(4);
     expect(await store.get('old/held')).toMatchObject({ owner: 'them', token: 7 });
     const lease = (await store.tryAcquire('old/free', 'me', 5000))!;
     expect(lease.token).toBe(5);

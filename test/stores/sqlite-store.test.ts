@@ -271,7 +271,7 @@ describe('SqliteStore.list with after', () => {
     const db = connect(freshFile());
     const text = statements('t');
     db.exec(
-      `CREATE TABLE t (resource TEXT PRIMARY KEY, owner TEXT NOT NULL, token INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID`,
+      `CREATE TABLE t (resource TEXT PRIMARY KEY, owner TEXT NOT NULL, token INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID; CREATE TABLE t_data (resource TEXT PRIMARY KEY, data BLOB)`,
     );
     const plans = {
       listRange: { from: 'a', to: 'b', limit: 1 },

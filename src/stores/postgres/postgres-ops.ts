@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** The server's clock in ms since the epoch: the time authority for every expiry decision. */
 const NOW = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
@@ -39,6 +39,23 @@ export function migrations(schema: string, table: string): string[] {
        until   bigint NOT NULL,
        PRIMARY KEY (watcher, prefix)
      )`,
+    // 2 → 3. Lease data (see postgres-data.ts for its form), in a table of its own: an UPDATE
+    // writes a whole new row version, so data in the lease row (out of line only past ~2 KB)
+    // would be written again by every renewal (1 KiB each made a renewal of 10,000 write five
+    // times the WAL). No row, or NULL, is no data: what every record written before reads as.
+    // The function of the same name reads a record's data on a snapshot of its own, taken when
+    // it is called (a volatile PL/pgSQL function takes one per query; SQL would be inlined): a
+    // grant calls it after locking the lease row, so it returns the data of every writer the
+    // grant waited for, which the statement's own snapshot, taken before that wait, would miss.
+    `CREATE TABLE IF NOT EXISTS ${qualified(schema, `${table}_data`)} (
+       resource text COLLATE "C" PRIMARY KEY,
+       data     bytea
+     );
+     CREATE OR REPLACE FUNCTION ${qualified(schema, `${table}_data`)}(text) RETURNS bytea
+       LANGUAGE plpgsql VOLATILE
+       AS $body$ BEGIN
+         RETURN (SELECT d.data FROM ${qualified(schema, `${table}_data`)} AS d WHERE d.resource = $1);
+       END $body$`,
   ];
 }
 
@@ -66,9 +83,9 @@ function awaited(wait: string, resource: string): string {
             SELECT FROM ${wait} AS w WHERE w.until > ${NOW} AND starts_with(${resource}, w.prefix))`;
 }
 
-/** The NOTIFY (sent at commit; `$4` is the channel, the payload the resource) as a value: 0. */
-function notified(resource: string): string {
-  return `length(pg_notify($4::text, ${resource})::text)`;
+/** The NOTIFY (sent at commit; `channel` the parameter naming it, the payload the resource) as a value: 0. */
+function notified(resource: string, channel = '$4'): string {
+  return `length(pg_notify(${channel}::text, ${resource})::text)`;
 }
 
 /**
@@ -78,13 +95,24 @@ function notified(resource: string): string {
 export function statements(schema: string, table: string, notify: boolean) {
   const t = qualified(schema, table);
   const wait = qualified(schema, `${table}_wait`);
+  const d = qualified(schema, `${table}_data`);
+  // A granted row's data, read after its lock (see the 2 → 3 migration).
+  const handed = (row: string): string => `${d}(${row}.resource) AS data`;
+  // A row's data on the statement's snapshot: for reads, and holders reported by acquireMany.
+  const dataOf = (resource: string): string =>
+    `(SELECT dd.data FROM ${d} AS dd WHERE dd.resource = ${resource})`;
+  // Writes a renew's or release's data once its compare-and-set (the CTE `cas`) changed the row.
+  const put = (data: string): string => `put AS (
+                INSERT INTO ${d} AS dd (resource, data) SELECT resource, ${data}::bytea FROM cas
+                ON CONFLICT (resource) DO UPDATE SET data = excluded.data)`;
   // A released row of a batch, with its NOTIFY if awaited.
   const released = (resource: string): string =>
     notify ? `CASE WHEN ${awaited(wait, resource)} THEN ${notified(resource)} END` : `1`;
   // A single release's new expires_at, 0, with its NOTIFY if awaited.
-  const zero = notify
-    ? `CASE WHEN ${awaited(wait, 'resource')} THEN ${notified('resource')} ELSE 0 END`
-    : `0`;
+  const zero = (channel = '$4'): string =>
+    notify
+      ? `CASE WHEN ${awaited(wait, 'resource')} THEN ${notified('resource', channel)} ELSE 0 END`
+      : `0`;
   return {
     // Insert the first record, or take over a released or expired one: one atomic statement.
     // excluded.expires_at − ttl is the statement's "now".
@@ -93,7 +121,7 @@ export function statements(schema: string, table: string, notify: boolean) {
               ON CONFLICT (resource) DO UPDATE
                 SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
                 WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
-              RETURNING l.token, l.expires_at`,
+              RETURNING l.token, l.expires_at, ${handed('l')}`,
     // Many acquires in one statement, each the single acquire's compare-and-set, on one reading
     // of the server clock. `seen` is the statement's snapshot of the names: one live there is
     // refused at once, with that record as its holder, and never locked (so a batch does not
@@ -125,17 +153,19 @@ export function statements(schema: string, table: string, notify: boolean) {
                     ON CONFLICT (resource) DO UPDATE
                       SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
                       WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
-                    RETURNING l.resource, l.token, l.expires_at),
+                    RETURNING l.resource, l.token, l.expires_at, ${handed('l')}),
                   held AS (
                     SELECT l.resource, l.owner, l.token, l.expires_at FROM ${t} AS l
                     WHERE l.resource = ANY (ARRAY(
                       SELECT s.resource FROM seen s
                       WHERE s.free AND NOT EXISTS (SELECT FROM granted g WHERE g.resource = s.resource)))
                     FOR NO KEY UPDATE OF l)
-                  SELECT i.ord::int AS ord, g.token, g.expires_at,
+                  SELECT i.ord::int AS ord, g.token, g.expires_at, g.data,
                          coalesce(h.owner, s.owner) AS held_owner,
                          coalesce(h.token, s.token) AS held_token,
-                         coalesce(h.expires_at, s.expires_at) AS held_expires_at
+                         coalesce(h.expires_at, s.expires_at) AS held_expires_at,
+                         CASE WHEN g.token IS NULL AND coalesce(h.owner, s.owner) IS NOT NULL
+                           THEN ${dataOf('i.resource')} END AS held_data
                   FROM input i
                   LEFT JOIN granted g ON g.resource = i.resource
                   LEFT JOIN held h ON h.resource = i.resource
@@ -167,9 +197,9 @@ export function statements(schema: string, table: string, notify: boolean) {
                    ON CONFLICT (resource) DO UPDATE
                      SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
                      WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
-                   RETURNING l.resource, l.token, l.expires_at),
+                   RETURNING l.resource, l.token, l.expires_at, ${handed('l')}),
                  tally AS (SELECT count(*) AS n FROM granted)
-                 SELECT i.ord::int AS ord, g.token, g.expires_at
+                 SELECT i.ord::int AS ord, g.token, g.expires_at, g.data
                  FROM tally CROSS JOIN input i JOIN granted g ON g.resource = i.resource
                  WHERE 1 / (tally.n IN (0, cardinality($1::text[])))::int = 1`,
     // The first free candidate, in the given order, in one statement on one reading of the clock.
@@ -204,7 +234,7 @@ export function statements(schema: string, table: string, notify: boolean) {
                      ON CONFLICT (resource) DO UPDATE
                        SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
                        WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
-                     RETURNING l.resource, l.token, l.expires_at),
+                     RETURNING l.resource, l.token, l.expires_at, ${handed('l')}),
                    taken AS (
                      SELECT l.resource FROM ${t} AS l JOIN input i ON i.resource = l.resource, now
                      WHERE NOT EXISTS (SELECT FROM inserted)
@@ -217,10 +247,10 @@ export function statements(schema: string, table: string, notify: boolean) {
                      SET owner = $2::text, token = l.token + 1, expires_at = now.ms + $3::bigint
                      FROM taken, now
                      WHERE l.resource = taken.resource AND (l.owner = '' OR l.expires_at < now.ms)
-                     RETURNING l.resource, l.token, l.expires_at)
-                   SELECT resource, token, expires_at FROM inserted
-                   UNION ALL SELECT resource, token, expires_at FROM updated
-                   UNION ALL SELECT resource, NULL, NULL FROM fresh
+                     RETURNING l.resource, l.token, l.expires_at, ${handed('l')})
+                   SELECT resource, token, expires_at, data FROM inserted
+                   UNION ALL SELECT resource, token, expires_at, data FROM updated
+                   UNION ALL SELECT resource, NULL, NULL, NULL FROM fresh
                      WHERE NOT EXISTS (SELECT FROM inserted) AND NOT EXISTS (SELECT FROM updated)`,
     renew: `UPDATE ${t} SET expires_at = ${NOW} + $4::bigint
             WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
@@ -229,8 +259,34 @@ export function statements(schema: string, table: string, notify: boolean) {
     // than the check). The NOTIFY rides in the assignment, evaluated once the row matched; should
     // a concurrent change of the row make the update give way after that, the NOTIFY is sent
     // anyway: a watcher tries, and is refused.
-    release: `UPDATE ${t} SET owner = '', expires_at = ${zero}
+    release: `UPDATE ${t} SET owner = '', expires_at = ${zero()}
               WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint`,
+    // Lease data lives in its own table, which renew, release and the batches never name: they
+    // neither carry nor rewrite it. The three data writes are each one statement: the same
+    // compare-and-set on owner and token (renew's and release's own UPDATE, or for writeData a
+    // lock of the row as it is, which waits for a grant under way and then re-checks owner and
+    // token on the row it left), and the data written only when it held. Every writer holds the
+    // lease row locked while it writes the data, so a grant waits for it (see `handed`).
+    writeData: `WITH cas AS (
+                  SELECT resource FROM ${t}
+                  WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+                  FOR NO KEY UPDATE)
+                INSERT INTO ${d} AS dd (resource, data) SELECT resource, $4::bytea FROM cas
+                ON CONFLICT (resource) DO UPDATE SET data = excluded.data`,
+    // (resource, owner, token, ttl, data)
+    renewData: `WITH cas AS (
+                  UPDATE ${t} SET expires_at = ${NOW} + $4::bigint
+                  WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+                  RETURNING resource, expires_at),
+                ${put('$5')}
+                SELECT expires_at FROM cas`,
+    // (resource, owner, token, data, channel when notifying)
+    releaseData: `WITH cas AS (
+                    UPDATE ${t} SET owner = '', expires_at = ${zero('$5')}
+                    WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+                    RETURNING resource),
+                  ${put('$4')}
+                  SELECT 1 AS released FROM cas`,
     // The batches lock every row they name in resource order (the order acquireMany inserts in)
     // before changing any: two batches over the same rows, in whatever order they were given or
     // however each is planned, queue instead of deadlocking. `locked` takes the locks in index
@@ -276,14 +332,19 @@ export function statements(schema: string, table: string, notify: boolean) {
                     WHERE l.resource = w.resource AND l.owner = w.owner AND l.token = w.token
                     RETURNING w.ord, l.resource)
                   SELECT ord::int AS ord, ${released('resource')} AS released FROM done`,
-    get: `SELECT owner, token, expires_at FROM ${t} WHERE resource = $1::text`,
+    get: `SELECT owner, token, expires_at, ${dataOf('$1::text')} AS data
+          FROM ${t} WHERE resource = $1::text`,
     // The column's "C" collation makes these comparisons byte order, so they run on the primary key.
     // `after` ('' from the start) is a second lower bound; the index scan starts at the higher one.
-    listRange: `SELECT resource, owner, token, expires_at FROM ${t}
-                WHERE resource >= $1::text AND resource < $2::text AND resource > $3::text
-                ORDER BY resource LIMIT $4::int`,
-    listFrom: `SELECT resource, owner, token, expires_at FROM ${t}
-               WHERE resource >= $1::text AND resource > $2::text ORDER BY resource LIMIT $3::int`,
+    // Each record's data is one probe of the data table's key.
+    listRange: `SELECT l.resource, l.owner, l.token, l.expires_at, ${dataOf('l.resource')} AS data
+                FROM ${t} AS l
+                WHERE l.resource >= $1::text AND l.resource < $2::text AND l.resource > $3::text
+                ORDER BY l.resource LIMIT $4::int`,
+    listFrom: `SELECT l.resource, l.owner, l.token, l.expires_at, ${dataOf('l.resource')} AS data
+               FROM ${t} AS l
+               WHERE l.resource >= $1::text AND l.resource > $2::text
+               ORDER BY l.resource LIMIT $3::int`,
   };
 }
 

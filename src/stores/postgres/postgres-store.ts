@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord } from '../../core/lease.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
@@ -20,6 +21,7 @@ import type {
   PgPoolClient,
   PgQueryResult,
 } from './postgres-driver.js';
+import { fromBytea, toBytea } from './postgres-data.js';
 import { isGroupRefusal, mapPgError } from './postgres-errors.js';
 import {
   resolvePostgresOptions,
@@ -141,6 +143,7 @@ export class PostgresStore extends StoreBase {
       batch: true,
       watch: notify,
       atomicGroupMax: LIMITS.groupMaxSize,
+      data: true,
     });
     this.notifier = notify
       ? new Notifier({
@@ -185,15 +188,7 @@ export class PostgresStore extends StoreBase {
 
   protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
     return this.run(this.sql.acquire, [resource, owner, ttlMs]).then(({ rows: [row] }) =>
-      row
-        ? {
-            resource,
-            owner,
-            token: safeInteger(row.token, 'token'),
-            expiresAt: safeInteger(row.expires_at, 'expires_at'),
-            ttlMs,
-          }
-        : null,
+      row ? granted(resource, owner, ttlMs, row) : null,
     );
   }
 
@@ -209,15 +204,14 @@ export class PostgresStore extends StoreBase {
       const i = Number(row.ord) - 1;
       const resource = resources[i]!;
       if (row.token !== null) {
-        const token = safeInteger(row.token, 'token');
-        const expiresAt = safeInteger(row.expires_at, 'expires_at');
-        outcomes[i] = { resource, lease: { resource, owner, token, expiresAt, ttlMs } };
+        outcomes[i] = { resource, lease: granted(resource, owner, ttlMs, row) };
       } else if (row.held_owner !== null) {
         const holder = toRecord({
           resource,
           owner: row.held_owner,
           token: row.held_token,
           expires_at: row.held_expires_at,
+          data: row.held_data,
         });
         outcomes[i] = { resource, lease: null, holder };
       }
@@ -252,15 +246,7 @@ export class PostgresStore extends StoreBase {
     const leases: Lease[] = new Array(resources.length);
     for (const row of rows) {
       const i = Number(row.ord) - 1;
-      const resource = resources[i]!;
-      const token = safeInteger(row.token, 'token');
-      leases[i] = {
-        resource,
-        owner,
-        token,
-        expiresAt: safeInteger(row.expires_at, 'expires_at'),
-        ttlMs,
-      };
+      leases[i] = granted(resources[i]!, owner, ttlMs, row);
     }
     return leases;
   }
@@ -282,13 +268,7 @@ export class PostgresStore extends StoreBase {
       if (row?.token !== null) break;
     }
     if (!row || row.token === null) return null;
-    return {
-      resource: String(row.resource),
-      owner,
-      token: safeInteger(row.token, 'token'),
-      expiresAt: safeInteger(row.expires_at, 'expires_at'),
-      ttlMs,
-    };
+    return granted(String(row.resource), owner, ttlMs, row);
   }
 
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
@@ -300,6 +280,41 @@ export class PostgresStore extends StoreBase {
   protected override doRelease(lease: Lease): Promise<boolean> {
     const values = [lease.resource, lease.owner, lease.token, ...this.channelParam()];
     return this.run(this.sql.release, values).then((result) => result.rowCount === 1);
+  }
+
+  /** One statement: the compare-and-set on owner and token, and the data when it held. */
+  protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    const values = [lease.resource, lease.owner, lease.token, toBytea(data)];
+    return (await this.run(this.sql.writeData, values)).rowCount === 1;
+  }
+
+  /** One statement: the plain renew's UPDATE, and the data written when it changed the row. */
+  protected override async doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    const ttl = ttlMs ?? lease.ttlMs;
+    const values = [lease.resource, lease.owner, lease.token, ttl, toBytea(data)];
+    const [row] = await this.query(this.sql.renewData, values);
+    return row
+      ? withData(renewed(lease, safeInteger(row.expires_at, 'expires_at'), ttl), data)
+      : null;
+  }
+
+  /** One statement: the plain release's UPDATE (its NOTIFY included), and the data. */
+  protected override async doReleaseWithData(
+    lease: LeaseRef,
+    data: LeaseData | null,
+  ): Promise<boolean> {
+    const values = [
+      lease.resource,
+      lease.owner,
+      lease.token,
+      toBytea(data),
+      ...this.channelParam(),
+    ];
+    return (await this.run(this.sql.releaseData, values)).rowCount === 1;
   }
 
   protected async doRenewMany(
@@ -500,12 +515,21 @@ function renewed(lease: Lease, expiresAt: number, ttlMs: number): Lease {
 }
 
 function toRecord(row: Row): LeaseRecord {
-  return {
-    resource: String(row.resource),
+  const resource = String(row.resource);
+  const record = {
+    resource,
     owner: String(row.owner),
     token: safeInteger(row.token, 'token'),
     expiresAt: safeInteger(row.expires_at, 'expires_at'),
   };
+  return withData(record, fromBytea(row.data, resource));
+}
+
+/** The lease a grant wrote, with the data the record held (what earlier holders left). */
+function granted(resource: string, owner: string, ttlMs: number, row: Row): Lease {
+  const token = safeInteger(row.token, 'token');
+  const expiresAt = safeInteger(row.expires_at, 'expires_at');
+  return withData({ resource, owner, token, expiresAt, ttlMs }, fromBytea(row.data, resource));
 }
 
 /** node-postgres returns bigint columns as strings; anything beyond 2^53 − 1 is refused, not rounded. */

@@ -11,10 +11,12 @@ import {
 import type { Clock } from '../../core/time.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import type { SqliteDatabase, SqliteStatement, Transaction } from './sqlite-driver.js';
 import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { FileIdentity } from './sqlite-file-identity.js';
+import { fromColumn, toRecord } from './sqlite-data.js';
 import { readPaged } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { applyEach, TransitionGroup } from './sqlite-group.js';
@@ -52,6 +54,7 @@ export class SqliteStore extends StoreBase {
     batch: true,
     watch: true,
     atomicGroupMax: LIMITS.groupMaxSize,
+    data: true,
   });
   readonly maxClockSkewMs: number;
   private readonly clock: Clock;
@@ -72,6 +75,10 @@ export class SqliteStore extends StoreBase {
     (leases: readonly Lease[], ttlMs: number | undefined) => (Lease | null)[]
   >;
   private readonly releaseBatch: Transaction<(leases: readonly LeaseRef[]) => boolean[]>;
+  private readonly renewData: Transaction<
+    (lease: Lease, ttlMs: number | undefined, data: LeaseData | null) => Lease | null
+  >;
+  private readonly releaseData: Transaction<(lease: LeaseRef, data: LeaseData | null) => boolean>;
 
   /**
    * Opens (creating when needed) the SQLite file at `path`; `':memory:'` for a private in-memory
@@ -180,6 +187,19 @@ export class SqliteStore extends StoreBase {
     this.releaseBatch = db.transaction((leases: readonly LeaseRef[]) =>
       leases.map((lease) => this.releaseOne(lease)),
     );
+    this.renewData = db.transaction(
+      (lease: Lease, ttlMs: number | undefined, data: LeaseData | null) => {
+        const renewed = this.renewOne(lease, ttlMs, this.clock.now());
+        if (!renewed) return null;
+        this.sql.setData.run(lease.resource, data);
+        return withData(renewed, data);
+      },
+    );
+    this.releaseData = db.transaction((lease: LeaseRef, data: LeaseData | null) => {
+      if (!this.releaseOne(lease)) return false;
+      this.sql.setData.run(lease.resource, data);
+      return true;
+    });
   }
 
   /**
@@ -290,11 +310,49 @@ export class SqliteStore extends StoreBase {
     return results;
   }
 
-  protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    return this.runner.run(
-      'get',
-      () => (this.sql.get.get(resource) as LeaseRecord | undefined) ?? null,
+  /**
+   * One statement: the compare-and-set on owner and token that writes the data only when it
+   * holds (see `statements().writeData`), grouped with calls asked for at the same time as the
+   * other single-lease transitions are.
+   */
+  protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    const { resource, owner, token } = lease;
+    return this.transitions.add(
+      'writeData',
+      () => this.sql.writeData.run(data, resource, owner, token).changes > 0,
     );
+  }
+
+  /**
+   * `renew` and `release` carrying data: one transaction (one lock, one commit, as the plain
+   * transition's statement alone), in which the plain transition's own statement is the
+   * compare-and-set and the data is written only when it changed the record. Grouped with
+   * other calls, the transaction is a savepoint in the group's.
+   */
+  protected override async doRenewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    return this.transitions.add('renew', () => this.renewData.immediate(lease, ttlMs, data));
+  }
+
+  protected override async doReleaseWithData(
+    lease: LeaseRef,
+    data: LeaseData | null,
+  ): Promise<boolean> {
+    const released = await this.transitions.add('release', () =>
+      this.releaseData.immediate(lease, data),
+    );
+    if (released) this.releases.poke();
+    return released;
+  }
+
+  protected async doGet(resource: string): Promise<LeaseRecord | null> {
+    return this.runner.run('get', () => {
+      const row = this.sql.get.get(resource) as (LeaseRecord & { data: unknown }) | undefined;
+      return row ? toRecord(row) : null;
+    });
   }
 
   /**
@@ -312,7 +370,7 @@ export class SqliteStore extends StoreBase {
           : to === undefined
             ? this.sql.listFrom.all({ from: prefix, limit: n })
             : this.sql.listRange.all({ from: prefix, to, limit: n });
-      return rows as LeaseRecord[];
+      return (rows as (LeaseRecord & { data: unknown })[]).map(toRecord);
     };
     return readPaged(limit, after, (from, n) => this.runner.run('list', () => page(from, n)));
   }
@@ -334,26 +392,30 @@ export class SqliteStore extends StoreBase {
    */
   private grant(resource: string, owner: string, ttlMs: number): Lease | null {
     const now = this.clock.now();
-    const [row] = this.sql.acquire.all(resource, owner, now, ttlMs, this.maxClockSkewMs, now) as {
-      token: number;
-      expiresAt: number;
-    }[];
-    return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
+    const [row] = this.sql.acquire.all(
+      resource,
+      owner,
+      now,
+      ttlMs,
+      this.maxClockSkewMs,
+      now,
+    ) as GrantRow[];
+    return row ? granted(resource, owner, ttlMs, row) : null;
   }
 
   /** The single acquire's statement inside a transaction, on the transaction's reading of the clock. */
   private take(resource: string, owner: string, ttlMs: number, now: number): Lease | null {
     const row = this.sql.acquire.get(resource, owner, now, ttlMs, this.maxClockSkewMs, now) as
-      { token: number; expiresAt: number } | undefined;
-    return row ? { resource, owner, token: row.token, expiresAt: row.expiresAt, ttlMs } : null;
+      GrantRow | undefined;
+    return row ? granted(resource, owner, ttlMs, row) : null;
   }
 
   /** One resource of `acquireMany`; the holder is read in the same transaction when refused. */
   private acquireOne(resource: string, owner: string, ttlMs: number, now: number): AcquireOutcome {
     const lease = this.take(resource, owner, ttlMs, now);
     if (lease) return { resource, lease };
-    const holder = this.sql.get.get(resource) as LeaseRecord | undefined;
-    return holder ? { resource, lease: null, holder } : { resource, lease: null };
+    const row = this.sql.get.get(resource) as (LeaseRecord & { data: unknown }) | undefined;
+    return row ? { resource, lease: null, holder: toRecord(row) } : { resource, lease: null };
   }
 
   private renewOne(lease: Lease, ttlMs: number | undefined, now: number): Lease | null {
@@ -372,4 +434,17 @@ export class SqliteStore extends StoreBase {
   private warn(message: string): void {
     process.emitWarning(`leasehold: ${message}`, { code: 'LEASEHOLD_WATCH' });
   }
+}
+
+/** What the acquire statement returns for a grant: the record's data comes back with it. */
+interface GrantRow {
+  token: number;
+  expiresAt: number;
+  data: unknown;
+}
+
+/** The lease a grant wrote, with the data the record already held (what earlier holders left). */
+function granted(resource: string, owner: string, ttlMs: number, row: GrantRow): Lease {
+  const { token, expiresAt } = row;
+  return withData({ resource, owner, token, expiresAt, ttlMs }, fromColumn(row.data, resource));
 }
