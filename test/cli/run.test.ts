@@ -133,6 +133,42 @@ describe('leasehold run', () => {
     expect(bad.stderr()).toContain('--permits');
   });
 
+  it('passes the previous lease data in LEASEHOLD_DATA and LEASEHOLD_DATA_FILE, and writes back what the command left, with the release', async () => {
+    const store = freshStore();
+    // A cron job that resumes: reads the count the last run left, adds 100, leaves it in the file.
+    const script =
+      'const fs = require("fs"); const n = Number(process.env.LEASEHOLD_DATA ?? 0); console.log("from " + n); fs.writeFileSync(process.env.LEASEHOLD_DATA_FILE, String(n + 100));';
+    for (const expected of ['from 0', 'from 100', 'from 200']) {
+      const r = leasehold(
+        'run',
+        'cron/count',
+        '--store',
+        store.url,
+        '--wait',
+        '0',
+        ...node(script),
+      );
+      expect(await r.exit, r.stderr()).toBe(0);
+      expect(r.stdout().trim()).toBe(expected);
+    }
+    const get = leasehold('get', 'cron/count', '--store', store.url, '--json');
+    expect(await get.exit).toBe(0);
+    expect(JSON.parse(get.stdout())).toMatchObject({ owner: '', token: 3, data: '300' });
+    // A file over the limit is not written, with a warning; the last value stays.
+    const big = leasehold(
+      'run',
+      'cron/count',
+      '--store',
+      store.url,
+      ...node('require("fs").writeFileSync(process.env.LEASEHOLD_DATA_FILE, "x".repeat(5000))'),
+    );
+    expect(await big.exit).toBe(0);
+    expect(big.stderr()).toContain('over the limit of 4096');
+    const after = leasehold('get', 'cron/count', '--store', store.url, '--json');
+    await after.exit;
+    expect(JSON.parse(after.stdout())).toMatchObject({ data: '300' });
+  });
+
   it('runs the command in exactly one of two racing runs; the other exits 75; SIGTERM is forwarded and the lease released', async () => {
     const store = freshStore();
     // The command says it ran, then waits for SIGTERM, and exits 7 on it.

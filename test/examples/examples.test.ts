@@ -56,3 +56,44 @@ it('queue-with-leases: duplicate hints to three consumers still do each job once
   expect(stdout).toContain('5 jobs done, each exactly once');
   expect(stdout.match(/did job-\d/g)).toHaveLength(5);
 }, 30_000);
+
+it('shard-checkpoints: through a SIGKILL, a join and graceful stops, every record of every shard is checkpointed exactly once', async () => {
+  const { spawn } = await import('node:child_process');
+  const store = `sqlite:${dir.path}/checkpoints.db`;
+  const start = (seconds: number) => {
+    const child = spawn(process.execPath, [example('shard-checkpoints'), store], {
+      env: { ...process.env, EXAMPLE_SECONDS: String(seconds) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    return { child, done, out: () => out };
+  };
+  const a = start(30);
+  const b = start(7);
+  await new Promise((r) => setTimeout(r, 3000));
+  a.child.kill('SIGKILL'); // a crash: its shards are taken at expiry, from its last checkpoint
+  const c = start(4); // a join
+  await Promise.all([b.done, c.done, a.done]);
+  const out = a.out() + b.out() + c.out();
+  const byShard = new Map<string, { from: number; to: number; token: number }[]>();
+  for (const m of out.matchAll(/^checkpoint (\S+) (\d+)-(\d+) token (\d+)$/gm)) {
+    const list = byShard.get(m[1]!) ?? [];
+    list.push({ from: Number(m[2]), to: Number(m[3]), token: Number(m[4]) });
+    byShard.set(m[1]!, list);
+  }
+  expect(byShard.size).toBe(4);
+  for (const [shard, list] of byShard) {
+    list.sort((x, y) => x.from - y.from);
+    // The checkpoints tile 1 … n: no record skipped, none checkpointed twice.
+    expect(list[0]!.from, shard).toBe(1);
+    for (let i = 1; i < list.length; i++) expect(list[i]!.from, shard).toBe(list[i - 1]!.to + 1);
+    // Tokens never go down along the sequence: a later checkpoint is never an older owner's.
+    for (let i = 1; i < list.length; i++)
+      expect(list[i]!.token, shard).toBeGreaterThanOrEqual(list[i - 1]!.token);
+  }
+  // Ownership really moved: some shard was checkpointed under more than one token.
+  expect([...byShard.values()].some((l) => new Set(l.map((x) => x.token)).size > 1)).toBe(true);
+  expect(out).toMatch(/resumes after [1-9]\d*/);
+}, 60_000);

@@ -1,3 +1,4 @@
+import { RunData } from '../run/run-data.js';
 import { Option, type Command } from 'commander';
 import { LeaseClient, LIMITS, systemClock, type LeaseStore } from '../../index.js';
 import { durationOption } from '../duration.js';
@@ -27,6 +28,10 @@ renews the lease. It gets LEASEHOLD_RESOURCE, LEASEHOLD_OWNER and LEASEHOLD_TOKE
 token: pass the token with every write so the target can refuse a holder that lost the lease.
 With --permits N it holds one of N permits (LEASEHOLD_PERMIT, 0 … N−1; tokens rise per permit),
 so at most N commands run at once under one name, on any host.
+On a store that keeps lease data, LEASEHOLD_DATA_FILE names a file holding what the previous
+holder left (also in LEASEHOLD_DATA when it is text); what the command leaves there is written
+back under the token, on each renewal when it changed and with the release: a job resumes where
+its last run stopped.
 SIGTERM, SIGINT and SIGHUP sent to leasehold go to the command; when it exits the lease is released.
 
 If the lease is lost (renewals failed until its deadline, or the store shows another owner), the
@@ -131,6 +136,7 @@ async function runUnderLease(
 ): Promise<number> {
   const say = (line: string): void => void process.stderr.write(`${terminalSafe(line)}\n`);
   const signals = new SignalRelay();
+  let data: RunData | undefined;
   const client = new LeaseClient({
     store,
     owner: options.owner,
@@ -145,6 +151,9 @@ async function runUnderLease(
     held.on('at-risk', (reason) =>
       say(`leasehold: warning: lease on ${quoted(resource)} at risk: ${reason}`),
     );
+    data = RunData.for(held, store, say);
+    const file = data;
+    if (file) held.on('renewed', () => void file.sync());
     const outcome = await supervise(held, {
       argv,
       graceMs: options.grace,
@@ -152,9 +161,21 @@ async function runUnderLease(
       signals,
       clock: systemClock,
       say,
+      env: data?.env() ?? {},
     });
+    // What the command left in the file goes with the release, in the same call.
+    const last = outcome.lost ? undefined : data?.final();
+    if (last !== undefined && held.isValid())
+      await held
+        .release({ data: last })
+        .catch((error: unknown) =>
+          say(
+            `leasehold: warning: the lease data was not written with the release: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+        );
     return outcome.code;
   } finally {
+    data?.dispose();
     // Releases what is still held, in one bounded attempt. If that fails the lease lapses at its
     // TTL, which is no reason to hide the command's exit code.
     await client

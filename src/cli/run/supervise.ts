@@ -20,6 +20,8 @@ export interface SuperviseOptions {
   clock: Clock;
   /** Writes one line to stderr. */
   say: (line: string) => void;
+  /** More environment for the command (the lease data's file). */
+  env?: Record<string, string>;
 }
 
 export interface Outcome {
@@ -70,6 +72,7 @@ export async function supervise(held: HeldLease, options: SuperviseOptions): Pro
         LEASEHOLD_OWNER: held.owner,
         LEASEHOLD_TOKEN: String(held.token),
         LEASEHOLD_PERMIT: String(held.permit),
+        ...options.env,
       },
     });
     const exited = new Promise<number>((resolve) => {
