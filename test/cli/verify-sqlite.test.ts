@@ -40,6 +40,9 @@ describe('leasehold verify on SQLite', () => {
     expect(run.out.takeover.kill.count).toBeGreaterThanOrEqual(1);
     expect(run.out.writes.accepted).toBeGreaterThan(50);
     expect(run.out.handovers).toBeGreaterThan(0);
+    // Progress kept as lease data: written all run long, never from a stale token or backwards.
+    expect(run.out.data.violations).toEqual([]);
+    expect(run.out.data.landed).toBeGreaterThan(50);
     expect(run.html).toContain('verdict: SAFE');
     expect(run.html).toContain('<svg');
   }, 60_000);
@@ -76,6 +79,9 @@ describe('leasehold verify on SQLite', () => {
     expect(run.out.skewBeyond).toBe(true);
     expect(run.out.overlaps.length).toBeGreaterThanOrEqual(1);
     for (const o of run.out.overlaps) expect(o.first.owner).not.toBe(o.second.owner);
+    // Lease data is written under the store's compare-and-set on the token: a holder taken over
+    // early by a skewed clock is refused, so progress stays right even here.
+    expect(run.out.data.violations).toEqual([]);
     // The fence is what keeps the data right: stale writes rejected, none accepted.
     expect(run.out.writes.rejected).toBeGreaterThanOrEqual(1);
     expect(run.out.staleAccepted).toEqual([]);
