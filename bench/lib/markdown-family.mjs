@@ -11,7 +11,41 @@ export function familySections(result, stores) {
     rows('permits').length ? permitsSection(rows('permits'), stores) : null,
     rows('groups').length ? groupsSection(rows('groups'), stores) : null,
     rows('fair').length ? fairSection(rows('fair'), stores) : null,
+    rows('data').length ? dataSection(rows('data'), stores) : null,
   ].filter(Boolean);
+}
+
+function dataSection(rows, stores) {
+  const calls = [];
+  const many = [];
+  for (const store of stores)
+    for (const r of rows.filter((x) => x.store === store)) {
+      if (r.failed) calls.push([title(store), `failed: ${r.failed}`, '—', '—', '—']);
+      else if (r.kind === 'call')
+        calls.push([
+          title(store),
+          r.call,
+          int(r.rate?.median),
+          pair(r.latencyMs),
+          count(r.roundTripsPerCall, 1),
+        ]);
+      else
+        many.push([title(store), int(r.leases), ms(r.plainMs), ms(r.withDataMs), num(r.ratio, 2)]);
+    }
+  return [
+    '## Lease data',
+    '',
+    'One call in flight on one held lease, in rotating rounds: `writeData` of 100 bytes and of the limit beside a plain `renew()`, and on PostgreSQL the same 100 bytes through a `PostgresFence` to a table of its own. Then `renewMany` of held leases carrying 100 bytes each beside as many without (renewals never rewrite the data).',
+    '',
+    table(['store', 'call', 'calls/s', 'p50 / p99', 'requests / call'], calls),
+    '',
+    table(['store', 'leases', 'renewMany without data', 'with 100 B each', 'ratio'], many),
+    '',
+    units(
+      rows.filter((r) => r.kind === 'call'),
+      stores,
+    ),
+  ].join('\n');
 }
 
 const pair = (l) => (l ? `${ms(l.p50)} / ${ms(l.p99)}` : '—');

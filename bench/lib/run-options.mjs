@@ -13,6 +13,7 @@ export const SECTIONS = [
   'permits',
   'groups',
   'fair',
+  'data',
   'stalls',
 ];
 const DEFAULT_OUT = fileURLToPath(new URL('../results/', import.meta.url));

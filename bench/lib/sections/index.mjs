@@ -1,6 +1,7 @@
 // The sections of `npm run bench`, in the order they run for each store, and the stores each
 // one applies to.
 import { failover, failoverStores } from './failover.mjs';
+import { data } from './data.mjs';
 import { fair } from './fair.mjs';
 import { groups } from './groups.mjs';
 import { permits } from './permits.mjs';
@@ -16,6 +17,7 @@ export const SECTION_RUNNERS = {
   permits: { run: permits, appliesTo: () => true },
   groups: { run: groups, appliesTo: () => true },
   fair: { run: fair, appliesTo: () => true },
+  data: { run: data, appliesTo: () => true },
   failover: { run: failover, appliesTo: (store, quick) => failoverStores(quick).includes(store) },
   stalls: { run: stalls, appliesTo: (store) => store === 'sqlite' },
 };
