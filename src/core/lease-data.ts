@@ -74,3 +74,33 @@ export function withData<T extends object>(record: T, data: LeaseData | null | u
   void _drop;
   return (data === null || data === undefined ? rest : { ...rest, data }) as T;
 }
+
+/** The first byte of lease data in the binary form: what follows is a string's UTF-8. */
+const TEXT_MARK = 0x73; // 's'
+/** The first byte of lease data in the binary form: what follows is the bytes themselves. */
+const BYTES_MARK = 0x62; // 'b'
+
+/**
+ * Lease data as bytes, for stores that keep bytes (an etcd value, a znode's data, a `bytea`): one
+ * byte for the type (`s` or `b`, the letters of `encodeData`), then a string's UTF-8 or the bytes
+ * themselves, so bytes cost no base64 and read back as bytes, strings as strings.
+ */
+export function encodeDataBytes(data: LeaseData): Buffer {
+  const text = typeof data === 'string';
+  const out = Buffer.allocUnsafe(1 + (text ? Buffer.byteLength(data, 'utf8') : data.byteLength));
+  out[0] = text ? TEXT_MARK : BYTES_MARK;
+  if (text) out.write(data, 1, 'utf8');
+  else out.set(data, 1);
+  return out;
+}
+
+/**
+ * The value `encodeDataBytes` wrote, or `undefined` for bytes in no known form (the caller says
+ * which key, znode or row was written by something else).
+ */
+export function decodeDataBytes(bytes: Uint8Array): LeaseData | undefined {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buffer[0] === TEXT_MARK) return buffer.toString('utf8', 1);
+  if (buffer[0] === BYTES_MARK) return new Uint8Array(buffer.subarray(1));
+  return undefined;
+}
