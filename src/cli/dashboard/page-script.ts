@@ -78,7 +78,7 @@ export const PAGE_SCRIPT = String.raw`
 
   // -- data from the stream ------------------------------------------------------------------
   function putRecord(w) {
-    S.recs.set(w[0], { r: w[0], o: w[1], t: w[2], e: w[3], ttl: w[4], key: parseKey(w[0]) });
+    S.recs.set(w[0], { r: w[0], o: w[1], t: w[2], e: w[3], ttl: w[4], d: w[6], key: parseKey(w[0]) });
   }
   function putSpans(spans) {
     Object.keys(spans).forEach(function (r) {
@@ -194,6 +194,7 @@ export const PAGE_SCRIPT = String.raw`
     var name = el('div', 'res');
     name.appendChild(document.createTextNode(''));
     name.appendChild(el('span', 'part'));
+    name.appendChild(el('span', 'data'));
     var owner = el('div', 'own');
     var dot = el('span', 'dot');
     owner.appendChild(dot);
@@ -229,9 +230,12 @@ export const PAGE_SCRIPT = String.raw`
     var c = row.children;
     var owner = x.key.k === 'place' ? waiterOf(x.o) : x.o;
     if (c[0].firstChild.data !== x.key.n) c[0].firstChild.data = x.key.n;
-    setText(c[0].lastChild, x.part);
-    c[0].lastChild.hidden = x.part === '';
-    c[0].title = x.part ? x.key.n + ' (' + x.part + ')' : x.key.n;
+    setText(c[0].children[0], x.part);
+    c[0].children[0].hidden = x.part === '';
+    // The lease data, as the server cut and escaped it; shown as text, never as HTML.
+    setText(c[0].children[1], x.d === null ? '' : x.d);
+    c[0].children[1].hidden = x.d === null;
+    c[0].title = (x.part ? x.key.n + ' (' + x.part + ')' : x.key.n) + (x.d === null ? '' : '\ndata: ' + x.d);
     var dot = c[1].firstChild;
     dot.hidden = x.o === '';
     dot.style.background = x.o === '' ? '' : colour(owner);

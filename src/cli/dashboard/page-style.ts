@@ -27,6 +27,7 @@ h2 small { color: var(--dim); font-weight: normal; }
 #rows { position: absolute; left: 0; right: 0; top: 0; }
 .row { height: 26px; border-bottom: 1px solid #f0f1f4; }
 .row > div { padding: 0 6px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.row .data { margin-left: 8px; color: #5b6477; font-family: ui-monospace, monospace; font-size: 11px; }
 .row .part { margin-left: 8px; padding: 0 5px; border-radius: 3px; background: #eef1f6; color: #475069; font-size: 11px; }
 .row .num { text-align: right; font-variant-numeric: tabular-nums; }
 .dot { display: inline-block; width: 8px; height: 8px; border-radius: 50%; margin-right: 5px; }

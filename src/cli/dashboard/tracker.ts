@@ -1,3 +1,4 @@
+import { sameData } from '../../core/lease-data.js';
 import { isLive, type LeaseRecord } from '../../core/lease.js';
 import { HANDOFF_WINDOW_MS, type ChangeEvent, type Span } from './change-event.js';
 
@@ -102,7 +103,11 @@ export class LeaseTracker {
     }
     const old = prev.record;
     prev.record = record;
-    if (old.expiresAt !== record.expiresAt || old.owner !== record.owner)
+    if (
+      old.expiresAt !== record.expiresAt ||
+      old.owner !== record.owner ||
+      !sameData(old.data ?? null, record.data ?? null)
+    )
       update.changed.add(resource);
     if (record.token === old.token && record.owner === old.owner) {
       prev.ttlEstimateMs = Math.max(prev.ttlEstimateMs, left);

@@ -1,14 +1,16 @@
 import type { ChangeEvent, Span } from './change-event.js';
 import { fleetView, type FleetView } from './fleet-view.js';
+import { dataText, dataView } from '../format.js';
 import { leaseState, type LeaseState } from './lease-state.js';
 import type { LeaseObserver, ObserverUpdate } from './observer.js';
 
 /**
- * A record as the page gets it: `[resource, owner, token, expiresAt, ttlEstimateMs, state]`, an
- * array to keep 10,000 of them small. `state` is the server's judgement at `serverNow`; the page
- * re-judges with the same rule as time passes.
+ * A record as the page gets it: `[resource, owner, token, expiresAt, ttlEstimateMs, state, data]`,
+ * an array to keep 10,000 of them small. `state` is the server's judgement at `serverNow`; the page
+ * re-judges with the same rule as time passes. `data` is the lease data as the terminal shows it
+ * (escaped, cut at 80 characters), or `null`.
  */
-export type WireRecord = [string, string, number, number, number, LeaseState];
+export type WireRecord = [string, string, number, number, number, LeaseState, string | null];
 /** A span as the page gets it: `[owner, token, from, to, end]`. */
 export type WireSpan = [string, number, number, number | null, Span['end']];
 
@@ -120,7 +122,16 @@ export class Wire {
     if (!tracked) return undefined;
     const { record, ttlEstimateMs } = tracked;
     const state = leaseState(record, now, this.settings.skewMs, ttlEstimateMs);
-    return [record.resource, record.owner, record.token, record.expiresAt, ttlEstimateMs, state];
+    const data = dataView(record.data);
+    return [
+      record.resource,
+      record.owner,
+      record.token,
+      record.expiresAt,
+      ttlEstimateMs,
+      state,
+      data === undefined ? null : dataText(data, 80),
+    ];
   }
 
   private fleet(now: number): FleetView {
