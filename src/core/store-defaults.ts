@@ -1,5 +1,6 @@
 import type { Lease, LeaseRecord, LeaseRef } from './lease.js';
 import { isLive } from './lease.js';
+import { LeaseError } from './errors.js';
 import { LIMITS } from './options.js';
 
 /** @internal The single-resource operations the default group and permit forms are built from. */
@@ -71,7 +72,13 @@ export async function acquireFirstByList(
   const prefix = commonPrefix(rest);
   const limit = Math.min(LIMITS.listMaxLimit, 2 * rest.length + 16);
   const seen = new Map<string, LeaseRecord>();
-  for (const record of await ops.list(prefix, limit, '')) seen.set(record.resource, record);
+  try {
+    for (const record of await ops.list(prefix, limit, '')) seen.set(record.resource, record);
+  } catch (error) {
+    // The look is only advice: when the store cannot answer it now (a list past its deadline on a
+    // busy server), every candidate is tried in order instead; a failing store fails those too.
+    if (!(error instanceof LeaseError && error.retryable)) throw error;
+  }
   const now = ops.now();
   for (const resource of rest) {
     const record = seen.get(resource);
