@@ -32,7 +32,7 @@ describeStores('lease data', ({ open, factory, shortTtl }) => {
     await Promise.allSettled(clients.splice(0).map((c) => c.close()));
   });
 
-  /** Skips a data test on a store without lease data (the last test checks those refuse it). */
+  /** Skips a data test on a store without lease data (test/core/data-not-supported checks those). */
   const withData = (store: LeaseStore): boolean => store.capabilities.data === true;
 
   it('a grant carries what earlier holders left; written under the token, kept through release and expiry', async (t) => {
@@ -217,21 +217,5 @@ describeStores('lease data', ({ open, factory, shortTtl }) => {
     expect(held.state).toBe('lost');
     expect((await store.get('data/h'))?.data ?? null).toBeNull();
     expect(taker.state).toBe('held');
-  });
-
-  it('a store without lease data refuses every data call with NOT_SUPPORTED, writing nothing', async (t) => {
-    const store = await open();
-    if (withData(store)) return t.skip();
-    const lease = (await store.tryAcquire('data/n', 'a', 60_000))!;
-    for (const call of [
-      store.writeData(lease, 'x'),
-      store.renew(lease, undefined, 'x'),
-      store.release(lease, 'x'),
-    ]) {
-      const error = await rejection(call);
-      expect(error.code).toBe(ErrorCode.NOT_SUPPORTED);
-    }
-    expect(await store.get('data/n')).toMatchObject({ owner: 'a', token: lease.token });
-    expect((await store.get('data/n'))?.data).toBeUndefined();
   });
 });
