@@ -1,7 +1,7 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { checkKnownKeys, checkResource, describe, LIMITS, optionKeys } from '../core/options.js';
 import { isLive, type LeaseData } from '../core/lease.js';
-import { checkData } from '../core/lease-data.js';
+import { checkData, sameData } from '../core/lease-data.js';
 import type { LeaseStore, WatchListener } from '../core/store.js';
 import { sleep, systemClock, type Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
@@ -347,7 +347,5 @@ export function observeLeader(
 function sameLeader(a: LeaderInfo | null | undefined, b: LeaderInfo | null): boolean {
   if (a === undefined) return false;
   if (a === null || b === null) return a === b;
-  const data = (d: LeaseData | null): string | null =>
-    d === null ? null : typeof d === 'string' ? `s${d}` : `b${Buffer.from(d).toString('base64')}`;
-  return a.owner === b.owner && a.token === b.token && data(a.data) === data(b.data);
+  return a.owner === b.owner && a.token === b.token && sameData(a.data, b.data);
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { HeldLease, LeaseData, LeaseStore } from '../../index.js';
@@ -15,6 +15,8 @@ export class RunData {
   readonly file: string;
   /** The last value the store has from us (or the grant's), to write only changes. */
   private last: Buffer;
+  /** The size of the last over-limit file warned about. */
+  private overSize: number | undefined;
 
   private constructor(
     private readonly held: HeldLease,
@@ -64,19 +66,22 @@ export class RunData {
   private changed(): { data: LeaseData; bytes: Buffer } | undefined {
     let bytes: Buffer;
     try {
+      // The size first: a command that left a huge file must not hold the loop while it is read.
+      const size = statSync(this.file).size;
+      if (size > LIMITS.dataMaxBytes) {
+        if (this.overSize !== size)
+          this.say(
+            `leasehold: warning: LEASEHOLD_DATA_FILE holds ${size} bytes, over the limit of ${LIMITS.dataMaxBytes} (LIMITS.dataMaxBytes); not written`,
+          );
+        this.overSize = size; // said once per change of size
+        return undefined;
+      }
       bytes = readFileSync(this.file);
     } catch (error) {
       this.say(`leasehold: warning: cannot read LEASEHOLD_DATA_FILE: ${message(error)}`);
       return undefined;
     }
     if (bytes.equals(this.last)) return undefined;
-    if (bytes.byteLength > LIMITS.dataMaxBytes) {
-      this.say(
-        `leasehold: warning: LEASEHOLD_DATA_FILE holds ${bytes.byteLength} bytes, over the limit of ${LIMITS.dataMaxBytes} (LIMITS.dataMaxBytes); not written`,
-      );
-      this.last = bytes; // said once per change
-      return undefined;
-    }
     const text = bytes.toString('utf8');
     // Text when the bytes are UTF-8 (they read back the same), else bytes as they are.
     const data = Buffer.from(text, 'utf8').equals(bytes) ? text : new Uint8Array(bytes);

@@ -57,8 +57,8 @@ export class MemoryStore extends StoreBase {
   ): Promise<(Lease | null)[]> {
     const now = this.clock.now();
     return leases.map((lease) => {
-      const current = this.records.get(lease.resource);
-      if (!current || current.owner !== lease.owner || current.token !== lease.token) return null;
+      const current = this.ours(lease);
+      if (!current) return null;
       const ttl = ttlMs ?? lease.ttlMs;
       const renewed: Lease = { ...current, expiresAt: now + ttl, ttlMs: ttl };
       this.records.set(lease.resource, { ...current, expiresAt: renewed.expiresAt });
