@@ -15,9 +15,18 @@ export function familySections(result, stores) {
   ].filter(Boolean);
 }
 
+const STALL_CALLS = [
+  'acquireMany granted',
+  'acquireMany refused',
+  'list',
+  'renewMany',
+  'releaseMany',
+];
+
 function dataSection(rows, stores) {
   const calls = [];
   const many = [];
+  const stalls = [];
   for (const store of stores)
     for (const r of rows.filter((x) => x.store === store)) {
       if (r.failed) calls.push([title(store), `failed: ${r.failed}`, '—', '—', '—']);
@@ -28,6 +37,12 @@ function dataSection(rows, stores) {
           int(r.rate?.median),
           pair(r.latencyMs),
           count(r.roundTripsPerCall, 1),
+        ]);
+      else if (r.kind === 'batch-stalls')
+        stalls.push([
+          title(store),
+          int(r.leases),
+          ...STALL_CALLS.map((call) => ms(r.stallMinMs?.[call])),
         ]);
       else
         many.push([title(store), int(r.leases), ms(r.plainMs), ms(r.withDataMs), num(r.ratio, 2)]);
@@ -40,6 +55,10 @@ function dataSection(rows, stores) {
     table(['store', 'call', 'calls/s', 'p50 / p99', 'requests / call'], calls),
     '',
     table(['store', 'leases', 'renewMany without data', 'with 100 B each', 'ratio'], many),
+    '',
+    'The longest event-loop stall (the best of the rounds) while batches of leases carrying the data limit each go through the store: what holds a lease’s deadline timer back (design rule 6).',
+    '',
+    table(['store', 'leases', ...STALL_CALLS], stalls),
     '',
     units(
       rows.filter((r) => r.kind === 'call'),

@@ -27,6 +27,7 @@ import { HeldGroup } from './held-group.js';
 import { HeldLease, type DataOptions, type LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
 import { ReleaseWake, type Wake } from './release-wake.js';
+import { joinWakeLine, lineAsleep, wakeAhead } from './wake-line.js';
 
 /** One resource's answer to `tryAcquireMany`. */
 export interface HeldOutcome {
@@ -249,12 +250,16 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         signal,
         () => this.tryOnce(resource, permits),
         (held) => this.releaseQuietly(held),
-        () =>
-          (wake ??= ReleaseWake.for(
+        (since) =>
+          (wake ??= joinWakeLine(
             this.options.store,
+            this.options.clock,
+            `${permits}\u0000${resource}`,
             resource,
             permitMatcher(resource, permits),
+            since,
           )),
+        () => lineAsleep(this.options.store, `${permits}\u0000${resource}`),
       );
     } finally {
       wake?.close();
@@ -379,14 +384,21 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     signal: AbortSignal | undefined,
     tryOnce: () => Promise<T | 'held-by-other' | 'too-late'>,
     giveBack: (granted: T) => Promise<void>,
-    wake: () => Wake,
+    wake: (since: number) => Wake,
+    behind?: () => boolean,
   ): Promise<T> {
     const { clock, ttlMs } = this.options;
     const deadline = clock.monotonic() + waitMs;
     const maxDelay = Math.min(1000, Math.max(25, Math.floor(ttlMs / 4)));
+    let woke: Wake | undefined;
     for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
-      const outcome = await tryOnce();
+      const sent = clock.monotonic();
+      woke?.attempted?.();
+      // Waiters of this process already asleep on the name: a release wakes them first, so a
+      // first attempt now would only be refused; take a place behind them instead.
+      const outcome =
+        attempt === 0 && waitMs > 0 && behind?.() === true ? 'held-by-other' : await tryOnce();
       const granted = typeof outcome === 'string' ? null : outcome;
       if (granted && signal?.aborted) {
         await giveBack(granted); // aborted while the store was answering
@@ -407,7 +419,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       }
       const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(attempt, 10));
       const delay = Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5)));
-      await wake().sleep(clock, delay, signal);
+      woke = wake(sent);
+      await woke.sleep(clock, delay, signal);
     }
   }
 
@@ -561,12 +574,18 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     const data = checkDataOptions(options, 'release options');
     if (data !== undefined) return this.releaseWithData(held, data);
     if (!held.markReleased()) return;
-    await this.bounded(
-      this.options.store.release(held.lease),
-      `release of ${JSON.stringify(held.resource)}`,
-      'release',
-      1,
-    );
+    const undo = wakeAhead(this.options.store, held.lease.resource);
+    let released = false;
+    try {
+      released = await this.bounded(
+        this.options.store.release(held.lease),
+        `release of ${JSON.stringify(held.resource)}`,
+        'release',
+        1,
+      );
+    } finally {
+      if (!released) undo?.();
+    }
   }
 
   /**

@@ -5,6 +5,8 @@ import { sleep, type Clock, type TimerHandle } from '../core/time.js';
 export interface Wake {
   /** Like `sleep(clock, ms, signal)`, but may end early. */
   sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void>;
+  /** Told that the waiter is trying again (after a sleep): a wake it got is spent. */
+  attempted?(): void;
   /** Ends whatever the wake subscribed to. */
   close(): void;
 }

@@ -14,11 +14,25 @@ export function permitResource(name: string, permit: number): string {
   return permit === 0 ? name : `${name}${PERMIT_MARK}${permit}`;
 }
 
+/** Names asked for lately, with their permits' records: a waiter asks at every attempt. */
+const recent = new Map<string, readonly string[]>();
+const RECENT_MAX = 256;
+
 /**
  * The records of permits 0 … `permits` − 1 of `name`, each checked as a resource name (a name
  * too long to carry the suffix is refused here, naming the permit).
  */
-export function permitResources(name: string, permits: number): string[] {
+export function permitResources(name: string, permits: number): readonly string[] {
+  const key = `${permits}\u0000${name}`;
+  const known = recent.get(key);
+  if (known) return known;
+  const made = Object.freeze(makePermitResources(name, permits));
+  if (recent.size >= RECENT_MAX) recent.clear();
+  recent.set(key, made);
+  return made;
+}
+
+function makePermitResources(name: string, permits: number): string[] {
   const resources = Array.from({ length: permits }, (_, i) => permitResource(name, i));
   const longest = resources[resources.length - 1]!;
   try {

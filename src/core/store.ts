@@ -44,6 +44,13 @@ export interface StoreCapabilities {
    * value. Absent or `false`: those calls fail with `NOT_SUPPORTED` and records have no `data`.
    */
   readonly data?: boolean;
+  /**
+   * Calls made through this store object take effect in the order they are made (one connection
+   * per record, commands applied in order): an acquisition asked right after a release of the
+   * same record is applied after it. The client then wakes a local waiter as a release is sent,
+   * rather than when its notice arrives. A hint for waiting only; the compare-and-set decides.
+   */
+  readonly ordered?: boolean;
 }
 
 /** What a `watch` listener is told about one resource. */

@@ -98,6 +98,40 @@ export class NatsServer extends ServerProcess {
     return ((await response.json()) as { connections?: NatsConnectionStats[] }).connections ?? [];
   }
 
+  /**
+   * The messages and payload bytes the server received while `work` ran, summed over connections
+   * by id: a connection closed meanwhile (a helper's, say) neither adds nor takes away, and the
+   * counters, which can trail a reply already received, are read until two reads agree, before
+   * `work` and after it.
+   */
+  async receivedDuring<T>(
+    work: () => Promise<T>,
+  ): Promise<{ result: T; msgs: number; bytes: number }> {
+    const read = async (): Promise<Map<number, NatsConnectionStats>> =>
+      new Map((await this.connections()).map((c) => [c.cid, c]));
+    const total = (m: Map<number, NatsConnectionStats>): number =>
+      [...m.values()].reduce((sum, c) => sum + c.in_msgs, 0);
+    const settled = async (): Promise<Map<number, NatsConnectionStats>> => {
+      let now = await read();
+      for (let last = -1; total(now) !== last;) {
+        last = total(now);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        now = await read();
+      }
+      return now;
+    };
+    const before = await settled();
+    const result = await work();
+    const after = await settled();
+    let msgs = 0;
+    let bytes = 0;
+    for (const [cid, c] of after) {
+      msgs += c.in_msgs - (before.get(cid)?.in_msgs ?? 0);
+      bytes += c.in_bytes - (before.get(cid)?.in_bytes ?? 0);
+    }
+    return { result, msgs, bytes };
+  }
+
   /** Stops the server and removes its folder (the JetStream store with it). */
   async stop(): Promise<void> {
     if (this.child) await stopProcess(this.child);

@@ -35,28 +35,9 @@ describeServer('NATS lease data', natsUnavailable(), () => {
     await server?.stop();
   });
 
-  /** Messages and payload bytes all connections sent to the server while `work` ran. */
-  const sent = async <T>(
-    work: () => Promise<T>,
-  ): Promise<{ result: T; msgs: number; bytes: number }> => {
-    const total = async (): Promise<[number, number]> => {
-      const connections = await server.connections();
-      return [
-        connections.reduce((sum, c) => sum + c.in_msgs, 0),
-        connections.reduce((sum, c) => sum + c.in_bytes, 0),
-      ];
-    };
-    const before = await total();
-    const result = await work();
-    // The server's counters can trail a reply already received: read until two reads agree.
-    let after = await total();
-    for (let last = -1; after[0] !== last;) {
-      last = after[0];
-      await sleep(25);
-      after = await total();
-    }
-    return { result, msgs: after[0] - before[0], bytes: after[1] - before[1] };
-  };
+  /** Messages and payload bytes the server received while `work` ran. */
+  const sent = <T>(work: () => Promise<T>): Promise<{ result: T; msgs: number; bytes: number }> =>
+    server.receivedDuring(work);
   const messages = async (work: () => Promise<unknown>): Promise<number> => (await sent(work)).msgs;
 
   /** The key's value as stored, parsed. */

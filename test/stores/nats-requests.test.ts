@@ -26,21 +26,9 @@ describeServer('NATS store requests', natsUnavailable(), () => {
     await server?.stop();
   });
 
-  /** Messages all connections sent to the server while `work` ran. */
-  const requestsOf = async (work: () => Promise<unknown>): Promise<number> => {
-    const total = async (): Promise<number> =>
-      (await server.connections()).reduce((sum, c) => sum + c.in_msgs, 0);
-    const before = await total();
-    await work();
-    // The server's counters can trail a reply already received: read until two reads agree.
-    let after = await total();
-    for (let last = -1; after !== last;) {
-      last = after;
-      await sleep(25);
-      after = await total();
-    }
-    return after - before;
-  };
+  /** Messages the server received while `work` ran. */
+  const requestsOf = async (work: () => Promise<unknown>): Promise<number> =>
+    (await server.receivedDuring(work)).msgs;
 
   it('acquire is a read and a conditional write (one write after this store released it), refused a read; renew and release one write', async () => {
     let lease: Lease | null = null;

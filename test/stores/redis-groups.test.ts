@@ -70,6 +70,7 @@ function oneCallSuite(target: Target): void {
       watch: true,
       atomicGroupMax: LIMITS.groupMaxSize,
       data: true,
+      ordered: true,
     });
   });
 
@@ -239,6 +240,37 @@ function oneCallSuite(target: Target): void {
           token: 1,
         });
     }
+  });
+
+  it('acquireFirst calls asked together go as one script with the other transitions, each exact', async () => {
+    const store = await target.open('cofirst:');
+    const permits = permitResources('cof', 3);
+    const old = (await store.acquireFirst(permits, 'old', 5000))!;
+    expect(await store.release(old, 'left by old')).toBe(true);
+    const held = (await store.tryAcquire('cof/other', 'h', 5000))!;
+    const { result, ran } = await ranOn(target.servers(), () =>
+      Promise.all([
+        store.tryAcquire('cof/warm', 'w', 5000), // on the wire first: the rest wait for it
+        ...Array.from({ length: 6 }, (_, i) => store.acquireFirst(permits, `c${i}`, 5000)),
+        store.release(held),
+        store.tryAcquire('cof/other', 'late', 5000),
+      ]),
+    );
+    expect(scripts(ran)).toBeLessThan(9);
+    const grants = result.slice(1, 7) as (Lease | null)[];
+    // Applied in the order asked: the first three callers take the three permits, in order.
+    expect(grants.map((g) => g?.resource ?? null)).toEqual([...permits, null, null, null]);
+    expect(grants.slice(0, 3).map((g) => [g!.owner, g!.token])).toEqual([
+      ['c0', 2],
+      ['c1', 1],
+      ['c2', 1],
+    ]);
+    expect(grants[0]!.data).toBe('left by old');
+    expect('data' in grants[1]!).toBe(false);
+    expect(result[7]).toBe(true);
+    expect(result[8]).toMatchObject({ resource: 'cof/other', owner: 'late', token: 2 });
+    for (const g of grants.slice(0, 3))
+      expect(await store.get(g!.resource)).toMatchObject({ owner: g!.owner, token: g!.token });
   });
 
   it('a group granted in one call is released member by member with a release event each', async () => {

@@ -3,9 +3,13 @@
 // PostgreSQL also beside what users do without lease data — the same 100 bytes written through a
 // `PostgresFence` to a table of their own. Then `renewMany` of many held leases carrying 100 bytes
 // of data each beside as many without: renewals never rewrite the data, so both should cost the
-// same. Store calls and requests per call are counted.
+// same. Store calls and requests per call are counted. Last, the longest event-loop stall (design
+// rule 6: a deadline timer must not wait long) while batches of leases carrying LIMITS.dataMaxBytes
+// each are acquired (the data handed over), refused (the holders' records read back), listed,
+// renewed and released.
 import pg from 'pg';
 import { callsBetween, countingStore } from '../counting-store.mjs';
+import { measure, round1 } from '../measure.mjs';
 import { roundTrips, ROUND_TRIP_UNITS } from '../round-trips.mjs';
 import { latencies, median, shuffled, spread } from '../stats.mjs';
 
@@ -100,6 +104,7 @@ export async function data({ store, server, libs, quick, log }) {
     }
     await lease.release();
     rows.push(...(await renewManyWithData({ store, counting, plan, small, log })));
+    rows.push(...(await batchStalls({ store, raw: counting.store, plan, big, log })));
   } finally {
     await client.close().catch(() => undefined);
     await counting.store.close().catch(() => undefined);
@@ -151,6 +156,83 @@ async function renewManyWithData({ store, counting, plan, small, log }) {
   };
   log(
     `renewMany of ${n}: ${row.plainMs} ms without data, ${row.withDataMs} ms with 100 B each (× ${row.ratio})`,
+  );
+  return [row];
+}
+
+/**
+ * The longest stall of the event loop while a batch of leases each carrying `big` (the data limit)
+ * goes through the store: every call's work in the process, measured from inside (`measure`), the
+ * best of a few rounds (a stall the call causes shows in every round).
+ */
+async function batchStalls({ store, raw, plan, big, log }) {
+  const n = FEWER.has(store) ? Math.min(1000, plan.many) : plan.many;
+  const names = Array.from({ length: n }, (_, i) => `bs/${String(i).padStart(5, '0')}`);
+  const chunks = (list) =>
+    Array.from({ length: Math.ceil(list.length / 1000) }, (_, i) =>
+      list.slice(i * 1000, (i + 1) * 1000),
+    );
+  const acquireAll = async (owner) => {
+    const leases = [];
+    for (const chunk of chunks(names))
+      leases.push(...(await raw.acquireMany(chunk, owner, TTL_MS)).map((o) => o.lease));
+    return leases;
+  };
+  // The records made, each given the data once.
+  let seeded = await acquireAll('seed');
+  for (let i = 0; i < seeded.length; i += 100)
+    await Promise.all(seeded.slice(i, i + 100).map((l) => raw.writeData(l, big)));
+  await raw.releaseMany(seeded);
+  const stalls = {
+    'acquireMany granted': [],
+    'acquireMany refused': [],
+    list: [],
+    renewMany: [],
+    releaseMany: [],
+  };
+  const rounds = Math.max(2, Math.min(3, plan.rounds));
+  for (let round = 0; round < rounds; round++) {
+    const granted = await measure(() => raw.acquireMany(names, 'holder', TTL_MS));
+    const leases = granted.result.map((o) => o.lease);
+    if (leases.some((l) => !l || l.data !== big))
+      throw new Error('acquireMany did not hand the data over');
+    stalls['acquireMany granted'].push(granted.stallMs);
+    const refused = await measure(() => raw.acquireMany(names, 'other', TTL_MS));
+    if (refused.result.some((o) => o.lease)) throw new Error('acquireMany granted a held lease');
+    stalls['acquireMany refused'].push(refused.stallMs);
+    const listed = await measure(async () => {
+      let count = 0;
+      let after;
+      for (;;) {
+        const page = await raw.list({ prefix: 'bs/', after, limit: 1000 });
+        count += page.length;
+        if (page.length < 1000) return count;
+        after = page[page.length - 1].resource;
+      }
+    });
+    if (listed.result !== n) throw new Error(`list read ${listed.result} of ${n} records`);
+    stalls.list.push(listed.stallMs);
+    const renewed = await measure(() => raw.renewMany(leases, TTL_MS));
+    stalls.renewMany.push(renewed.stallMs);
+    const released = await measure(() => raw.releaseMany(renewed.result));
+    stalls.releaseMany.push(released.stallMs);
+  }
+  const row = {
+    section: 'data',
+    store,
+    kind: 'batch-stalls',
+    leases: n,
+    dataBytes: big.length,
+    rounds,
+    stallMinMs: Object.fromEntries(
+      Object.entries(stalls).map(([k, v]) => [k, round1(Math.min(...v))]),
+    ),
+  };
+  log(
+    `${n} leases with ${big.length} B each, longest loop stall (min over ${rounds} rounds): ` +
+      Object.entries(row.stallMinMs)
+        .map(([k, v]) => `${k} ${v} ms`)
+        .join(', '),
   );
   return [row];
 }

@@ -3,12 +3,16 @@ import type { RedisKeys } from './redis-keys.js';
 import { TRANSITIONS } from './redis-ops.js';
 
 /**
- * One single-lease transition waiting for its turn; `onReply` gets what RELEASE would, or for an
- * acquisition 0 or its token, expiresAt and data (null when none).
+ * One single-lease transition waiting for its turn; `onReply` gets what RELEASE would, for an
+ * acquisition 0 or its token, expiresAt and data (null when none), and for a first-free one 0 or
+ * the position (from 1) of the candidate granted, its token, expiresAt and data.
  */
 export interface Transition {
-  readonly kind: 'acquire' | 'release';
+  readonly kind: 'acquire' | 'release' | 'first';
+  /** The resource, or a first-free acquisition's first candidate (all of them on one shard). */
   readonly resource: string;
+  /** A first-free acquisition's candidates, in the order tried. */
+  readonly candidates?: readonly string[];
   readonly owner: string;
   /** ttlMs for an acquisition, the token (as text) for a release. */
   readonly detail: RedisArg;
@@ -53,9 +57,21 @@ export class Coalescer {
       if (group) group.push(t);
       else groups.set(shard, [t]);
     }
-    for (const [shard, group] of groups)
-      for (let start = 0; start < group.length; start += MAX_ACQUIRE_KEYS)
-        this.send(shard, group.slice(start, start + MAX_ACQUIRE_KEYS));
+    for (const [shard, group] of groups) {
+      // At most MAX_ACQUIRE_KEYS records per call (a first-free acquisition counts its candidates).
+      let start = 0;
+      let keys = 0;
+      group.forEach((t, i) => {
+        const size = t.candidates?.length ?? 1;
+        if (keys + size > MAX_ACQUIRE_KEYS && i > start) {
+          this.send(shard, group.slice(start, i));
+          start = i;
+          keys = 0;
+        }
+        keys += size;
+      });
+      this.send(shard, group.slice(start));
+    }
   }
 
   private send(shard: number, group: Transition[]): void {
@@ -63,8 +79,13 @@ export class Coalescer {
     const keys = [this.keys.index(shard)];
     const args: RedisArg[] = [this.keys.channel, Buffer.byteLength(recordPrefix)];
     for (const t of group) {
-      keys.push(recordPrefix + t.resource);
-      args.push(t.kind === 'acquire' ? 'a' : 'r', t.owner, t.detail);
+      if (t.candidates) {
+        for (const candidate of t.candidates) keys.push(recordPrefix + candidate);
+        args.push('f', t.owner, t.detail, t.candidates.length);
+      } else {
+        keys.push(recordPrefix + t.resource);
+        args.push(t.kind === 'acquire' ? 'a' : 'r', t.owner, t.detail);
+      }
     }
     this.onWire(1);
     sendScript(
@@ -75,11 +96,19 @@ export class Coalescer {
       (value) => {
         this.onWire(-1);
         const reply = value as (string | number | null)[];
-        group.forEach((t, k) => {
-          const first = reply[3 * k];
-          if (t.kind === 'release') t.onReply(first);
-          else t.onReply(Number(first) === 0 ? 0 : [first, reply[3 * k + 1], reply[3 * k + 2]]);
-        });
+        let at = 0;
+        for (const t of group) {
+          if (t.kind === 'release') {
+            t.onReply(reply[at]);
+          } else if (t.kind === 'acquire') {
+            const token = reply[at];
+            t.onReply(Number(token) === 0 ? 0 : [token, reply[at + 1], reply[at + 2]]);
+          } else {
+            const position = Number(reply[at++]);
+            t.onReply(position === 0 ? 0 : [position, reply[at], reply[at + 1], reply[at + 2]]);
+          }
+          at += 3;
+        }
       },
       (error) => {
         this.onWire(-1);

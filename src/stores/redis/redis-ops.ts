@@ -155,13 +155,16 @@ return 0
 );
 
 /**
- * KEYS: index, then one record per transition. ARGV: channel, byte length of the record key prefix,
- * then kind ('a' acquire, 'r' release), owner, and ttlMs (acquire) or token (release) for each
- * transition, in KEYS order. Single-lease acquisitions and releases of many callers at once, in
- * one call: each is ACQUIRE or RELEASE exactly, applied in the order given, on one clock reading.
- * Returns three values per transition: token, expiresAt and the record's data (nil when none)
- * when an acquisition was granted (0, 0, nil when a live lease stood in the way); 1 or 0, then 0
- * and nil for a release.
+ * KEYS: index, then the records of each transition in turn (one for an acquisition or a release,
+ * the candidates of a first-free acquisition). ARGV: channel, byte length of the record key
+ * prefix, then for each transition its kind ('a' acquire, 'r' release, 'f' first free of its
+ * candidates), owner, and ttlMs (acquisitions) or token (release); an 'f' adds its number of
+ * candidates. Single-lease transitions of many callers at once, in one call: each is ACQUIRE,
+ * ACQUIRE_FIRST or RELEASE exactly, applied in the order given, on one clock reading.
+ * Returns, per transition: for an acquisition, token, expiresAt and the record's data (nil when
+ * none), or 0, 0, nil when a live lease stood in the way; for a first-free acquisition the same
+ * three after the position of the candidate granted (0 when none was); for a release 1 or 0, then
+ * 0 and nil.
  */
 export const TRANSITIONS = script(
   'transitions',
@@ -169,41 +172,51 @@ export const TRANSITIONS = script(
 local now
 local skip = tonumber(ARGV[2]) + 1
 local out = {}
-for i = 2, #KEYS do
-  local a = 3 + (i - 2) * 3
-  local owner = ARGV[a + 1]
+local k, a = 2, 3
+while a <= #ARGV do
+  local kind, owner = ARGV[a], ARGV[a + 1]
   local n = #out
-  local data = false
-  if ARGV[a] == 'a' then
-    if not now then
-      local t = redis.call('TIME')
-      now = ${MS_OF_TIME}
-    end
-    local r = redis.call('HMGET', KEYS[i], 'token', 'expiresAt', 'data')
-    if r[2] and r[2] + 0 >= now then
-      out[n + 1], out[n + 2] = 0, 0
-    else
-      data = r[3]
-      local token = (r[1] or 0) + 1
-      local text = string.format('%d', token)
-      local expiresAt = now + tonumber(ARGV[a + 2])
-      if not r[1] then redis.call('ZADD', KEYS[1], 0, string.sub(KEYS[i], skip)) end
-      redis.call('HSET', KEYS[i], 'owner', owner, 'token', text,
-        'expiresAt', string.format('%d', expiresAt))
-      out[n + 1], out[n + 2] = token < ${EXACT} and token or text, expiresAt
-    end
-  else
-    local r = redis.call('HMGET', KEYS[i], 'owner', 'token')
+  if kind == 'r' then
+    local r = redis.call('HMGET', KEYS[k], 'owner', 'token')
     if r[1] == owner and r[2] == ARGV[a + 2] then
-      redis.call('PUBLISH', ARGV[1], string.sub(KEYS[i], skip))
-      redis.call('HSET', KEYS[i], 'owner', '', 'expiresAt', '0')
+      redis.call('PUBLISH', ARGV[1], string.sub(KEYS[k], skip))
+      redis.call('HSET', KEYS[k], 'owner', '', 'expiresAt', '0')
       out[n + 1] = 1
     else
       out[n + 1] = 0
     end
-    out[n + 2] = 0
+    out[n + 2], out[n + 3] = 0, false
+    k, a = k + 1, a + 3
+  else
+    if not now then
+      local t = redis.call('TIME')
+      now = ${MS_OF_TIME}
+    end
+    local count = 1
+    if kind == 'f' then
+      count = tonumber(ARGV[a + 3])
+      out[n + 1] = 0
+      n = n + 1
+    end
+    out[n + 1], out[n + 2], out[n + 3] = 0, 0, false
+    for j = 0, count - 1 do
+      local key = KEYS[k + j]
+      local r = redis.call('HMGET', key, 'token', 'expiresAt', 'data')
+      if not (r[2] and r[2] + 0 >= now) then
+        local token = (r[1] or 0) + 1
+        local text = string.format('%d', token)
+        local expiresAt = now + tonumber(ARGV[a + 2])
+        if not r[1] then redis.call('ZADD', KEYS[1], 0, string.sub(key, skip)) end
+        redis.call('HSET', key, 'owner', owner, 'token', text,
+          'expiresAt', string.format('%d', expiresAt))
+        out[n + 1], out[n + 2], out[n + 3] = token < ${EXACT} and token or text, expiresAt, r[3]
+        if kind == 'f' then out[n] = j + 1 end
+        break
+      end
+    end
+    k = k + count
+    a = a + (kind == 'f' and 4 or 3)
   end
-  out[n + 3] = data
 end
 return out
 `,

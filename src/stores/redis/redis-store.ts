@@ -146,6 +146,9 @@ export class RedisStore extends StoreBase {
       watch: true,
       atomicGroupMax: this.oneSlot ? LIMITS.groupMaxSize : 0,
       data: true,
+      // One connection per node, commands applied in the order sent; the permits of a name, and
+      // any one record, live on one node.
+      ordered: true,
     });
     this.watcher = new RedisWatch(client, this.keys.channel, this.options.onWatchError);
     const ms = this.options.commandTimeoutMs;
@@ -295,7 +298,32 @@ export class RedisStore extends StoreBase {
   ): Promise<Lease | null> {
     if (!this.layoutReady)
       return this.afterLayout('acquireFirst', () => this.doAcquireFirst(resources, owner, ttlMs));
-    for (const group of this.oneSlot ? [resources] : this.byShard(resources)) {
+    const groups = this.oneSlot ? [resources] : this.byShard(resources);
+    if (groups.length === 1 && this.coalescing()) {
+      // With the other single-lease transitions asked meanwhile: one TRANSITIONS call.
+      return this.together(
+        'acquireFirst',
+        'first',
+        resources[0]!,
+        owner,
+        ttlMs,
+        (value): Lease | null => {
+          if (value === 0) return null;
+          const [position, token, expiresAt, data] = value as [number, number, number, string];
+          const resource = resources[position - 1]!;
+          const lease = {
+            resource,
+            owner,
+            token: Number(token),
+            expiresAt: Number(expiresAt),
+            ttlMs,
+          };
+          return withData(lease, decodeData(data, resource));
+        },
+        resources,
+      );
+    }
+    for (const group of groups) {
       const lease = await this.send(
         'acquireFirst',
         ACQUIRE_FIRST,
@@ -524,15 +552,16 @@ export class RedisStore extends StoreBase {
   /** A transition sent with the others asked in this turn, within the command deadline. */
   private together<T>(
     operation: string,
-    kind: 'acquire' | 'release',
+    kind: 'acquire' | 'release' | 'first',
     resource: string,
     owner: string,
     detail: RedisArg,
     reply: (value: unknown) => T,
+    candidates?: readonly string[],
   ): Promise<T> {
     return this.deadlines.bound<T>(operation, (resolve, reject) => {
       const onReply = replying(reply, resolve, reject);
-      this.coalescer.push({ kind, resource, owner, detail, onReply, onError: reject });
+      this.coalescer.push({ kind, resource, candidates, owner, detail, onReply, onError: reject });
     });
   }
 
