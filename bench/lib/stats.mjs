@@ -32,7 +32,7 @@ export function latencies(ms) {
     : {
         p50: round(quantile(ms, 0.5)),
         p99: round(quantile(ms, 0.99)),
-        max: round(Math.max(...ms)),
+        max: round(ms.reduce((a, b) => Math.max(a, b), -Infinity)), // no spread: >100k samples
         n: ms.length,
       };
 }

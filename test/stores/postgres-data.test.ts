@@ -158,6 +158,51 @@ describeServer('PostgresStore lease data', postgresUnavailable(), () => {
     expect(fresh).not.toHaveProperty('data');
   });
 
+  it('batches and list pages whose records carry much data go as several statements, each outcome exact', async () => {
+    const { store, table, measure } = await counted();
+    const names = Array.from({ length: 600 }, (_, i) => `big/${String(i).padStart(3, '0')}`);
+    // No data seen yet: 600 resources are one statement, and so is a list of them.
+    const seeded = await measure(() => store.acquireMany(names, 'seed', 60_000));
+    expect(seeded.counts).toEqual([1, 1]);
+    expect((await measure(() => store.list({ prefix: 'big/', limit: 1000 }))).counts).toEqual([
+      1, 1,
+    ]);
+    const value = (i: number): string => `${i}:`.padEnd(LIMITS.dataMaxBytes, 'd');
+    await Promise.all(seeded.result.map((o, i) => store.release(o.lease!, value(i))));
+    // 600 × 4 KiB (2.4 MB) to hand over, as this store knows from the data it wrote: pieces of
+    // about 256 KiB of data each, every resource granted with its own data.
+    const granted = await measure(() => store.acquireMany(names, 'holder', 60_000));
+    expect(granted.counts[0]).toBeGreaterThan(6);
+    expect(granted.result.map((o) => [o.resource, o.lease?.owner, o.lease?.data])).toEqual(
+      names.map((n, i) => [n, 'holder', value(i)]),
+    );
+    // Another handle knows nothing yet: its first statement learns from the records it read.
+    const fresh = track(new PostgresStore(pools.at(-1)!.pool, { table }));
+    await fresh.init();
+    const refused = await measure(() => fresh.acquireMany(names, 'other', 60_000));
+    expect(refused.counts[0]).toBe(1);
+    expect(refused.result.every((o, i) => !o.lease && o.holder?.data === value(i))).toBe(true);
+    expect(
+      (await measure(() => fresh.acquireMany(names, 'other', 60_000))).counts[0],
+    ).toBeGreaterThan(6);
+    expect(refused.result.every((o, i) => !o.lease && o.holder?.data === value(i))).toBe(true);
+    const listed = await measure(() => store.list({ prefix: 'big/', limit: 1000 }));
+    expect(listed.counts[0]).toBeGreaterThan(6);
+    expect(listed.result.map((r) => [r.resource, r.data])).toEqual(
+      names.map((n, i) => [n, value(i)]),
+    );
+    // The data gone, batches grow back to one statement within a few replies.
+    await store.releaseMany(granted.result.map((o) => o.lease!));
+    const clearing = await store.acquireMany(names, 'z', 60_000);
+    await Promise.all(clearing.map((o) => store.writeData(o.lease!, null)));
+    await store.releaseMany(clearing.map((o) => o.lease!));
+    const again = await store.acquireMany(names, 'again', 60_000);
+    expect(again.every((o) => o.lease && !('data' in o.lease))).toBe(true);
+    await store.releaseMany(again.map((o) => o.lease!));
+    const after = await measure(() => store.acquireMany(names, 'plain', 60_000));
+    expect(after.counts).toEqual([1, 1]);
+  });
+
   it("a grant that waited for a writer's lock hands over what that writer wrote", async () => {
     const { store, table } = await counted();
     const sql = statements('public', table, true);

@@ -256,6 +256,26 @@ describe('SqliteStore lease data', () => {
     expect(pages(lightList.sql)).toEqual([LIST_FIRST_ROWS, LIST_ROWS, LIST_ROWS]);
   });
 
+  it('takes batches whose records carry much data in smaller transactions, each outcome exact', async () => {
+    const { store, run } = recorded(freshFile());
+    const names = Array.from({ length: 1000 }, (_, i) => `big/${String(i).padStart(4, '0')}`);
+    const transactions = (sql: string[]): number => sql.filter((s) => /^BEGIN/i.test(s)).length;
+    // No data anywhere: chunks of BATCH_ROWS (500).
+    const plain = await run(() => store.acquireMany(names, 'a', 60_000));
+    expect(transactions(plain.sql)).toBe(2);
+    const value = (i: number): string => `${i}:`.padEnd(LIMITS.dataMaxBytes, 'v');
+    for (const [i, o] of plain.result.entries()) await store.release(o.lease!, value(i));
+    // 4 KiB each (counted twice as text): far fewer records per transaction, every one exact.
+    const heavy = await run(() => store.acquireMany(names, 'b', 60_000));
+    expect(transactions(heavy.sql)).toBeGreaterThanOrEqual(10);
+    expect(heavy.result.map((o) => [o.resource, o.lease?.owner, o.lease?.data])).toEqual(
+      names.map((n, i) => [n, 'b', value(i)]),
+    );
+    const refused = await run(() => store.acquireMany(names, 'c', 60_000));
+    expect(transactions(refused.sql)).toBeGreaterThanOrEqual(10);
+    expect(refused.result.every((o, i) => !o.lease && o.holder?.data === value(i))).toBe(true);
+  });
+
   it("refuses a paused ex-holder's late writes after a takeover; the new holder got the data", async () => {
     const { store, clock } = recorded(freshFile());
     const old = (await store.tryAcquire('late/a', 'a', 1000))!;

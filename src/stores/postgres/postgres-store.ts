@@ -6,7 +6,9 @@ import { CallDeadlines } from '../../core/call-deadlines.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
 import { checkOut } from '../../core/pg-checkout.js';
+import { ReplySizer } from '../../core/reply-sizer.js';
 import { redact } from '../../core/store-url.js';
+import { yieldToLoop } from '../../core/time.js';
 import {
   prefixEnd,
   StoreBase,
@@ -74,6 +76,11 @@ export class PostgresStore extends StoreBase {
   private readonly notifier: Notifier | undefined;
   private readonly ownsPool: boolean;
   private readonly deadlines: CallDeadlines;
+  /**
+   * How many records one acquireMany or list statement asks for, by the data the records this
+   * store read and wrote lately carried.
+   */
+  private readonly sizer = new ReplySizer();
   private initialized: Promise<void> | undefined;
   /** The schema is known to be current: calls go straight to the pool. */
   private migrated = false;
@@ -192,13 +199,36 @@ export class PostgresStore extends StoreBase {
     );
   }
 
-  /** One statement for the whole batch: the grants, and the live record behind each refusal. */
+  /**
+   * One statement for the whole batch: the grants, and the live record behind each refusal. Where
+   * records carry lease data, a big batch goes as several statements one after another, the event
+   * loop free between them, each bringing back about `ReplySizer`'s budget of data.
+   */
   protected override async doAcquireMany(
     resources: readonly string[],
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
+    const size = this.sizer.records(resources.length);
+    if (size >= resources.length) return this.acquireManyOnce(resources, owner, ttlMs);
+    const outcomes: AcquireOutcome[] = [];
+    for (let start = 0; start < resources.length; start += size) {
+      if (start > 0) await yieldToLoop();
+      const chunk = resources.slice(start, start + size);
+      for (const outcome of await this.acquireManyOnce(chunk, owner, ttlMs)) outcomes.push(outcome);
+    }
+    return outcomes;
+  }
+
+  private async acquireManyOnce(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
     const rows = await this.query(this.sql.acquireMany, [resources, owner, ttlMs]);
+    let dataBytes = 0;
+    for (const row of rows) dataBytes += byteLength(row.data) + byteLength(row.held_data);
+    this.sizer.observe(dataBytes, rows.length);
     const outcomes: AcquireOutcome[] = resources.map((resource) => ({ resource, lease: null }));
     for (const row of rows) {
       const i = Number(row.ord) - 1;
@@ -285,6 +315,7 @@ export class PostgresStore extends StoreBase {
   /** One statement: the compare-and-set on owner and token, and the data when it held. */
   protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
     const values = [lease.resource, lease.owner, lease.token, toBytea(data)];
+    this.sizer.observe(byteLength(values[3]), 1);
     return (await this.run(this.sql.writeData, values)).rowCount === 1;
   }
 
@@ -296,6 +327,7 @@ export class PostgresStore extends StoreBase {
   ): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
     const values = [lease.resource, lease.owner, lease.token, ttl, toBytea(data)];
+    this.sizer.observe(byteLength(values[4]), 1);
     const [row] = await this.query(this.sql.renewData, values);
     return row
       ? withData(renewed(lease, safeInteger(row.expires_at, 'expires_at'), ttl), data)
@@ -314,6 +346,7 @@ export class PostgresStore extends StoreBase {
       toBytea(data),
       ...this.channelParam(),
     ];
+    this.sizer.observe(byteLength(values[3]), 1);
     return (await this.run(this.sql.releaseData, values)).rowCount === 1;
   }
 
@@ -346,12 +379,33 @@ export class PostgresStore extends StoreBase {
     return row ? toRecord({ ...row, resource }) : null;
   }
 
+  /**
+   * One statement for the page; where records carry lease data, a long page is read as several
+   * statements one after another (each past the last record of the one before), the event loop
+   * free between them, so decoding never holds it long. A record that changes meanwhile shows its
+   * old or its new state, as across two `list` calls paging with `after`.
+   */
   protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    const records: LeaseRecord[] = [];
+    for (let from = after; ;) {
+      const want = this.sizer.records(limit - records.length);
+      const page = await this.listOnce(prefix, want, from);
+      for (const record of page) records.push(record);
+      if (page.length < want || records.length >= limit) return records;
+      from = page.at(-1)!.resource;
+      await yieldToLoop();
+    }
+  }
+
+  private async listOnce(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     const to = prefixEnd(prefix);
     const rows =
       to === undefined
         ? await this.query(this.sql.listFrom, [prefix, after, limit])
         : await this.query(this.sql.listRange, [prefix, to, after, limit]);
+    let dataBytes = 0;
+    for (const row of rows) dataBytes += byteLength(row.data);
+    this.sizer.observe(dataBytes, rows.length);
     return rows.map(toRecord);
   }
 
@@ -526,6 +580,11 @@ function toRecord(row: Row): LeaseRecord {
 }
 
 /** The lease a grant wrote, with the data the record held (what earlier holders left). */
+/** The size of a bytea column's value as the driver returned it (a Buffer, or null). */
+function byteLength(value: unknown): number {
+  return value instanceof Uint8Array ? value.byteLength : 0;
+}
+
 function granted(resource: string, owner: string, ttlMs: number, row: Row): Lease {
   const token = safeInteger(row.token, 'token');
   const expiresAt = safeInteger(row.expires_at, 'expires_at');

@@ -63,7 +63,8 @@ export class SqliteRunner {
   }
 
   /**
-   * `attempt` over `items` in chunks of at most `rows`, one step (so one transaction) each,
+   * `attempt` over `items` in chunks of at most `rows` (or as many as `rows(left)` says, asked
+   * before each chunk), one step (so one transaction) each,
    * letting the event loop run between chunks; the results are concatenated in input order. A
    * batch fails only when one chunk found the file locked for `busyTimeoutMs`; the chunks before it
    * have committed by then.
@@ -72,14 +73,15 @@ export class SqliteRunner {
     operation: string,
     items: readonly I[],
     attempt: (chunk: readonly I[]) => R[],
-    rows = BATCH_ROWS,
+    rows: number | ((left: number) => number) = BATCH_ROWS,
   ): Promise<R[]> {
     const results: R[] = [];
-    for (let start = 0; start < items.length; start += rows) {
+    for (let start = 0, size = 0; start < items.length; start += size) {
       if (start > 0) await yieldToLoop();
       const checking = this.options.identity?.confirm(operation);
       if (checking) await checking;
-      const chunk = items.slice(start, start + rows);
+      size = typeof rows === 'number' ? rows : rows(items.length - start);
+      const chunk = items.slice(start, start + size);
       const step = this.step(operation, () => attempt(chunk), URGENT.has(operation));
       for (const result of await step) results.push(result);
     }

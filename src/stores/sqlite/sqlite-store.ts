@@ -11,6 +11,7 @@ import {
 import type { Clock } from '../../core/time.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
+import { dataSize, ReplySizer } from '../../core/reply-sizer.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import type { SqliteDatabase, SqliteStatement, Transaction } from './sqlite-driver.js';
 import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
@@ -61,6 +62,8 @@ export class SqliteStore extends StoreBase {
   private readonly sql: { [K in keyof ReturnType<typeof statements>]: SqliteStatement };
   private readonly releases: ReleaseWatch;
   private readonly runner: SqliteRunner;
+  /** How many records one acquireMany step takes, by the data records carried lately. */
+  private readonly sizer = new ReplySizer();
   private readonly transitions: TransitionGroup;
   private readonly acquireBatch: Transaction<
     (resources: readonly string[], owner: string, ttlMs: number) => AcquireOutcome[]
@@ -237,8 +240,18 @@ export class SqliteStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
-    return this.runner.runChunked('acquireMany', resources, (chunk) =>
-      this.acquireBatch.immediate(chunk, owner, ttlMs),
+    return this.runner.runChunked(
+      'acquireMany',
+      resources,
+      (chunk) => {
+        const outcomes = this.acquireBatch.immediate(chunk, owner, ttlMs);
+        let bytes = 0;
+        for (const o of outcomes) bytes += dataSize(o.lease?.data) + dataSize(o.holder?.data);
+        this.sizer.observe(bytes, outcomes.length);
+        return outcomes;
+      },
+      // Chunks of BATCH_ROWS; fewer where records carry much data (decoded in the same step).
+      (left) => this.sizer.records(Math.min(left, BATCH_ROWS)),
     );
   }
 
@@ -317,6 +330,7 @@ export class SqliteStore extends StoreBase {
    */
   protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
     const { resource, owner, token } = lease;
+    this.sizer.observe(dataSize(data), 1);
     return this.transitions.add(
       'writeData',
       () => this.sql.writeData.run(data, resource, owner, token).changes > 0,
@@ -334,6 +348,7 @@ export class SqliteStore extends StoreBase {
     ttlMs: number | undefined,
     data: LeaseData | null,
   ): Promise<Lease | null> {
+    this.sizer.observe(dataSize(data), 1);
     return this.transitions.add('renew', () => this.renewData.immediate(lease, ttlMs, data));
   }
 
@@ -341,6 +356,7 @@ export class SqliteStore extends StoreBase {
     lease: LeaseRef,
     data: LeaseData | null,
   ): Promise<boolean> {
+    this.sizer.observe(dataSize(data), 1);
     const released = await this.transitions.add('release', () =>
       this.releaseData.immediate(lease, data),
     );
