@@ -1,6 +1,6 @@
 import { withDeadline } from '../../core/deadline.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { isLive, type Lease, type LeaseRecord, type LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
@@ -27,6 +27,9 @@ import { NatsWatch, type NatsUnwatch } from './nats-watch.js';
 import { NatsTransitions } from './nats-transitions.js';
 import { NatsPublisher } from './nats-publish.js';
 import { runBatch } from './nats-batch.js';
+
+/** Most candidates an acquireFirst looks at with a read each rather than a list. */
+const LOOK_BY_READS_MAX = 16;
 
 /**
  * Leases in a NATS JetStream KV bucket, one key per resource (see nats-keys.ts), written only with
@@ -190,6 +193,35 @@ export class NatsStore extends StoreBase {
       .lease;
   }
 
+  /**
+   * The first candidate tried at once; when it is held and the others are few (a counting
+   * lease's permits), they are looked at with one read each, all in flight together, and those
+   * that look free tried in order. A `list` is one consumer over the whole prefix, which on a
+   * bucket under steady writes runs to its deadline: not a look for a hot path. Longer candidate
+   * lists (a fair line's slots) take the default path. Every grant is the compare-and-set.
+   */
+  protected override async doAcquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    if (resources.length > LOOK_BY_READS_MAX) return super.doAcquireFirst(resources, owner, ttlMs);
+    const first = await this.doTryAcquire(resources[0]!, owner, ttlMs);
+    if (first || resources.length === 1) return first;
+    const rest = resources.slice(1);
+    // A failed read is only a look that could not be made: that candidate is tried anyway.
+    const seen = await Promise.all(rest.map((r) => this.doGet(r).catch(() => null)));
+    const now = this.nowEstimate();
+    const allowance = this.maxClockSkewMs + (this.expiryLagMs ?? 0);
+    for (const [i, resource] of rest.entries()) {
+      const record = seen[i];
+      if (record && isLive(record, now, allowance)) continue;
+      const lease = await this.doTryAcquire(resource, owner, ttlMs);
+      if (lease) return lease;
+    }
+    return null;
+  }
+
   protected override doAcquireMany(
     resources: readonly string[],
     owner: string,
@@ -255,7 +287,8 @@ export class NatsStore extends StoreBase {
   /**
    * One consumer stream of every value under the prefix (a filter on the server: see
    * nats-keys.ts), sorted here; `after` and `limit` are applied here too, so every page reads the
-   * whole prefix. Right for an admin command or a dashboard, not for a hot path.
+   * whole prefix. Right for an admin command or a dashboard, not for a hot path: on a bucket under
+   * steady writes to the prefix the consumer may not run out of messages before the deadline.
    */
   protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     let iterator: { stop(): void } | undefined;
