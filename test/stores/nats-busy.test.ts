@@ -5,8 +5,9 @@ import { describeServer } from '../harness/describe-server.js';
 import { NatsServer, natsUnavailable } from '../harness/nats-server.js';
 
 /**
- * A bucket under steady writes to the prefix, where a consumer over the keys may not run out of
- * messages before its deadline: a counting lease's look must not need a list.
+ * A bucket under steady writes to the prefix, where a consumer over the keys may never run out of
+ * messages: a list ends once every key there when it began has come by (the store's timeoutMs,
+ * 3 s here, would fail it otherwise), and a counting lease's look needs no list.
  */
 describeServer('NATS KV under steady writes', natsUnavailable(), () => {
   let server: NatsServer;
@@ -35,6 +36,20 @@ describeServer('NATS KV under steady writes', natsUnavailable(), () => {
     await store?.close();
     await writer?.close();
     await server?.stop();
+  });
+
+  it('a list ends with every record there when it began, long before its deadline', async () => {
+    await store.tryAcquire('busy/listed', 'me', 60_000);
+    const records = await store.list({ prefix: 'busy/' });
+    expect(records.map((r) => r.resource)).toEqual([
+      'busy/listed',
+      ...Array.from({ length: 8 }, (_, i) => `busy/w${i}`),
+    ]);
+    expect(records.find((r) => r.resource === 'busy/w3')).toMatchObject({ owner: 'w3' });
+    expect(await store.list({ prefix: 'busy/none/' })).toEqual([]);
+    expect(
+      (await store.list({ prefix: 'busy/', after: 'busy/w5' })).map((r) => r.resource),
+    ).toEqual(['busy/w6', 'busy/w7']);
   });
 
   it('acquireFirst over permits, the first held, takes a free one without a list', async () => {

@@ -293,14 +293,20 @@ export class NatsStore extends StoreBase {
   protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     let iterator: { stop(): void } | undefined;
     const scan = async (): Promise<LeaseRecord[]> => {
+      // The keys there are now: once each has come by, the scan is complete. (Without that, a
+      // consumer on a bucket under steady writes to the prefix may never run out of messages.)
+      const waiting = await this.keysNow(prefix);
       const entries = await this.kv.history({ key: filterOf(prefix) });
       iterator = entries;
       const last = new Map<string, LeaseRecord | null>();
       for await (const entry of entries) {
         const resource = resourceOf(entry.key);
-        if (resource === undefined) continue;
-        if (after !== '' && compareResources(resource, after) <= 0) continue;
-        last.set(resource, decodeEntry(resource, entry)?.record ?? null);
+        if (resource !== undefined && (after === '' || compareResources(resource, after) > 0))
+          last.set(resource, decodeEntry(resource, entry)?.record ?? null);
+        if (waiting?.delete(this.kv.subjectForKey(entry.key)) && waiting.size === 0) {
+          entries.stop();
+          break;
+        }
       }
       const records = [...last.values()].filter((r): r is LeaseRecord => r !== null);
       return records.sort((a, b) => compareResources(a.resource, b.resource)).slice(0, limit);
@@ -310,6 +316,32 @@ export class NatsStore extends StoreBase {
       iterator?.stop();
       return noAnswer('list', this.options.bucket, ms);
     });
+  }
+
+  /**
+   * The subjects of the keys under `prefix` now, from the stream's own count per subject (one
+   * request); `undefined` when the driver or the server cannot say (then the scan runs until the
+   * consumer has nothing more).
+   */
+  private async keysNow(prefix: string): Promise<Set<string> | undefined> {
+    const bucket = this.kv as unknown as {
+      jsm?: {
+        streams?: {
+          info(stream: string, options: object): Promise<{ state?: { subjects?: object } }>;
+        };
+      };
+      stream?: string;
+    };
+    if (!bucket.jsm?.streams || typeof bucket.stream !== 'string') return undefined;
+    const info = await bucket.jsm.streams.info(bucket.stream, {
+      subjects_filter: this.kv.subjectForKey(filterOf(prefix)),
+    });
+    // Left out when no key matches (and by a server that ignores the filter): the scan then runs
+    // out by itself. Paged by the server beyond 100,000 subjects: the same.
+    const subjects = info.state?.subjects;
+    if (!subjects) return undefined;
+    const keys = Object.keys(subjects);
+    return keys.length > 0 && keys.length < 100_000 ? new Set(keys) : undefined;
   }
 
   protected async doClose(): Promise<void> {
