@@ -11,6 +11,37 @@ export interface Wake {
   close(): void;
 }
 
+/**
+ * `sleep(clock, ms, signal)` that can also be ended early: `hold` is given the function that ends
+ * it while it sleeps, and `undefined` once it is over (woken, timed out or aborted).
+ */
+export function wakeableSleep(
+  clock: Clock,
+  ms: number,
+  signal: AbortSignal | undefined,
+  hold: (wakeUp: (() => void) | undefined) => void,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const finish = (): void => {
+      timer.clear();
+      signal?.removeEventListener('abort', onAbort);
+      hold(undefined);
+    };
+    const onAbort = (): void => {
+      finish();
+      reject(signal?.reason);
+    };
+    const wakeUp = (): void => {
+      finish();
+      resolve();
+    };
+    hold(wakeUp);
+    const timer: TimerHandle = clock.setTimeout(wakeUp, ms, { keepAlive: true });
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /** The plain backoff, for a store that announces nothing. */
 const NO_WAKE: Wake = { sleep, close: () => {} };
 
@@ -66,24 +97,9 @@ export class ReleaseWake implements Wake {
       this.pending = false;
       return Promise.resolve();
     }
-    return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const finish = (): void => {
-        timer.clear();
-        signal?.removeEventListener('abort', onAbort);
-        this.wakeUp = undefined;
-        this.pending = false;
-      };
-      const onAbort = (): void => {
-        finish();
-        reject(signal?.reason);
-      };
-      this.wakeUp = () => {
-        finish();
-        resolve();
-      };
-      const timer: TimerHandle = clock.setTimeout(() => this.wakeUp?.(), ms, { keepAlive: true });
-      signal?.addEventListener('abort', onAbort, { once: true });
+    return wakeableSleep(clock, ms, signal, (wakeUp) => {
+      this.wakeUp = wakeUp;
+      if (!wakeUp) this.pending = false;
     });
   }
 

@@ -1,6 +1,6 @@
 import type { LeaseStore } from '../core/store.js';
-import type { Clock, TimerHandle } from '../core/time.js';
-import { ReleaseWake, type Wake } from './release-wake.js';
+import type { Clock } from '../core/time.js';
+import { ReleaseWake, wakeableSleep, type Wake } from './release-wake.js';
 
 /** How long the notice of a release whose waiter was woken ahead is expected (then it is not). */
 const AHEAD_MS = 2000;
@@ -157,24 +157,7 @@ class Member implements Wake {
       this.pending = false;
       return Promise.resolve();
     }
-    return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const finish = (): void => {
-        timer.clear();
-        signal?.removeEventListener('abort', onAbort);
-        this.wakeUp = undefined;
-      };
-      const onAbort = (): void => {
-        finish();
-        reject(signal?.reason);
-      };
-      this.wakeUp = () => {
-        finish();
-        resolve();
-      };
-      const timer: TimerHandle = clock.setTimeout(() => this.wakeUp?.(), ms, { keepAlive: true });
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return wakeableSleep(clock, ms, signal, (wakeUp) => (this.wakeUp = wakeUp));
   }
 
   get sleeping(): boolean {
