@@ -38,7 +38,7 @@ const slots = (name: string): string[] =>
   Array.from({ length: FAIR_SLOTS }, (_, i) => `${name}${QUEUE_MARK}${String(i).padStart(3, '0')}`);
 
 interface Counts {
-  /** IMMEDIATE transactions begun. */
+  /** IMMEDIATE transactions begun (not counting savepoints inside one). */
   transactions: number;
   /** Runs of the single acquire's statement. */
   acquires: number;
@@ -75,8 +75,9 @@ function counting(): { store: SqliteStore; counts: Counts } {
     transaction: ((fn: (...args: never[]) => unknown) => {
       const tx = db.transaction(fn);
       const plain = (...args: never[]): unknown => tx(...args);
+      // Nested in another transaction, it is a savepoint of that one: not a transaction of its own.
       const immediate = (...args: never[]): unknown => (
-        counts.transactions++,
+        (counts.transactions += db.inTransaction ? 0 : 1),
         tx.immediate(...args)
       );
       return Object.assign(plain, { immediate });
@@ -233,6 +234,38 @@ describe('SqliteStore.acquireFirst', () => {
       expect(tokens).toEqual(names.map((_, i) => (i === names.length - 1 ? 2 : 1)));
     }
     console.log('SQLite transactions and statements per acquireFirst:', measured);
+  });
+
+  it('acquireFirst calls over permits asked together commit with the single transitions, in order', async () => {
+    const { store, counts } = counting();
+    const permits = permitResources('co', 3);
+    const held = (await store.tryAcquire('co/other', 'h', 30_000))!;
+    const [result, cost1] = await cost(counts, () =>
+      Promise.all([
+        ...Array.from({ length: 5 }, (_, i) => store.acquireFirst(permits, `c${i}`, 30_000)),
+        store.release(held),
+        store.tryAcquire('co/other', 'late', 30_000),
+      ]),
+    );
+    expect(cost1.transactions).toBe(1); // one commit for all seven
+    const grants = result.slice(0, 5) as (Lease | null)[];
+    expect(grants.map((g) => g && [g.resource, g.owner])).toEqual([
+      [permits[0], 'c0'],
+      [permits[1], 'c1'],
+      [permits[2], 'c2'],
+      null,
+      null,
+    ]);
+    expect(result[5]).toBe(true);
+    expect(result[6]).toMatchObject({ resource: 'co/other', owner: 'late', token: 2 });
+    // The 256 slots of a fair line go alone (a longer step), as before.
+    const [, alone] = await cost(counts, () =>
+      Promise.all([
+        store.acquireFirst(slots('co/line'), 'x', 30_000),
+        store.tryAcquire('co/y', 'y', 30_000),
+      ]),
+    );
+    expect(alone.transactions).toBe(1); // the slots' own; the tryAcquire in autocommit
   });
 
   it(`holds the event loop briefly over LIMITS.permitsMax (${LIMITS.permitsMax}) held candidates`, async () => {

@@ -2,7 +2,7 @@ import type { Transaction } from './sqlite-driver.js';
 import { URGENT } from './sqlite-runner.js';
 
 /** The single-lease operations that may share a transaction. */
-export type GroupedOperation = 'tryAcquire' | 'renew' | 'release' | 'writeData';
+export type GroupedOperation = 'tryAcquire' | 'acquireFirst' | 'renew' | 'release' | 'writeData';
 
 export interface GroupMember {
   readonly operation: GroupedOperation;

@@ -40,6 +40,9 @@ function prepareAll<T extends Record<string, string>>(
   };
 }
 
+/** Most candidates an acquireFirst may have to go with the grouped single-lease transitions. */
+const GROUPED_CANDIDATES_MAX = 16;
+
 /**
  * Leases in a SQLite file, shared safely by every process on the host that opens it.
  * WAL mode, one statement per transition (alone in autocommit, or with others asked at the same
@@ -283,9 +286,12 @@ export class SqliteStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
-    return this.runner.run('acquireFirst', () =>
-      this.firstTransaction.immediate(resources, owner, ttlMs),
-    );
+    const take = (): Lease | null => this.firstTransaction.immediate(resources, owner, ttlMs);
+    // A few candidates (a counting lease's permits): with the single-lease transitions asked
+    // meanwhile, one commit for all (nested in the group's transaction, it is a savepoint).
+    if (resources.length <= GROUPED_CANDIDATES_MAX)
+      return this.transitions.add('acquireFirst', take);
+    return this.runner.run('acquireFirst', take);
   }
 
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
