@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { WriteRecord } from '../../src/cli/verify/history-format.js';
 import { tempDir } from '../harness/processes.js';
 import { faultEvidence, verify } from '../verify/run-verify.js';
 
@@ -82,8 +83,21 @@ describe('leasehold verify on SQLite', () => {
     // Lease data is written under the store's compare-and-set on the token: a holder taken over
     // early by a skewed clock is refused, so progress stays right even here.
     expect(run.out.data.violations).toEqual([]);
-    // The fence is what keeps the data right: stale writes rejected, none accepted.
-    expect(run.out.writes.rejected).toBeGreaterThanOrEqual(1);
+    // The fence is what keeps the data right: stale writes rejected, none accepted. A write is
+    // stale when a higher token of its record had been accepted before it was made; whether any
+    // came in this run depends on the timing of the overlaps (under load, fewer writes are made).
+    const writes = run.records.filter((r): r is WriteRecord => r.type === 'write');
+    const stale = writes.filter((w) =>
+      writes.some(
+        (x) =>
+          x.outcome === 'accepted' && x.resource === w.resource && x.token > w.token && x.at < w.at,
+      ),
+    );
+    for (const w of stale) expect(w.outcome).not.toBe('accepted');
+    expect(run.out.writes.rejected).toBeGreaterThanOrEqual(
+      stale.filter((w) => w.outcome === 'rejected').length,
+    );
+    if (stale.length > 0) expect(run.out.writes.rejected).toBeGreaterThanOrEqual(1);
     expect(run.out.staleAccepted).toEqual([]);
     expect(run.html).toContain('class="bad"');
     expect(run.html).toMatch(/The fence rejected \d+ stale writes; 0 stale writes were accepted/);
