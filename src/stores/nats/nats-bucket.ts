@@ -11,7 +11,7 @@ export const BUCKET_CONFIG = Object.freeze({ history: 1, storage: 'file' });
  * fence has seen. Such a bucket is refused with `STORE_UNSAFE`. Two or three requests.
  */
 export async function openBucket(kvm: NatsKvm, bucket: string, create: boolean): Promise<NatsKv> {
-  const kv = create ? await kvm.create(bucket, { ...BUCKET_CONFIG }) : await kvm.open(bucket);
+  const kv = create ? await createOrOpen(kvm, bucket) : await kvm.open(bucket);
   const status = await kv.status();
   const unsafe: string[] = [];
   if (status.ttl > 0) unsafe.push(`its values expire after ${status.ttl} ms (max age)`);
@@ -24,4 +24,19 @@ export async function openBucket(kvm: NatsKvm, bucket: string, create: boolean):
     );
   }
   return kv;
+}
+
+/**
+ * `create`, and when another process (or store) created the bucket's stream in the same moment —
+ * the server refuses the second creation ("subjects overlap with an existing stream", or the name
+ * already in use with another configuration) — the bucket it made, opened.
+ */
+async function createOrOpen(kvm: NatsKvm, bucket: string): Promise<NatsKv> {
+  try {
+    return await kvm.create(bucket, { ...BUCKET_CONFIG });
+  } catch (error) {
+    if (!/subjects overlap|already in use/i.test(String((error as Error | null)?.message)))
+      throw error;
+    return kvm.open(bucket);
+  }
 }
