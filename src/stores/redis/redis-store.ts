@@ -299,7 +299,9 @@ export class RedisStore extends StoreBase {
     if (!this.layoutReady)
       return this.afterLayout('acquireFirst', () => this.doAcquireFirst(resources, owner, ttlMs));
     const groups = this.oneSlot ? [resources] : this.byShard(resources);
-    if (groups.length === 1 && this.coalescing()) {
+    // The coalesced call keys every record on the first candidate's shard: only when all are there.
+    const shard = this.keys.shardOf(resources[0]!);
+    if (this.coalescing() && resources.every((r) => this.keys.shardOf(r) === shard)) {
       // With the other single-lease transitions asked meanwhile: one TRANSITIONS call.
       return this.together(
         'acquireFirst',
