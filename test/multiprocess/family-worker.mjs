@@ -4,14 +4,23 @@
 // Usage: node family-worker.mjs <storeUrl> <workerId> permits <name> <N> <durationMs>
 //        node family-worker.mjs <storeUrl> <workerId> groups <a,b,c,...> <size> <durationMs>
 import { LeaseClient, openStore } from '../../dist/index.js';
+import { hostNow, workerClock } from '../../dist/cli/verify/host-clock.js';
 
 const [url, id, mode, what, count, durationMs] = process.argv.slice(2);
-const wall = () => performance.timeOrigin + performance.now();
+// Every process records on the host's CLOCK_MONOTONIC (as verify's workers do): instants from
+// different processes compare exactly, and the client's deadlines are on that clock too.
+const wall = hostNow;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const say = (line) => process.stdout.write(JSON.stringify(line) + '\n');
 
 const store = await openStore(url);
-const client = new LeaseClient({ store, owner: `w${id}`, ttlMs: 600, heartbeatMs: 150 });
+const client = new LeaseClient({
+  store,
+  owner: `w${id}`,
+  ttlMs: 600,
+  heartbeatMs: 150,
+  clock: workerClock(0),
+});
 const stopAt = Date.now() + Number(durationMs);
 
 /** Reports every belief of `lease`: its start, each later deadline, and its end. */
@@ -21,7 +30,7 @@ function follow(lease) {
   lease.on('renewed', () => say({ kind: 'until', ...base, until: until(lease) }));
   lease.on('lost', () => say({ kind: 'end', ...base, at: wall(), how: 'lost' }));
 }
-const until = (lease) => performance.timeOrigin + lease.validUntil;
+const until = (lease) => lease.validUntil;
 
 async function permits() {
   while (Date.now() < stopAt) {

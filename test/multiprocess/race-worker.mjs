@@ -1,19 +1,24 @@
 // One OS process racing for leases on a shared SQLite file; prints one JSON line per tenure.
 // Usage: node race-worker.mjs <dbPath> <workerId> <resources> <durationMs>
 import { LeaseClient, SqliteStore } from '../../dist/index.js';
+import { hostNow, workerClock } from '../../dist/cli/verify/host-clock.js';
 
 const [dbPath, id, resourceCount, durationMs] = process.argv.slice(2);
-const wall = () => performance.timeOrigin + performance.now();
+// Every process records on the host's CLOCK_MONOTONIC (as verify's workers do): instants from
+// different processes compare exactly, and the clients' deadlines are on that clock too.
+const wall = hostNow;
+const clock = workerClock(0);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const store = await SqliteStore.open(dbPath);
-const keeper = new LeaseClient({ store, owner: `w${id}`, ttlMs: 300, heartbeatMs: 75 });
+const keeper = new LeaseClient({ store, owner: `w${id}`, ttlMs: 300, heartbeatMs: 75, clock });
 const quitter = new LeaseClient({
   store,
   owner: `w${id}-q`,
   ttlMs: 200,
   heartbeatMs: 50,
   autoRenew: false,
+  clock,
 });
 // Every lease a client gives up, including a grant the store answered after its validity deadline,
 // which the client releases without handing it out (design rule 2): such a grant raised the token
@@ -58,7 +63,7 @@ while (Date.now() < stopAt) {
   out.push(record);
   if (abandon) {
     // Stops renewing, as a crashed or frozen holder would: belief ends at its deadline.
-    record.end = performance.timeOrigin + lease.validUntil;
+    record.end = lease.validUntil;
     record.how = 'abandoned';
     continue;
   }
@@ -67,7 +72,7 @@ while (Date.now() < stopAt) {
     (async () => {
       await sleep(holdMs);
       const releaseAt = wall();
-      record.end = Math.min(releaseAt, performance.timeOrigin + lease.validUntil);
+      record.end = Math.min(releaseAt, lease.validUntil);
       record.how = lease.state === 'lost' ? 'lost' : 'released';
       await lease.release().catch((error) =>
         // A release is one attempt bounded by the TTL: on a loaded machine it may time out, and
