@@ -36,7 +36,8 @@ class WakeLine {
   constructor(
     store: LeaseStore,
     prefix: string,
-    private readonly accepts: (resource: string) => boolean,
+    /** Whether a notice about `resource` concerns this line. */
+    readonly matches: (resource: string) => boolean,
     private readonly clock: Clock,
     private readonly onClosed: () => void,
   ) {
@@ -56,11 +57,6 @@ class WakeLine {
         () => {},
       );
     else this.live = true;
-  }
-
-  /** Whether a notice about `resource` concerns this line. */
-  matches(resource: string): boolean {
-    return this.accepts(resource);
   }
 
   /**

@@ -86,6 +86,18 @@ export interface NatsKv {
   watch(options: { key: string }): Promise<NatsKvIterator<NatsKvEntry>>;
   /** The bucket's configuration, checked once when the store opens it. */
   status(): Promise<NatsKvStatus>;
+  /** The bucket's stream (`@nats-io/kv`'s `Bucket` has it): asked which keys exist. */
+  readonly stream?: string;
+  /** The JetStream manager the bucket was opened with (`@nats-io/kv`'s `Bucket` has it). */
+  readonly jsm?: {
+    readonly streams: {
+      /** Stream info; with `subjects_filter`, `state.subjects` counts messages per subject. */
+      info(
+        stream: string,
+        options: { subjects_filter: string },
+      ): Promise<{ state?: { subjects?: Record<string, number> } }>;
+    };
+  };
 }
 
 /** What `status()` reports about the bucket's stream. */

@@ -324,16 +324,9 @@ export class NatsStore extends StoreBase {
    * consumer has nothing more).
    */
   private async keysNow(prefix: string): Promise<Set<string> | undefined> {
-    const bucket = this.kv as unknown as {
-      jsm?: {
-        streams?: {
-          info(stream: string, options: object): Promise<{ state?: { subjects?: object } }>;
-        };
-      };
-      stream?: string;
-    };
-    if (!bucket.jsm?.streams || typeof bucket.stream !== 'string') return undefined;
-    const info = await bucket.jsm.streams.info(bucket.stream, {
+    const { jsm, stream } = this.kv;
+    if (!jsm || stream === undefined) return undefined;
+    const info = await jsm.streams.info(stream, {
       subjects_filter: this.kv.subjectForKey(filterOf(prefix)),
     });
     // Left out when no key matches (and by a server that ignores the filter): the scan then runs

@@ -6,6 +6,7 @@ import { CallDeadlines } from '../../core/call-deadlines.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
 import { checkOut } from '../../core/pg-checkout.js';
+import { readPaged } from '../../core/read-paged.js';
 import { ReplySizer } from '../../core/reply-sizer.js';
 import { redact } from '../../core/store-url.js';
 import { yieldToLoop } from '../../core/time.js';
@@ -385,16 +386,13 @@ export class PostgresStore extends StoreBase {
    * free between them, so decoding never holds it long. A record that changes meanwhile shows its
    * old or its new state, as across two `list` calls paging with `after`.
    */
-  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    const records: LeaseRecord[] = [];
-    for (let from = after; ;) {
-      const want = this.sizer.records(limit - records.length);
-      const page = await this.listOnce(prefix, want, from);
-      for (const record of page) records.push(record);
-      if (page.length < want || records.length >= limit) return records;
-      from = page.at(-1)!.resource;
-      await yieldToLoop();
-    }
+  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    return readPaged(
+      limit,
+      after,
+      (from, n) => this.listOnce(prefix, n, from),
+      (left) => this.sizer.records(left),
+    );
   }
 
   private async listOnce(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
@@ -579,12 +577,12 @@ function toRecord(row: Row): LeaseRecord {
   return withData(record, fromBytea(row.data, resource));
 }
 
-/** The lease a grant wrote, with the data the record held (what earlier holders left). */
 /** The size of a bytea column's value as the driver returned it (a Buffer, or null). */
 function byteLength(value: unknown): number {
   return value instanceof Uint8Array ? value.byteLength : 0;
 }
 
+/** The lease a grant wrote, with the data the record held (what earlier holders left). */
 function granted(resource: string, owner: string, ttlMs: number, row: Row): Lease {
   const token = safeInteger(row.token, 'token');
   const expiresAt = safeInteger(row.expires_at, 'expires_at');

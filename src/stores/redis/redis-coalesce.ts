@@ -11,7 +11,7 @@ export interface Transition {
   readonly kind: 'acquire' | 'release' | 'first';
   /** The resource, or a first-free acquisition's first candidate (all of them on one shard). */
   readonly resource: string;
-  /** A first-free acquisition's candidates, in the order tried. */
+  /** A first-free acquisition's candidates, in the order tried (`resource` alone when absent). */
   readonly candidates?: readonly string[];
   readonly owner: string;
   /** ttlMs for an acquisition, the token (as text) for a release. */
@@ -62,7 +62,7 @@ export class Coalescer {
       let start = 0;
       let keys = 0;
       group.forEach((t, i) => {
-        const size = t.candidates?.length ?? 1;
+        const size = t.kind === 'first' ? (t.candidates?.length ?? 1) : 1;
         if (keys + size > MAX_ACQUIRE_KEYS && i > start) {
           this.send(shard, group.slice(start, i));
           start = i;
@@ -79,9 +79,10 @@ export class Coalescer {
     const keys = [this.keys.index(shard)];
     const args: RedisArg[] = [this.keys.channel, Buffer.byteLength(recordPrefix)];
     for (const t of group) {
-      if (t.candidates) {
-        for (const candidate of t.candidates) keys.push(recordPrefix + candidate);
-        args.push('f', t.owner, t.detail, t.candidates.length);
+      if (t.kind === 'first') {
+        const candidates = t.candidates ?? [t.resource];
+        for (const candidate of candidates) keys.push(recordPrefix + candidate);
+        args.push('f', t.owner, t.detail, candidates.length);
       } else {
         keys.push(recordPrefix + t.resource);
         args.push(t.kind === 'acquire' ? 'a' : 'r', t.owner, t.detail);

@@ -146,8 +146,8 @@ export class RedisStore extends StoreBase {
       watch: true,
       atomicGroupMax: this.oneSlot ? LIMITS.groupMaxSize : 0,
       data: true,
-      // One connection per node, commands applied in the order sent; the permits of a name, and
-      // any one record, live on one node.
+      // One connection per node, commands applied in the order sent: a release and an acquire
+      // of the same record go to its node one after the other.
       ordered: true,
     });
     this.watcher = new RedisWatch(client, this.keys.channel, this.options.onWatchError);

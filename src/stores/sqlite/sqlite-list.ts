@@ -1,5 +1,6 @@
 import type { LeaseRecord } from '../../core/lease.js';
-import { yieldToLoop } from './sqlite-turns.js';
+import { readPaged } from '../../core/read-paged.js';
+import { dataSize } from '../../core/reply-sizer.js';
 
 /**
  * Records per read of a long `list`, at most. Measured on a loaded 2-core machine, reading and
@@ -22,39 +23,24 @@ export const LIST_PAGE_BYTES = 256 * 1024;
 
 /** Roughly what decoding `record` costs, in bytes. */
 function sizeOf(record: LeaseRecord): number {
-  const { data } = record;
-  const dataSize = data == null ? 0 : typeof data === 'string' ? 2 * data.length : data.byteLength;
-  return 2 * (record.resource.length + record.owner.length) + 16 + dataSize;
+  return 2 * (record.resource.length + record.owner.length) + 16 + dataSize(record.data);
 }
 
 /**
- * Up to `limit` records in resource order, read a page at a time: each page starts past the last
- * record of the one before, and the event loop runs between pages. Pages are sized by the records
- * already read (see `LIST_PAGE_BYTES`). Each page is its own read, so a record that changes while a
- * long list is read shows either its old or its new state, as it would across two `list` calls
- * paging with `after`.
+ * Up to `limit` records in resource order, a page at a time (see core `readPaged`), pages sized by
+ * the records already read (see `LIST_PAGE_BYTES`).
  */
-export async function readPaged(
+export function readSizedPages(
   limit: number,
   after: string,
   readPage: (after: string, limit: number) => Promise<LeaseRecord[]>,
 ): Promise<LeaseRecord[]> {
-  const records: LeaseRecord[] = [];
   let size = 0;
-  for (let from = after; ;) {
-    const fit =
-      records.length === 0
-        ? LIST_FIRST_ROWS
-        : Math.floor(LIST_PAGE_BYTES / (size / records.length));
-    const rows = Math.max(LIST_FIRST_ROWS, Math.min(LIST_ROWS, fit));
-    const want = Math.min(limit - records.length, rows);
-    const page = await readPage(from, want);
-    for (const record of page) {
-      records.push(record);
-      size += sizeOf(record);
-    }
-    if (page.length < want || records.length >= limit) return records;
-    from = page.at(-1)!.resource;
-    await yieldToLoop();
-  }
+  let counted = 0;
+  return readPaged(limit, after, readPage, (_left, read) => {
+    for (; counted < read.length; counted++) size += sizeOf(read[counted]!);
+    if (read.length === 0) return LIST_FIRST_ROWS;
+    const fit = Math.floor(LIST_PAGE_BYTES / (size / read.length));
+    return Math.max(LIST_FIRST_ROWS, Math.min(LIST_ROWS, fit));
+  });
 }

@@ -1,7 +1,8 @@
 import { retryAfterBusy } from './sqlite-busy.js';
 import { isBusy, lockedError } from './sqlite-errors.js';
 import type { FileIdentity } from './sqlite-file-identity.js';
-import { Turns, yieldToLoop } from './sqlite-turns.js';
+import { yieldToLoop } from '../../core/time.js';
+import { Turns } from './sqlite-turns.js';
 
 /**
  * Rows per transaction in a batch of acquisitions. Measured on a loaded 2-core machine, 500 take

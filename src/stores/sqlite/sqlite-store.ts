@@ -18,7 +18,7 @@ import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { FileIdentity } from './sqlite-file-identity.js';
 import { fromColumn, toRecord } from './sqlite-data.js';
-import { readPaged } from './sqlite-list.js';
+import { readSizedPages } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { applyEach, TransitionGroup } from './sqlite-group.js';
 import { takeAll, takeFirst, type GroupSteps } from './sqlite-take.js';
@@ -379,7 +379,7 @@ export class SqliteStore extends StoreBase {
 
   /**
    * One index range per read: from the prefix, or just past `after` when that is further on. A long
-   * list is read in pages (see `readPaged`), each its own step.
+   * list is read in pages (see `readSizedPages`), each its own step.
    */
   protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     const to = prefixEnd(prefix);
@@ -394,7 +394,7 @@ export class SqliteStore extends StoreBase {
             : this.sql.listRange.all({ from: prefix, to, limit: n });
       return (rows as (LeaseRecord & { data: unknown })[]).map(toRecord);
     };
-    return readPaged(limit, after, (from, n) => this.runner.run('list', () => page(from, n)));
+    return readSizedPages(limit, after, (from, n) => this.runner.run('list', () => page(from, n)));
   }
 
   protected async doClose(): Promise<void> {

@@ -41,8 +41,3 @@ export class Turns {
     }
   }
 }
-
-/** Lets timers and I/O run before going on. */
-export function yieldToLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
