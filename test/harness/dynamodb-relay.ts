@@ -6,6 +6,14 @@ import type { DynaliteServer } from './dynalite-server.js';
 export interface RelayedRequest {
   readonly operation: string;
   readonly body: string;
+  /** Its headers, names in lower case. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+
+/** An answer the relay gives itself instead of passing a request on. */
+export interface RelayAnswer {
+  readonly status: number;
+  readonly body: object;
 }
 
 /** A relay in front of dynalite that counts and keeps what reaches it. */
@@ -16,6 +24,11 @@ export interface DynamodbRelay {
   readonly counts: Map<string, number>;
   /** Every request since the last `clear()`, in arrival order. */
   readonly requests: RelayedRequest[];
+  /**
+   * Looked at before each request is passed on (its body is not read yet): an answer it returns
+   * goes back instead, and the request never reaches the server.
+   */
+  intercept: ((request: Omit<RelayedRequest, 'body'>) => RelayAnswer | undefined) | undefined;
   clear(): void;
   close(): Promise<void>;
 }
@@ -28,17 +41,28 @@ export interface DynamodbRelay {
 export async function dynamodbRelay(target: DynaliteServer): Promise<DynamodbRelay> {
   const counts = new Map<string, number>();
   const requests: RelayedRequest[] = [];
+  const relay = { intercept: undefined as DynamodbRelay['intercept'] };
   const server: Server = createServer((incoming, answer) => {
     const operation =
       String(incoming.headers['x-amz-target'] ?? '')
         .split('.')
         .pop() ?? '';
+    const { headers } = incoming;
     counts.set(operation, (counts.get(operation) ?? 0) + 1);
     const chunks: Buffer[] = [];
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () =>
-      requests.push({ operation, body: Buffer.concat(chunks).toString('utf8') }),
+      requests.push({ operation, headers, body: Buffer.concat(chunks).toString('utf8') }),
     );
+    const own = relay.intercept?.({ operation, headers });
+    if (own) {
+      incoming.resume();
+      incoming.on('end', () => {
+        answer.writeHead(own.status, { 'content-type': 'application/x-amz-json-1.0' });
+        answer.end(JSON.stringify(own.body));
+      });
+      return;
+    }
     const upstream = request(
       `${target.endpoint}${incoming.url ?? '/'}`,
       { method: incoming.method, headers: incoming.headers },
@@ -56,6 +80,12 @@ export async function dynamodbRelay(target: DynaliteServer): Promise<DynamodbRel
     endpoint: `http://127.0.0.1:${port}`,
     counts,
     requests,
+    get intercept() {
+      return relay.intercept;
+    },
+    set intercept(fn) {
+      relay.intercept = fn;
+    },
     clear: () => {
       counts.clear();
       requests.length = 0;

@@ -83,6 +83,7 @@ const cases: Record<string, Case> = {
       ['concurrency', '999'],
       ['requestTimeoutMs', '10'],
       ['createTable', 'yes'],
+      ['fastPath', 'off'],
     ],
   },
   etcd: {

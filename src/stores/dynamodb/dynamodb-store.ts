@@ -11,6 +11,7 @@ import {
 } from '../../core/store.js';
 import { runInOrder } from '../../core/run-in-order.js';
 import {
+  attemptTimeoutMs,
   createClient,
   loadSdk,
   type DynamodbClient,
@@ -43,6 +44,15 @@ import {
   writeDataRequest,
 } from './dynamodb-ops.js';
 import { ensureTable } from './dynamodb-table.js';
+import {
+  captureTarget,
+  DynamodbWire,
+  loadUndici,
+  type Undici,
+  type WireCredentials,
+  type WireOperation,
+  type WireTarget,
+} from './dynamodb-wire.js';
 import { parseDynamodbUrl, redactEndpoint, type DynamodbTarget } from './dynamodb-url.js';
 
 /** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
@@ -108,6 +118,12 @@ async function sdkOf(given: object | undefined): Promise<DynamodbModule> {
  * flight (no transaction: one failed condition would fail them all). `list` is a `Scan` of the
  * whole table, sorted here, on every call, paging with `after` included: right for an admin
  * command or a dashboard, not for a hot path.
+ *
+ * On a client the store made from a URL, `UpdateItem` and `GetItem` go by `DynamodbWire` (see
+ * dynamodb-wire.ts and the `fastPath` option): the same requests, signed here for the endpoint,
+ * region and credentials the SDK resolved for the store's first call. Should the endpoint refuse
+ * that signature as malformed while the SDK's is accepted, the store goes back to the SDK for
+ * good: the call is sent again through it (a refused request wrote nothing).
  */
 export class DynamodbStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -119,6 +135,10 @@ export class DynamodbStore extends StoreBase {
   });
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedDynamodbOptions;
+  /** The hot calls' path where the store made its client (see `useWire`). */
+  private wire: DynamodbWire | undefined;
+  /** Set once the store went back to the SDK for good, or closed. */
+  private wireOff = false;
 
   /**
    * Opens a `dynamodb://TABLE?region=&endpoint=…` URL (the store makes a `DynamoDBClient` and
@@ -161,12 +181,26 @@ export class DynamodbStore extends StoreBase {
     const connect = resolveConnectOptions({ ...target.connect, ...defined });
     const sdk = await sdkOf(options.sdk);
     const client = createClient(sdk, connect, resolved.requestTimeoutMs);
+    let sentTo: WireTarget | undefined;
+    let store: DynamodbStore | undefined;
+    const wire = resolved.fastPath
+      ? { undici: await loadUndici(), connectTimeoutMs: connect.connectTimeoutMs }
+      : undefined;
+    if (wire) {
+      captureTarget(client as Parameters<typeof captureTarget>[0], (seen) => {
+        sentTo = seen;
+        store?.useWire(seen, wire);
+      });
+    }
     const where = connect.endpoint
       ? ` at ${redactEndpoint(connect.endpoint)}`
       : connect.region
         ? ` in ${connect.region}`
         : '';
-    return DynamodbStore.start(client, sdk, resolved, where, true);
+    return DynamodbStore.start(client, sdk, resolved, where, true, (made) => {
+      store = made; // later targets go to it
+      if (sentTo && wire) made.useWire(sentTo, wire);
+    });
   }
 
   private static async start(
@@ -175,10 +209,12 @@ export class DynamodbStore extends StoreBase {
     options: ResolvedDynamodbOptions,
     where: string,
     ownsClient: boolean,
+    onMade?: (store: DynamodbStore) => void,
   ): Promise<DynamodbStore> {
     const store = new DynamodbStore(client, sdk, options, where, ownsClient);
     try {
       await ensureTable(store.tableTarget(), options.createTable);
+      onMade?.(store);
     } catch (error) {
       await store.close().catch(() => {});
       throw store.mapError(error, 'open');
@@ -251,10 +287,7 @@ export class DynamodbStore extends StoreBase {
 
   protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
     try {
-      await this.send(
-        'writeData',
-        new this.sdk.UpdateItemCommand(writeDataRequest(this.table, lease, data)),
-      );
+      await this.item('writeData', 'UpdateItem', writeDataRequest(this.table, lease, data));
       return true;
     } catch (error) {
       if (!isConditionFailed(error)) throw error;
@@ -299,10 +332,9 @@ export class DynamodbStore extends StoreBase {
   }
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    const answer = (await this.send(
-      'get',
-      new this.sdk.GetItemCommand(getRequest(this.table, resource)),
-    )) as { Item?: Item };
+    const answer = (await this.item('get', 'GetItem', getRequest(this.table, resource))) as {
+      Item?: Item;
+    };
     return answer.Item ? toRecord(answer.Item) : null;
   }
 
@@ -335,7 +367,56 @@ export class DynamodbStore extends StoreBase {
   }
 
   protected async doClose(): Promise<void> {
+    this.wire?.destroy();
+    this.wire = undefined;
+    this.wireOff = true;
     if (this.ownsClient) (this.client as { destroy?: () => void }).destroy?.();
+  }
+
+  /**
+   * Sends the hot calls by the wire to `target` from now on (a changed target replaces the wire),
+   * unless the store went back to the SDK or is closed.
+   */
+  private useWire(target: WireTarget, setup: { undici: Undici; connectTimeoutMs: number }): void {
+    const config = (this.client as { config?: SdkConfig }).config;
+    const credentials = config?.credentials;
+    if (this.wireOff || typeof credentials !== 'function') return;
+    this.wire?.destroy();
+    this.wire = new DynamodbWire(target, {
+      credentials: credentials as () => Promise<WireCredentials>,
+      // The SDK keeps the offset of the endpoint's clock from this host's once it has seen one.
+      now: () => Date.now() + (Number(config?.systemClockOffset) || 0),
+      maxSockets: this.options.concurrency,
+      attemptTimeoutMs: attemptTimeoutMs(this.options.requestTimeoutMs),
+      maxAttempts: 3,
+      ...setup,
+    });
+  }
+
+  /**
+   * One `UpdateItem` or `GetItem` within `requestTimeoutMs`: by the wire where the store has one,
+   * else through the SDK. A signature the endpoint calls malformed (and only that) sends the call
+   * again through the SDK; when the SDK's is accepted, the wire is dropped for good.
+   */
+  private async item(operation: string, name: WireOperation, input: object): Promise<unknown> {
+    const wire = this.wire;
+    if (wire === undefined) {
+      const Command = name === 'UpdateItem' ? this.sdk.UpdateItemCommand : this.sdk.GetItemCommand;
+      return this.send(operation, new Command(input));
+    }
+    try {
+      return await this.bounded(operation, wire.send(name, input));
+    } catch (error) {
+      if (!SIGNATURE_REFUSED.has((error as { name?: unknown } | null)?.name as string)) throw error;
+      const Command = name === 'UpdateItem' ? this.sdk.UpdateItemCommand : this.sdk.GetItemCommand;
+      const answer = await this.send(operation, new Command(input));
+      if (this.wire === wire) {
+        this.wire = undefined;
+        this.wireOff = true;
+        wire.destroy();
+      }
+      return answer;
+    }
   }
 
   protected override mapError(error: unknown, operation: string): LeaseError {
@@ -363,7 +444,7 @@ export class DynamodbStore extends StoreBase {
     );
     let answer: { Attributes?: Item };
     try {
-      answer = (await this.send(operation, new this.sdk.UpdateItemCommand(request))) as {
+      answer = (await this.item(operation, 'UpdateItem', request)) as {
         Attributes?: Item;
       };
     } catch (error) {
@@ -416,7 +497,7 @@ export class DynamodbStore extends StoreBase {
       );
     };
     try {
-      await this.send('renew', new this.sdk.UpdateItemCommand(request));
+      await this.item('renew', 'UpdateItem', request);
     } catch (error) {
       if (!isConditionFailed(error)) throw error;
       // Still ours, with a later expiry than this renewal would write (a newer renewal landed
@@ -441,10 +522,7 @@ export class DynamodbStore extends StoreBase {
 
   private async releaseOne(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
     try {
-      await this.send(
-        'release',
-        new this.sdk.UpdateItemCommand(releaseRequest(this.table, lease, data)),
-      );
+      await this.item('release', 'UpdateItem', releaseRequest(this.table, lease, data));
       return true;
     } catch (error) {
       if (!isConditionFailed(error)) throw error;
@@ -467,11 +545,20 @@ export class DynamodbStore extends StoreBase {
    * deadline. Either way a write whose answer did not come may still land.
    */
   private send(operation: string, command: DynamodbCommand): Promise<unknown> {
-    const ms = this.options.requestTimeoutMs;
     const controller = this.ownsClient ? undefined : new AbortController();
     const call = controller
       ? this.client.send(command, { abortSignal: controller.signal })
       : this.client.send(command);
+    return this.bounded(operation, call, controller);
+  }
+
+  /** `call` within `requestTimeoutMs`, `controller` aborted at the deadline. */
+  private bounded(
+    operation: string,
+    call: Promise<unknown>,
+    controller?: AbortController,
+  ): Promise<unknown> {
+    const ms = this.options.requestTimeoutMs;
     return withDeadline(call, ms, () => {
       controller?.abort();
       return new LeaseError(
@@ -495,6 +582,20 @@ export class DynamodbStore extends StoreBase {
 function first(records: LeaseRecord[], limit: number): LeaseRecord[] {
   return records.sort((a, b) => compareResources(a.resource, b.resource)).slice(0, limit);
 }
+
+/** What the SDK client's resolved config holds that the wire uses. */
+interface SdkConfig {
+  credentials?: unknown;
+  systemClockOffset?: unknown;
+}
+
+/** What an endpoint answers a request whose signature it cannot check (not a wrong secret). */
+const SIGNATURE_REFUSED = new Set([
+  'IncompleteSignatureException',
+  'MissingAuthenticationTokenException',
+  'InvalidSignatureException',
+  'SignatureDoesNotMatch',
+]);
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -28,10 +28,11 @@ const PARAMS = [
   'connectTimeoutMs',
   'createTable',
   'concurrency',
+  'fastPath',
 ];
 
 /**
- * `dynamodb://TABLE?region=&endpoint=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&createTable=&concurrency=`.
+ * `dynamodb://TABLE?region=&endpoint=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&createTable=&concurrency=&fastPath=`.
  * Every value is checked here, before a client is made.
  */
 export function parseDynamodbUrl(url: StoreUrl): DynamodbTarget {
@@ -53,6 +54,7 @@ export function parseDynamodbUrl(url: StoreUrl): DynamodbTarget {
       requestTimeoutMs: intParam(safe, params, 'requestTimeoutMs'),
       concurrency: intParam(safe, params, 'concurrency'),
       createTable: boolParam(safe, params, 'createTable'),
+      fastPath: boolParam(safe, params, 'fastPath'),
     },
     connect: {
       region: params.region,

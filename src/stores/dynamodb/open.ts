@@ -4,7 +4,7 @@ import { DynamodbStore } from './dynamodb-store.js';
 import { parseDynamodbUrl } from './dynamodb-url.js';
 
 /**
- * `dynamodb://TABLE?region=&endpoint=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&createTable=&concurrency=`.
+ * `dynamodb://TABLE?region=&endpoint=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&createTable=&concurrency=&fastPath=`.
  * Credentials come from the AWS SDK's default chain. `create` creates a missing table, as
  * `createTable=true` does.
  */
