@@ -7,7 +7,7 @@ import {
   startDynalite,
   type DynaliteServer,
 } from '../harness/dynalite-server.js';
-import { dynamodbRelay, type DynamodbRelay } from '../harness/dynamodb-relay.js';
+import { awsRelay, type AwsRelay } from '../harness/aws-relay.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** A string of exactly `n` UTF-8 bytes, mostly 3-byte characters. */
@@ -16,7 +16,7 @@ const utf8Of = (n: number): string => '€'.repeat(Math.floor(n / 3)) + 'x'.repe
 /** Lease data on DynamoDB: one `data` attribute, written by the transitions' own updates. */
 describeServer('DynamoDB lease data', dynaliteUnavailable(), () => {
   let server: DynaliteServer;
-  let relay: DynamodbRelay;
+  let relay: AwsRelay;
   let store: LeaseStore;
   const table = `ddbd_${process.pid}`;
   const shortTtl = 150;
@@ -31,7 +31,7 @@ describeServer('DynamoDB lease data', dynaliteUnavailable(), () => {
 
   beforeAll(async () => {
     server = await startDynalite();
-    relay = await dynamodbRelay(server);
+    relay = await awsRelay(server);
     store = await openStore(
       server.url(table, { endpoint: relay.endpoint, createTable: true, maxClockSkewMs: 0 }),
     );

@@ -7,11 +7,11 @@ import {
   type DynaliteServer,
 } from '../harness/dynalite-server.js';
 import { describeServer } from '../harness/describe-server.js';
-import { dynamodbRelay, type DynamodbRelay } from '../harness/dynamodb-relay.js';
+import { awsRelay, type AwsRelay } from '../harness/aws-relay.js';
 
 describeServer('DynamoDB store requests', dynaliteUnavailable(), () => {
   let server: DynaliteServer;
-  let relay: DynamodbRelay;
+  let relay: AwsRelay;
   let store: LeaseStore;
   const table = `ddbr_${process.pid}`;
 
@@ -24,7 +24,7 @@ describeServer('DynamoDB store requests', dynaliteUnavailable(), () => {
 
   beforeAll(async () => {
     server = await startDynalite();
-    relay = await dynamodbRelay(server);
+    relay = await awsRelay(server);
     store = await openStore(
       server.url(table, { endpoint: relay.endpoint, createTable: true, maxClockSkewMs: 0 }),
     );

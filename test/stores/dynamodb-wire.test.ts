@@ -1,184 +1,22 @@
-import { createHash, createHmac } from 'node:crypto';
-import { SignatureV4 } from '@smithy/signature-v4';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LeaseError, openStore, type LeaseStore } from '../../src/index.js';
-import {
-  amzDateOf,
-  DynamodbWire,
-  loadUndici,
-  type WireTarget,
-} from '../../src/stores/dynamodb/dynamodb-wire.js';
 import {
   dynaliteUnavailable,
   startDynalite,
   type DynaliteServer,
 } from '../harness/dynalite-server.js';
 import { describeServer } from '../harness/describe-server.js';
-import { dynamodbRelay, type DynamodbRelay } from '../harness/dynamodb-relay.js';
-
-const bytes = (data: string | ArrayBuffer | ArrayBufferView): string | Uint8Array =>
-  typeof data === 'string'
-    ? data
-    : ArrayBuffer.isView(data)
-      ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
-      : new Uint8Array(data);
-
-/** The SDK's signer wants a hash class; node's crypto behind its interface. */
-class Sha256 {
-  private readonly hash;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.hash.update(bytes(data));
-  }
-  digest(): Promise<Uint8Array> {
-    return Promise.resolve(new Uint8Array(this.hash.digest()));
-  }
-  reset(): void {}
-}
-
-/** The Authorization header the SDK's own signer (@smithy/signature-v4) gives the same request. */
-async function sdkSignature(
-  target: WireTarget,
-  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string },
-  at: number,
-  headers: Record<string, string>,
-  body: string,
-): Promise<string> {
-  const signer = new SignatureV4({
-    credentials,
-    region: target.region,
-    service: target.service,
-    sha256: Sha256,
-    applyChecksum: false,
-  });
-  const signed = await signer.sign(
-    {
-      method: 'POST',
-      protocol: target.protocol,
-      hostname: target.hostname,
-      port: target.port,
-      path: target.path,
-      query: {},
-      headers: { ...headers },
-      body,
-    },
-    { signingDate: new Date(at) },
-  );
-  return String(signed.headers.authorization);
-}
-
-/** What the wire signs for a request: its headers before the Authorization is added. */
-function wireHeaders(
-  host: string,
-  amzDate: string,
-  operation: string,
-  sessionToken?: string,
-): [string, string][] {
-  const headers: [string, string][] = [
-    ['content-type', 'application/x-amz-json-1.0'],
-    ['host', host],
-    ['x-amz-date', amzDate],
-  ];
-  if (sessionToken) headers.push(['x-amz-security-token', sessionToken]);
-  headers.push(['x-amz-target', `DynamoDB_20120810.${operation}`]);
-  return headers;
-}
-
-const undici = await loadUndici();
-
-describe('DynamodbWire signatures (Signature Version 4)', () => {
-  const local: WireTarget = {
-    protocol: 'http:',
-    hostname: '127.0.0.1',
-    port: 8000,
-    path: '/',
-    region: 'us-east-1',
-    service: 'dynamodb',
-  };
-  const aws: WireTarget = {
-    protocol: 'https:',
-    hostname: 'dynamodb.eu-west-1.amazonaws.com',
-    port: undefined,
-    path: '/',
-    region: 'eu-west-1',
-    service: 'dynamodb',
-  };
-  const body = JSON.stringify({
-    TableName: 'leases',
-    Key: { resource: { S: 'jobs/ünïcode 1' } },
-    UpdateExpression: 'SET #e = :e',
-  });
-  const options = {
-    credentials: () => Promise.reject(new Error('not used')),
-    maxSockets: 1,
-    attemptTimeoutMs: 1000,
-    maxAttempts: 3,
-    connectTimeoutMs: 1000,
-    undici,
-  };
-
-  it.each([
-    ['a loopback endpoint with a port, long-term keys', local, 'localhost', undefined],
-    ['an AWS endpoint, session credentials', aws, aws.hostname, 'IQoJb3JpZ2luX2VjE//token+/='],
-  ])('matches the SDK signer for %s', async (_, target, _host, sessionToken) => {
-    const wire = new DynamodbWire(target, options);
-    const credentials = {
-      accessKeyId: 'AKIDEXAMPLE',
-      secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
-      sessionToken,
-    };
-    const host = target.port === undefined ? target.hostname : `${target.hostname}:${target.port}`;
-    // Two days and a rotated secret: the cached signing key must follow both.
-    const times = [Date.UTC(2026, 11, 3, 23, 59, 59), Date.UTC(2026, 11, 4, 0, 0, 1)];
-    for (const secret of [credentials.secretAccessKey, 'rotated/SECRET+key']) {
-      for (const at of times) {
-        const amzDate = amzDateOf(at);
-        const headers = wireHeaders(host, amzDate, 'UpdateItem', sessionToken);
-        const mine = wire.sign({ ...credentials, secretAccessKey: secret }, amzDate, headers, body);
-        const sdk = await sdkSignature(
-          target,
-          { ...credentials, secretAccessKey: secret },
-          at,
-          Object.fromEntries(headers.filter(([name]) => name !== 'x-amz-date')),
-          body,
-        );
-        expect(mine).toBe(sdk);
-      }
-    }
-    wire.destroy();
-  });
-
-  it('gives another signature for another body, operation or key', () => {
-    const wire = new DynamodbWire(local, options);
-    const credentials = { accessKeyId: 'AKID', secretAccessKey: 'secret' };
-    const amzDate = amzDateOf(Date.UTC(2026, 0, 1));
-    const headers = wireHeaders('127.0.0.1:8000', amzDate, 'UpdateItem');
-    const base = wire.sign(credentials, amzDate, headers, body);
-    expect(wire.sign(credentials, amzDate, headers, `${body} `)).not.toBe(base);
-    expect(
-      wire.sign(credentials, amzDate, wireHeaders('127.0.0.1:8000', amzDate, 'GetItem'), body),
-    ).not.toBe(base);
-    expect(
-      wire.sign({ ...credentials, secretAccessKey: 'other' }, amzDate, headers, body),
-    ).not.toBe(base);
-    expect(base).toMatch(
-      /^AWS4-HMAC-SHA256 Credential=AKID\/20260101\/us-east-1\/dynamodb\/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=[0-9a-f]{64}$/,
-    );
-    wire.destroy();
-  });
-});
+import { awsRelay, type AwsRelay } from '../harness/aws-relay.js';
 
 describeServer('DynamoDB store: the hot calls by the wire', dynaliteUnavailable(), () => {
   let server: DynaliteServer;
-  let relay: DynamodbRelay;
+  let relay: AwsRelay;
   const stores: LeaseStore[] = [];
   let tables = 0;
 
   beforeAll(async () => {
     server = await startDynalite();
-    relay = await dynamodbRelay(server);
+    relay = await awsRelay(server);
   });
   afterAll(async () => {
     await Promise.allSettled(stores.map((s) => s.close()));
@@ -312,5 +150,22 @@ describeServer('DynamoDB store: the hot calls by the wire', dynaliteUnavailable(
     // The refused request wrote nothing: one grant, token 1.
     expect(paths('UpdateItem')).toEqual(['wire', 'sdk', 'sdk', 'sdk']);
     expect(await store.get('job')).toMatchObject({ owner: '', token: 1, expiresAt: 0 });
+  });
+  it('after a refused signature, an SDK answer that is itself a refusal (the condition failed) also shows the SDK’s signature is taken: the wire stays off', async () => {
+    const store = await open();
+    const held = (await store.tryAcquire('job', 'a', 5000))!;
+    relay.intercept = ({ headers }) =>
+      bySdk(headers)
+        ? undefined
+        : {
+            status: 400,
+            body: {
+              __type: 'com.amazon.coral.service#InvalidSignatureException',
+              message: 'The request signature we calculated does not match.',
+            },
+          };
+    expect(await store.tryAcquire('job', 'b', 5000)).toBeNull(); // held by a: condition failed
+    expect(await store.renew(held)).toMatchObject({ owner: 'a', token: 1 });
+    expect(paths('UpdateItem')).toEqual(['wire', 'wire', 'sdk', 'sdk']);
   });
 });

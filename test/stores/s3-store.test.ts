@@ -10,6 +10,7 @@ import { waitFor } from '../harness/processes.js';
 import { sleep } from '../harness/expect-error.js';
 import { TcpProxy } from '../harness/tcp-proxy.js';
 import { runCli } from '../cli/run-cli.js';
+import { awsRelay, type AwsRelay } from '../harness/aws-relay.js';
 
 const BUCKET = 'leasehold-store';
 let prefixes = 0;
@@ -396,6 +397,109 @@ describeServer('S3 store on Ceph radosgw', cephUnavailable(), () => {
       expect(error.code).toBe('STORE_UNAVAILABLE');
       expect(error.retryable).toBe(false);
       expect(error.message).toMatch(/bucket does not exist.*createBucket=true/);
+    });
+  });
+
+  describe('the hot requests by the wire', () => {
+    let relay: AwsRelay;
+    beforeAll(async () => {
+      relay = await awsRelay(ceph);
+    });
+    afterAll(() => relay?.close());
+
+    /** A store opened from a URL through the relay; the relay's record starts after its open. */
+    async function relayed(
+      params: Record<string, string | number | boolean> = {},
+      prefix = freshPrefix(),
+    ): Promise<S3Store> {
+      relay.intercept = undefined;
+      const store = await open(prefix, { endpoint: relay.endpoint, ...params });
+      relay.clear();
+      return store;
+    }
+    /** Sent by the SDK: it numbers every invocation; the wire sends no such header. */
+    const bySdk = (headers: Record<string, unknown>): boolean => 'amz-sdk-invocation-id' in headers;
+    const paths = (): string[] =>
+      relay.requests.map((r) => `${r.method} ${bySdk(r.headers) ? 'sdk' : 'wire'}`);
+
+    it('a store opened from a URL reads and writes records by the wire, signed as radosgw checks; fastPath=false through the SDK', async () => {
+      const store = await relayed();
+      const name = "jobs/ünï (1)*!'~%";
+      const lease = (await store.tryAcquire(name, 'a', 5000))!;
+      expect(lease).toMatchObject({ resource: name, owner: 'a', token: 1 });
+      expect(await store.renew(lease)).toMatchObject({ token: 1 });
+      expect(await store.get(name)).toMatchObject({ owner: 'a', token: 1 });
+      expect(await store.release(lease)).toBe(true);
+      expect(await store.tryAcquire(name, 'b', 5000)).toMatchObject({ owner: 'b', token: 2 });
+      expect(paths()).toEqual([
+        'GET wire', // acquire: read, then the conditional create
+        'PUT wire',
+        'PUT wire', // renew and release: one PUT each (this store made the last write)
+        'GET wire', // get
+        'PUT wire', // release
+        'PUT wire', // the second acquire: one PUT, as this store made the last write
+      ]);
+      expect(relay.requests.every((r) => r.url.startsWith(`/${BUCKET}/`))).toBe(true);
+
+      const slow = await relayed({ fastPath: false });
+      const other = (await slow.tryAcquire('job', 'a', 5000))!;
+      expect(await slow.release(other)).toBe(true);
+      expect(paths()).toEqual(['GET sdk', 'PUT sdk', 'PUT sdk']);
+    });
+
+    it('a stale If-Match by the wire is refused as through the SDK: a takeover is never undone', async () => {
+      const prefix = freshPrefix();
+      const a = await relayed({}, prefix);
+      const other = await open(prefix);
+      const lease = (await a.tryAcquire('job', 'a', 200))!;
+      await sleep(400); // past its TTL and the skew allowance (100 ms)
+      expect(await other.tryAcquire('job', 'c', 5000)).toMatchObject({ owner: 'c', token: 2 });
+      relay.clear();
+      expect(await a.renew(lease)).toBeNull(); // its PUT names the ETag it wrote: refused
+      expect(relay.requests.filter((r) => r.method === 'PUT').map((r) => bySdk(r.headers))).toEqual(
+        [false],
+      );
+      expect(await a.release(lease)).toBe(false);
+      expect(await other.get('job')).toMatchObject({ owner: 'c', token: 2 });
+    });
+
+    it('an endpoint that refuses the wire’s signature but takes the SDK’s: the call goes again through the SDK, and so does every later one', async () => {
+      const store = await relayed();
+      relay.intercept = ({ headers }) =>
+        bySdk(headers)
+          ? undefined
+          : {
+              status: 400,
+              body: '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed</Message></Error>',
+            };
+      const lease = (await store.tryAcquire('job', 'a', 5000))!;
+      expect(lease).toMatchObject({ owner: 'a', token: 1 });
+      expect(await store.release(lease)).toBe(true);
+      // The first GET finds no object: a NoSuchKey from the SDK is an answer too, so the wire
+      // is off from there on.
+      expect(paths()).toEqual(['GET wire', 'GET sdk', 'PUT sdk', 'PUT sdk']);
+      relay.intercept = undefined;
+      expect(await store.get('job')).toMatchObject({ owner: '', token: 1, expiresAt: 0 });
+    });
+
+    it('throttling by the wire is retried; a slow-down to the end fails retryable, naming it, and writes nothing', async () => {
+      const store = await relayed();
+      let refusals = 1;
+      const slowDown = {
+        status: 503,
+        body: '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>',
+      };
+      relay.intercept = ({ method }) => (method === 'PUT' && refusals-- > 0 ? slowDown : undefined);
+      const lease = (await store.tryAcquire('job', 'a', 5000))!;
+      expect(lease).toMatchObject({ owner: 'a', token: 1 });
+      expect(paths()).toEqual(['GET wire', 'PUT wire', 'PUT wire']);
+      refusals = Infinity;
+      relay.clear();
+      const { error } = await outcome(store.renew(lease));
+      expect(error).toMatchObject({ code: 'STORE_UNAVAILABLE', retryable: true });
+      expect(error.message).toMatch(/SlowDown|reduce your request rate/);
+      relay.intercept = undefined;
+      expect(await store.get('job')).toMatchObject({ owner: 'a', token: 1 });
     });
   });
 

@@ -45,14 +45,16 @@ import {
 } from './dynamodb-ops.js';
 import { ensureTable } from './dynamodb-table.js';
 import {
+  againThroughSdk,
   captureTarget,
-  DynamodbWire,
+  errorName,
+  fromSdkConfig,
   loadUndici,
+  sameTarget,
   type Undici,
-  type WireCredentials,
-  type WireOperation,
   type WireTarget,
-} from './dynamodb-wire.js';
+} from '../aws/aws-wire.js';
+import { DynamodbWire, type WireOperation } from './dynamodb-wire.js';
 import { parseDynamodbUrl, redactEndpoint, type DynamodbTarget } from './dynamodb-url.js';
 
 /** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
@@ -187,7 +189,8 @@ export class DynamodbStore extends StoreBase {
       ? { undici: await loadUndici(), connectTimeoutMs: connect.connectTimeoutMs }
       : undefined;
     if (wire) {
-      captureTarget(client as Parameters<typeof captureTarget>[0], (seen) => {
+      captureTarget(client, (seen) => {
+        if (sameTarget(seen, sentTo)) return;
         sentTo = seen;
         store?.useWire(seen, wire);
       });
@@ -378,14 +381,11 @@ export class DynamodbStore extends StoreBase {
    * unless the store went back to the SDK or is closed.
    */
   private useWire(target: WireTarget, setup: { undici: Undici; connectTimeoutMs: number }): void {
-    const config = (this.client as { config?: SdkConfig }).config;
-    const credentials = config?.credentials;
-    if (this.wireOff || typeof credentials !== 'function') return;
+    const shared = fromSdkConfig(this.client);
+    if (this.wireOff || shared === undefined) return;
     this.wire?.destroy();
     this.wire = new DynamodbWire(target, {
-      credentials: credentials as () => Promise<WireCredentials>,
-      // The SDK keeps the offset of the endpoint's clock from this host's once it has seen one.
-      now: () => Date.now() + (Number(config?.systemClockOffset) || 0),
+      ...shared,
       maxSockets: this.options.concurrency,
       attemptTimeoutMs: attemptTimeoutMs(this.options.requestTimeoutMs),
       maxAttempts: 3,
@@ -396,7 +396,8 @@ export class DynamodbStore extends StoreBase {
   /**
    * One `UpdateItem` or `GetItem` within `requestTimeoutMs`: by the wire where the store has one,
    * else through the SDK. A signature the endpoint calls malformed (and only that) sends the call
-   * again through the SDK; when the SDK's is accepted, the wire is dropped for good.
+   * again through the SDK, which takes the wire away for good unless the SDK's signature is refused
+   * too (`againThroughSdk`).
    */
   private async item(operation: string, name: WireOperation, input: object): Promise<unknown> {
     const wire = this.wire;
@@ -407,15 +408,18 @@ export class DynamodbStore extends StoreBase {
     try {
       return await this.bounded(operation, wire.send(name, input));
     } catch (error) {
-      if (!SIGNATURE_REFUSED.has((error as { name?: unknown } | null)?.name as string)) throw error;
+      if (!SIGNATURE_REFUSED.has(errorName(error))) throw error;
       const Command = name === 'UpdateItem' ? this.sdk.UpdateItemCommand : this.sdk.GetItemCommand;
-      const answer = await this.send(operation, new Command(input));
-      if (this.wire === wire) {
-        this.wire = undefined;
-        this.wireOff = true;
-        wire.destroy();
-      }
-      return answer;
+      return againThroughSdk(
+        SIGNATURE_REFUSED,
+        () => this.send(operation, new Command(input)),
+        () => {
+          if (this.wire !== wire) return;
+          this.wire = undefined;
+          this.wireOff = true;
+          wire.destroy();
+        },
+      );
     }
   }
 
@@ -581,12 +585,6 @@ export class DynamodbStore extends StoreBase {
 /** The `limit` first records in code-point order of their resource. */
 function first(records: LeaseRecord[], limit: number): LeaseRecord[] {
   return records.sort((a, b) => compareResources(a.resource, b.resource)).slice(0, limit);
-}
-
-/** What the SDK client's resolved config holds that the wire uses. */
-interface SdkConfig {
-  credentials?: unknown;
-  systemClockOffset?: unknown;
 }
 
 /** What an endpoint answers a request whose signature it cannot check (not a wrong secret). */

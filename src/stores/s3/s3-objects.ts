@@ -3,6 +3,32 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { S3Client, S3Command, S3Module } from './s3-driver.js';
 import { isNotFound, isPreconditionFailed, isUnclear } from './s3-errors.js';
 import { bareEtag, ifMatch, type EtagForm } from './s3-ops.js';
+import {
+  againThroughSdk,
+  errorName,
+  type Undici,
+  type WireOptions,
+  type WireTarget,
+} from '../aws/aws-wire.js';
+import { basePathOf, S3Wire } from './s3-wire.js';
+
+/** What a store that made its own client needs to send GET and PUT by the wire. */
+export interface WireSetup {
+  readonly undici: Undici;
+  readonly shared: Pick<WireOptions, 'credentials' | 'now'>;
+  readonly connectTimeoutMs: number;
+  readonly attemptTimeoutMs: number;
+  readonly maxSockets: number;
+}
+
+/** What an endpoint answers a request whose signature it will not check as sent (not a wrong key). */
+const SIGNATURE_REFUSED = new Set([
+  'AuthorizationHeaderMalformed',
+  'SignatureDoesNotMatch',
+  'InvalidRequest',
+  'MissingSecurityHeader',
+  'XAmzContentSHA256Mismatch',
+]);
 
 /** What a conditional PUT may be conditioned on. */
 export type PutCondition = { readonly absent: true } | { readonly etag: string };
@@ -21,6 +47,12 @@ export type PutResult =
 export class ObjectIo {
   /** How `If-Match` names an ETag here; set by the probe. */
   etagForm: EtagForm = 'quoted';
+  /** GET and PUT go by the wire once one of the SDK's own requests showed where (see `learn`). */
+  private wire: S3Wire | undefined;
+  /** Set once the store went back to the SDK for good, or closed; or never given a setup. */
+  private wireOff: boolean;
+  /** The last request the SDK signed, as `captureTarget` read it. */
+  private seen: WireTarget | undefined;
 
   constructor(
     private readonly client: S3Client,
@@ -29,21 +61,94 @@ export class ObjectIo {
     private readonly requestTimeoutMs: number,
     private readonly ownsClient: boolean,
     readonly where: string,
-  ) {}
+    private readonly setup?: WireSetup,
+  ) {
+    this.wireOff = setup === undefined;
+  }
+
+  /** Told of each request the SDK signs (see `captureTarget`). */
+  saw(target: WireTarget): void {
+    this.seen = target;
+  }
+
+  /** Closes the wire's connections; later calls go through the SDK. */
+  close(): void {
+    this.wireOff = true;
+    this.wire?.destroy();
+    this.wire = undefined;
+  }
+
+  /**
+   * After an SDK request for `key` answered: if the request it signed last was that one, its path
+   * shows where keys go, and GET and PUT go by the wire from now on.
+   */
+  private learn(key: string): void {
+    const seen = this.seen;
+    if (this.wireOff || this.wire || !seen || !this.setup) return;
+    const base = basePathOf(seen.path, key);
+    if (base === undefined) return;
+    const { undici, shared, connectTimeoutMs, attemptTimeoutMs, maxSockets } = this.setup;
+    this.wire = new S3Wire(seen, base, {
+      ...shared,
+      undici,
+      connectTimeoutMs,
+      attemptTimeoutMs,
+      maxSockets,
+      maxAttempts: 3,
+    });
+  }
+
+  /**
+   * `byWire` within the deadline where the wire is on, else `bySdk`; a signature the endpoint
+   * refuses sends the call again through the SDK, which takes the wire away for good unless the
+   * SDK's signature is refused too (`againThroughSdk`).
+   */
+  private async either<T>(
+    operation: string,
+    key: string,
+    byWire: (wire: S3Wire) => Promise<T>,
+    bySdk: () => Promise<T>,
+  ): Promise<T> {
+    const wire = this.wire;
+    if (wire === undefined) {
+      try {
+        return await bySdk();
+      } finally {
+        this.learn(key);
+      }
+    }
+    try {
+      return await this.bounded(operation, byWire(wire));
+    } catch (error) {
+      if (!SIGNATURE_REFUSED.has(errorName(error))) throw error;
+      return againThroughSdk(SIGNATURE_REFUSED, bySdk, () => {
+        if (this.wire === wire) this.close();
+      });
+    }
+  }
 
   /** The object's body and bare ETag, or `null` when there is none. */
   async get(operation: string, key: string): Promise<{ body: string; etag: string } | null> {
     type Answer = { Body?: { transformToString(): Promise<string> }; ETag?: string };
     try {
-      // The body is read under the same deadline as the request: a stalled body is no answer.
-      return (await this.send(
+      return await this.either(
         operation,
-        new this.sdk.GetObjectCommand({ Bucket: this.bucket, Key: key }),
-        async (answer) => {
-          const { Body, ETag } = answer as Answer;
-          return { body: (await Body?.transformToString()) ?? '', etag: bareEtag(ETag) };
+        key,
+        async (wire) => {
+          const { body, etag } = await wire.get(key);
+          return { body, etag: bareEtag(etag) };
         },
-      )) as { body: string; etag: string };
+        // The body is read under the same deadline as the request: a stalled body is no answer.
+        async () =>
+          (await this.send(
+            operation,
+            new this.sdk.GetObjectCommand({ Bucket: this.bucket, Key: key }),
+            async (answer) => {
+              const { Body, ETag } = answer as Answer;
+              return { body: (await Body?.transformToString()) ?? '', etag: bareEtag(ETag) };
+            },
+          )) as { body: string; etag: string },
+      );
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;
@@ -67,11 +172,23 @@ export class ObjectIo {
         ? { IfNoneMatch: '*' }
         : { IfMatch: ifMatch(condition.etag, form) }),
     };
+    const conditions: Record<string, string> =
+      'absent' in condition
+        ? { 'if-none-match': '*' }
+        : { 'if-match': ifMatch(condition.etag, form) };
     try {
-      const answer = (await this.send(operation, new this.sdk.PutObjectCommand(input))) as {
-        ETag?: string;
-      };
-      return { kind: 'written', etag: bareEtag(answer.ETag) };
+      const etag = await this.either(
+        operation,
+        key,
+        (wire) => wire.put(key, body, conditions),
+        async () => {
+          const answer = (await this.send(operation, new this.sdk.PutObjectCommand(input))) as {
+            ETag?: string;
+          };
+          return answer.ETag ?? '';
+        },
+      );
+      return { kind: 'written', etag: bareEtag(etag) };
     } catch (error) {
       if (isUnclear(error)) return { kind: 'unclear', error };
       if (isPreconditionFailed(error)) return { kind: 'refused' };
@@ -147,13 +264,22 @@ export class ObjectIo {
     command: S3Command,
     then: (answer: unknown) => unknown = (answer) => answer,
   ): Promise<unknown> {
-    const ms = this.requestTimeoutMs;
     const controller = this.ownsClient ? undefined : new AbortController();
     const call = (
       controller
         ? this.client.send(command, { abortSignal: controller.signal })
         : this.client.send(command)
     ).then(then);
+    return this.bounded(operation, call, controller);
+  }
+
+  /** `call` within `requestTimeoutMs`, `controller` aborted at the deadline. */
+  private bounded<T>(
+    operation: string,
+    call: Promise<T>,
+    controller?: AbortController,
+  ): Promise<T> {
+    const ms = this.requestTimeoutMs;
     return withDeadline(call, ms, () => {
       controller?.abort();
       return new LeaseError(

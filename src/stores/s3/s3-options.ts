@@ -41,6 +41,15 @@ export interface S3StoreOptions {
   concurrency?: number;
   /** Where "now" comes from when writing and judging `expiresAt`. @default the system clock */
   clock?: Pick<Clock, 'now'>;
+  /**
+   * Send the hot requests (the GET and conditional PUT of a record) signed by the store itself
+   * over kept-alive connections, to the endpoint, path style, region and credentials the SDK
+   * resolved for the store's first request, instead of through the SDK's middleware stack (see
+   * the README). Only on a client the store made from a URL; an `S3Client` you pass always sends
+   * everything itself, with your middleware. `false` sends every request through the SDK.
+   * @default true
+   */
+  fastPath?: boolean;
 }
 
 /** Where a store that makes its own `S3Client` connects: what an `s3://` URL holds. */
@@ -64,6 +73,7 @@ export const S3_DEFAULTS = Object.freeze({
   connectTimeoutMs: 5000,
   createBucket: false,
   concurrency: 16,
+  fastPath: true,
 });
 
 export interface ResolvedS3Options {
@@ -74,6 +84,7 @@ export interface ResolvedS3Options {
   readonly requestTimeoutMs: number;
   readonly createBucket: boolean;
   readonly concurrency: number;
+  readonly fastPath: boolean;
   readonly clock: Pick<Clock, 'now'>;
 }
 
@@ -84,6 +95,7 @@ const S3_KEYS = optionKeys<S3StoreOptions & S3ConnectOptions & { sdk?: object }>
   requestTimeoutMs: true,
   createBucket: true,
   concurrency: true,
+  fastPath: true,
   clock: true,
   region: true,
   endpoint: true,
@@ -146,6 +158,7 @@ export function resolveS3Options(options: S3StoreOptions = {}): ResolvedS3Option
     createBucket,
     concurrency,
     clock,
+    fastPath: checkBoolean('fastPath', options.fastPath ?? S3_DEFAULTS.fastPath),
   };
 }
 

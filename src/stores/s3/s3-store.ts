@@ -4,10 +4,18 @@ import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
 import { runInOrder } from '../../core/run-in-order.js';
-import { createClient, loadSdk, SDK_CLASSES, type S3Client, type S3Module } from './s3-driver.js';
+import { captureTarget, fromSdkConfig, loadUndici } from '../aws/aws-wire.js';
+import {
+  attemptTimeoutMs,
+  createClient,
+  loadSdk,
+  SDK_CLASSES,
+  type S3Client,
+  type S3Module,
+} from './s3-driver.js';
 import { isBucketTaken, mapS3Error } from './s3-errors.js';
 import { KeySpace, KEY_MAX_BYTES } from './s3-keys.js';
-import { ObjectIo } from './s3-objects.js';
+import { ObjectIo, type WireSetup } from './s3-objects.js';
 import {
   resolveS3Connect,
   resolveS3Options,
@@ -76,6 +84,11 @@ const PAGE = 1000;
  * unclear answer (a lost response, a 409, a 5xx) costs one more GET that decides it.
  * `acquireMany` / `renewMany` / `releaseMany` do that per resource, `concurrency` at a time.
  * `list` is one ListObjectsV2 per 1000 keys plus one GET per record returned.
+ *
+ * On a client the store made from a URL, the GET and conditional PUT of a record go by `S3Wire`
+ * (see s3-wire.ts and the `fastPath` option) once the SDK's first request for a key has shown the
+ * path keys go under: the same requests, signed here with the SDK client's credentials; a
+ * signature the endpoint refuses as malformed sends the call again through the SDK, for good.
  */
 export class S3Store extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -143,6 +156,16 @@ export class S3Store extends StoreBase {
     });
     const sdk = await sdkOf(given);
     const client = createClient(sdk, connect, resolved.requestTimeoutMs);
+    const shared = resolved.fastPath ? fromSdkConfig(client) : undefined;
+    let io: ObjectIo | undefined;
+    const setup: WireSetup | undefined = shared && {
+      undici: await loadUndici(),
+      shared,
+      connectTimeoutMs: connect.connectTimeoutMs,
+      attemptTimeoutMs: attemptTimeoutMs(resolved.requestTimeoutMs),
+      maxSockets: resolved.concurrency,
+    };
+    if (setup) captureTarget(client, (target) => io?.saw(target));
     const where = connect.endpoint
       ? ` at ${redactEndpoint(connect.endpoint)}`
       : connect.region
@@ -155,6 +178,8 @@ export class S3Store extends StoreBase {
       where,
       true,
       connect.endpoint ? undefined : connect.region,
+      setup,
+      (made) => (io = made),
     );
   }
 
@@ -165,6 +190,8 @@ export class S3Store extends StoreBase {
     where: string,
     ownsClient: boolean,
     bucketRegion: string | undefined,
+    setup?: WireSetup,
+    onIo?: (io: ObjectIo) => void,
   ): Promise<S3Store> {
     const io = new ObjectIo(
       client,
@@ -173,7 +200,9 @@ export class S3Store extends StoreBase {
       options.requestTimeoutMs,
       ownsClient,
       where,
+      setup,
     );
+    onIo?.(io);
     const store = new S3Store(client, io, options, ownsClient);
     try {
       if (options.createBucket) {
@@ -327,6 +356,7 @@ export class S3Store extends StoreBase {
   }
 
   protected async doClose(): Promise<void> {
+    this.io.close();
     if (this.ownsClient) (this.client as { destroy?: () => void }).destroy?.();
   }
 

@@ -32,10 +32,11 @@ const PARAMS = [
   'connectTimeoutMs',
   'concurrency',
   'createBucket',
+  'fastPath',
 ];
 
 /**
- * `s3://[KEY_ID:SECRET@]BUCKET[/PREFIX]?region=&endpoint=&forcePathStyle=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&concurrency=&createBucket=`.
+ * `s3://[KEY_ID:SECRET@]BUCKET[/PREFIX]?region=&endpoint=&forcePathStyle=&maxClockSkewMs=&requestTimeoutMs=&connectTimeoutMs=&concurrency=&createBucket=&fastPath=`.
  * Keys in the user info are percent-decoded and never shown: messages quote the URL with the
  * whole user info replaced by `***`. Every value is checked here, before a client is made.
  */
@@ -79,6 +80,7 @@ export function parseS3Url(url: StoreUrl): S3Target {
       requestTimeoutMs: intParam(safe, params, 'requestTimeoutMs'),
       concurrency: intParam(safe, params, 'concurrency'),
       createBucket: boolParam(safe, params, 'createBucket'),
+      fastPath: boolParam(safe, params, 'fastPath'),
     },
     connect: {
       region: params.region,

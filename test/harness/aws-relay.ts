@@ -1,10 +1,11 @@
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DynaliteServer } from './dynalite-server.js';
 
-/** One request that reached the server: its operation (`X-Amz-Target`) and its JSON body. */
+/** One request that reached the server: its operation (`X-Amz-Target`, DynamoDB's), method, URL and body. */
 export interface RelayedRequest {
   readonly operation: string;
+  readonly method: string;
+  readonly url: string;
   readonly body: string;
   /** Its headers, names in lower case. */
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
@@ -13,11 +14,12 @@ export interface RelayedRequest {
 /** An answer the relay gives itself instead of passing a request on. */
 export interface RelayAnswer {
   readonly status: number;
-  readonly body: object;
+  /** JSON (DynamoDB's errors), or text sent as it is (S3's XML). */
+  readonly body: object | string;
 }
 
-/** A relay in front of dynalite that counts and keeps what reaches it. */
-export interface DynamodbRelay {
+/** A relay in front of an AWS endpoint (dynalite, radosgw) that counts and keeps what reaches it. */
+export interface AwsRelay {
   /** `http://127.0.0.1:PORT`, to use as the store's endpoint. */
   readonly endpoint: string;
   /** Requests by operation since the last `clear()`. */
@@ -34,32 +36,43 @@ export interface DynamodbRelay {
 }
 
 /**
- * An HTTP relay on loopback in front of dynalite that counts the requests reaching the server by
+ * An HTTP relay on loopback in front of dynalite or radosgw that counts the requests reaching the server by
  * operation (`X-Amz-Target`) and keeps their bodies: what a store sends, the SDK's own retries
  * included.
  */
-export async function dynamodbRelay(target: DynaliteServer): Promise<DynamodbRelay> {
+export async function awsRelay(target: { readonly endpoint: string }): Promise<AwsRelay> {
   const counts = new Map<string, number>();
   const requests: RelayedRequest[] = [];
-  const relay = { intercept: undefined as DynamodbRelay['intercept'] };
+  const relay = { intercept: undefined as AwsRelay['intercept'] };
   const server: Server = createServer((incoming, answer) => {
     const operation =
       String(incoming.headers['x-amz-target'] ?? '')
         .split('.')
         .pop() ?? '';
     const { headers } = incoming;
+    const method = incoming.method ?? '';
+    const url = incoming.url ?? '/';
     counts.set(operation, (counts.get(operation) ?? 0) + 1);
     const chunks: Buffer[] = [];
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () =>
-      requests.push({ operation, headers, body: Buffer.concat(chunks).toString('utf8') }),
+      requests.push({
+        operation,
+        method,
+        url,
+        headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      }),
     );
-    const own = relay.intercept?.({ operation, headers });
+    const own = relay.intercept?.({ operation, method, url, headers });
     if (own) {
       incoming.resume();
       incoming.on('end', () => {
-        answer.writeHead(own.status, { 'content-type': 'application/x-amz-json-1.0' });
-        answer.end(JSON.stringify(own.body));
+        const text = typeof own.body === 'string';
+        answer.writeHead(own.status, {
+          'content-type': text ? 'application/xml' : 'application/x-amz-json-1.0',
+        });
+        answer.end(text ? own.body : JSON.stringify(own.body));
       });
       return;
     }
