@@ -44,6 +44,10 @@
  *   WRITE_UNCHECKED      broken, with DATA: the store writes the data without comparing owner and
  *                        token (a plain write), so a paused ex-holder's late write lands
  *   REACH_DATA_WRITE     sanity, with DATA: fails once a data write lands
+ *   SKIP_TOKENS          tokens that skip (design.md): a grant takes the counter + 1 or + 2, a
+ *                        refusal may burn a number (up to MAXBURN a run); the counter is kept apart
+ *                        from the hold, so a burn leaves the holder's token as it was
+ *   REACH_SKIP           sanity, with SKIP_TOKENS: fails once a believed grant skipped a value
  *   NCLIENTS=3, NSLOT=1, MAXTOK=n, MAXDELAY=n, SKEW=n   other bounds
  */
 
@@ -128,6 +132,13 @@ byte owner[NPERM]; /* 0 = '' (released or never held); client i is i + 1 */
 byte token[NPERM]; /* the fencing token: strictly increasing per record, never reset */
 short exp[NPERM]; /* expiresAt - now, on the clock that wrote it (see casNow) */
 byte grants; /* grants so far, all permits together (bounded by MAXTOK) */
+#ifdef SKIP_TOKENS
+#ifndef MAXBURN
+#define MAXBURN 1 /* numbers burnt by refusals in a run (each refusal may burn one) */
+#endif
+byte ctr[NPERM]; /* the token counter, apart from the hold: never reset, never expires */
+byte burns; /* numbers burnt so far */
+#endif
 #ifdef DATA
 byte dtok; /* the token the record's lease data was written under (0 = none written) */
 #endif
@@ -233,9 +244,26 @@ inline cas(s) {
      * isLive(current, now, maxClockSkewMs) */
     pick(s);
     if
-    :: p == NPERM -> lose(s) /* null: tryAcquire returns null */
+    :: p == NPERM ->
+#ifdef SKIP_TOKENS
+      /* a refusal may burn a number of the never-reset counter (an INCR before the SET NX of a
+       * hold key; a revision another write took): the holder's token stays as it was */
+      if
+      :: burns < MAXBURN -> ctr[0]++; burns++
+      :: true -> skip
+      fi;
+#endif
+      lose(s) /* null: tryAcquire returns null */
     :: else ->
+#ifdef SKIP_TOKENS
+      /* token := the counter's next number, above every one it gave, skipping any it burnt (a
+       * store revision that other writes advanced is the same skip); the counter survives
+       * release and expiry */
+      ctr[p]++;
+      token[p] = ctr[p];
+#else
       token[p]++; /* token := token + 1, never reset */
+#endif
       grants++;
 #ifdef DATA
       /* the grant reads the data there: written under an earlier token, never this one or later */
@@ -381,6 +409,9 @@ inline onReply(i, s) {
       myperm[i] = sperm[s];
       dl[i] = d;
       assert(stok[s] > lastGrant[sperm[s]]); /* fencing tokens strictly increase across grants */
+#ifdef REACH_SKIP
+      assert(stok[s] <= lastGrant[sperm[s]] + 1); /* fails once a grant believed skipped a value */
+#endif
       lastGrant[sperm[s]] = stok[s];
 #ifdef REACH_TAKEOVER
       assert(firstHolder == 0 || firstHolder == i + 1);

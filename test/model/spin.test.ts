@@ -17,6 +17,8 @@ const ONE = '-DNSLOT=1';
 const TWO = ['-DNSLOT=2', '-DFOCUS_REORDER'];
 /** A counting lease of two permits, two clients, two grants a run (README: three do not fit). */
 const PERMITS = [ONE, '-DNPERM=2', '-DMAXTOK=2'];
+/** Tokens that skip: a refusal may burn a number of a counter kept apart from the hold (README). */
+const SKIP = [ONE, '-DSKIP_TOKENS', '-DMAXTOK=2'];
 
 function missingTool(): string | null {
   for (const [tool, args] of [
@@ -131,6 +133,11 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
       dataStore: [ONE, '-DDATA', '-DMAXTOK=2', '-DCLOCK_STORE'],
       dataUnchecked: [ONE, '-DDATA', '-DMAXTOK=2', '-DWRITE_UNCHECKED'],
       dataReach: [ONE, '-DDATA', '-DREACH_DATA_WRITE'],
+      skipLocal: [...SKIP],
+      skipStore: [...SKIP, '-DCLOCK_STORE'],
+      skipBurnTwo: [...SKIP, '-DMAXBURN=2'],
+      skipReach: [...SKIP, '-DREACH_SKIP'],
+      skipFenceReject: [...SKIP, '-DREACH_FENCE_REJECT'],
     });
   });
 
@@ -166,6 +173,10 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
 
   safe('dataLocal', "lease data written under the token, a 'local' clock store", 500_000);
   safe('dataStore', "lease data written under the token, a 'store' clock store", 500_000);
+
+  safe('skipLocal', "tokens that skip (a refusal burns a number), a 'local' clock store", 500_000);
+  safe('skipStore', "tokens that skip, a 'store' clock store", 300_000);
+  safe('skipBurnTwo', 'tokens that skip by up to two burnt numbers a run', 500_000);
 
   const broken = (name: string, what: string): void => {
     it(`${what}: SPIN finds two clients believing at once`, async () => {
@@ -219,6 +230,18 @@ describeServer('the lease protocol model, checked by SPIN', missingTool(), () =>
     expect(o.errors, describeOutcome(o)).toBeGreaterThan(0);
     expect(o.output).toMatch(/assertion violated 0/);
     expect(o.trail).not.toMatch(/TWO BELIEVERS/);
+  }, 180_000);
+
+  it('reaches a grant believed whose token skipped a value', async () => {
+    const o = await outcome('skipReach');
+    expect(o.errors, describeOutcome(o)).toBeGreaterThan(0);
+    expect(o.output).toMatch(/assertion violated \(stok\[s\]<=\(lastGrant/);
+  }, 180_000);
+
+  it('reaches the fence refusing a stale write with tokens that skip', async () => {
+    const o = await outcome('skipFenceReject');
+    expect(o.errors, describeOutcome(o)).toBeGreaterThan(0);
+    expect(o.output).toMatch(/assertion violated 0/);
   }, 180_000);
 
   it('reaches the fence refusing a stale write', async () => {

@@ -17,6 +17,8 @@ export interface VerifyWorker {
   readonly pid: number;
   readonly skewMs: number;
   status: VerifyWorkerStatus;
+  /** The resources it holds, as its events tell: acquired and not yet released or lost. */
+  readonly holding: Set<string>;
   readonly closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stderr: string;
 }
@@ -56,6 +58,7 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
       pid: child.pid ?? -1,
       skewMs,
       status: 'starting',
+      holding: new Set(),
       closed,
       stderr: '',
     };
@@ -68,11 +71,14 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
       const event = parseVerifyEvent(line);
       if (!event) return;
       if (event.e === 'ready' && worker.status === 'starting') worker.status = 'running';
+      else if (event.e === 'acquired') worker.holding.add(event.resource);
+      else if (event.e === 'released' || event.e === 'lost') worker.holding.delete(event.resource);
       this.emit('event', event);
     });
     child.on('error', () => undefined);
     void closed.then(({ code, signal }) => {
       worker.status = 'gone';
+      worker.holding.clear();
       this.guards.get(id)?.kill('SIGKILL');
       this.emit('exit', worker, signal ? `signal ${signal}` : `code ${code}`);
     });

@@ -318,7 +318,11 @@ async function nemesis(ctx: NemesisContext): Promise<void> {
     const running = fleet.running();
     if (kinds.length > 0 && running.length >= 2) {
       const kind = kinds[Math.floor(random() * kinds.length)]!;
-      const victim = running[Math.floor(random() * running.length)]!;
+      // A kill or stop is aimed at a worker that holds something, when one does: one that holds
+      // nothing (a replacement still joining) would show no takeover.
+      const holders = running.filter((w) => w.holding.size > 0);
+      const pool = (kind === 'kill' || kind === 'stop') && holders.length > 0 ? holders : running;
+      const victim = pool[Math.floor(random() * pool.length)]!;
       const at = hostNow();
       if (isStoreFault(kind)) {
         if (!storeBusy && ctx.server) {
