@@ -417,18 +417,24 @@ export function sameTarget(a: WireTarget, b: WireTarget | undefined): boolean {
 }
 
 /**
- * The call again through the SDK after the endpoint refused the wire's signature as one it cannot
- * check (`refused` names those errors; a refused request wrote nothing). Any answer from the SDK —
+ * `byWire`; when the endpoint refuses its signature as one it cannot check (`refused` names those
+ * errors; a refused request wrote nothing), the call again by `bySdk`. Any answer from the SDK —
  * a result, or a service error such as a failed condition or a missing key — shows the endpoint
  * takes the SDK's signature where it refused ours, so `drop` takes the wire away for good; so does
  * a failure that is no answer. Only when the SDK's signature is refused too (the credentials are
  * at fault, not the wire) is the wire kept.
  */
-export async function againThroughSdk<T>(
+export async function byWireElseSdk<T>(
   refused: ReadonlySet<string>,
+  byWire: () => Promise<T>,
   bySdk: () => Promise<T>,
   drop: () => void,
 ): Promise<T> {
+  try {
+    return await byWire();
+  } catch (error) {
+    if (!refused.has(errorName(error))) throw error;
+  }
   try {
     const answer = await bySdk();
     drop();
@@ -440,7 +446,7 @@ export async function againThroughSdk<T>(
 }
 
 /** The `name` an error carries, or '' for anything else. */
-export function errorName(error: unknown): string {
+function errorName(error: unknown): string {
   const name = (error as { name?: unknown } | null)?.name;
   return typeof name === 'string' ? name : '';
 }

@@ -45,9 +45,8 @@ import {
 } from './dynamodb-ops.js';
 import { ensureTable } from './dynamodb-table.js';
 import {
-  againThroughSdk,
+  byWireElseSdk,
   captureTarget,
-  errorName,
   fromSdkConfig,
   loadUndici,
   sameTarget,
@@ -397,30 +396,23 @@ export class DynamodbStore extends StoreBase {
    * One `UpdateItem` or `GetItem` within `requestTimeoutMs`: by the wire where the store has one,
    * else through the SDK. A signature the endpoint calls malformed (and only that) sends the call
    * again through the SDK, which takes the wire away for good unless the SDK's signature is refused
-   * too (`againThroughSdk`).
+   * too (`byWireElseSdk`).
    */
   private async item(operation: string, name: WireOperation, input: object): Promise<unknown> {
     const wire = this.wire;
-    if (wire === undefined) {
-      const Command = name === 'UpdateItem' ? this.sdk.UpdateItemCommand : this.sdk.GetItemCommand;
-      return this.send(operation, new Command(input));
-    }
-    try {
-      return await this.bounded(operation, wire.send(name, input));
-    } catch (error) {
-      if (!SIGNATURE_REFUSED.has(errorName(error))) throw error;
-      const Command = name === 'UpdateItem' ? this.sdk.UpdateItemCommand : this.sdk.GetItemCommand;
-      return againThroughSdk(
-        SIGNATURE_REFUSED,
-        () => this.send(operation, new Command(input)),
-        () => {
-          if (this.wire !== wire) return;
-          this.wire = undefined;
-          this.wireOff = true;
-          wire.destroy();
-        },
-      );
-    }
+    const Command = name === 'UpdateItem' ? this.sdk.UpdateItemCommand : this.sdk.GetItemCommand;
+    if (wire === undefined) return this.send(operation, new Command(input));
+    return byWireElseSdk(
+      SIGNATURE_REFUSED,
+      () => this.bounded(operation, wire.send(name, input)),
+      () => this.send(operation, new Command(input)),
+      () => {
+        if (this.wire !== wire) return;
+        this.wire = undefined;
+        this.wireOff = true;
+        wire.destroy();
+      },
+    );
   }
 
   protected override mapError(error: unknown, operation: string): LeaseError {

@@ -3,13 +3,7 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { S3Client, S3Command, S3Module } from './s3-driver.js';
 import { isNotFound, isPreconditionFailed, isUnclear } from './s3-errors.js';
 import { bareEtag, ifMatch, type EtagForm } from './s3-ops.js';
-import {
-  againThroughSdk,
-  errorName,
-  type Undici,
-  type WireOptions,
-  type WireTarget,
-} from '../aws/aws-wire.js';
+import { byWireElseSdk, type Undici, type WireOptions, type WireTarget } from '../aws/aws-wire.js';
 import { basePathOf, S3Wire } from './s3-wire.js';
 
 /** What a store that made its own client needs to send GET and PUT by the wire. */
@@ -101,7 +95,7 @@ export class ObjectIo {
   /**
    * `byWire` within the deadline where the wire is on, else `bySdk`; a signature the endpoint
    * refuses sends the call again through the SDK, which takes the wire away for good unless the
-   * SDK's signature is refused too (`againThroughSdk`).
+   * SDK's signature is refused too (`byWireElseSdk`).
    */
   private async either<T>(
     operation: string,
@@ -117,14 +111,14 @@ export class ObjectIo {
         this.learn(key);
       }
     }
-    try {
-      return await this.bounded(operation, byWire(wire));
-    } catch (error) {
-      if (!SIGNATURE_REFUSED.has(errorName(error))) throw error;
-      return againThroughSdk(SIGNATURE_REFUSED, bySdk, () => {
+    return byWireElseSdk(
+      SIGNATURE_REFUSED,
+      () => this.bounded(operation, byWire(wire)),
+      bySdk,
+      () => {
         if (this.wire === wire) this.close();
-      });
-    }
+      },
+    );
   }
 
   /** The object's body and bare ETag, or `null` when there is none. */

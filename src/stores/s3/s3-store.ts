@@ -157,7 +157,6 @@ export class S3Store extends StoreBase {
     const sdk = await sdkOf(given);
     const client = createClient(sdk, connect, resolved.requestTimeoutMs);
     const shared = resolved.fastPath ? fromSdkConfig(client) : undefined;
-    let io: ObjectIo | undefined;
     const setup: WireSetup | undefined = shared && {
       undici: await loadUndici(),
       shared,
@@ -165,7 +164,6 @@ export class S3Store extends StoreBase {
       attemptTimeoutMs: attemptTimeoutMs(resolved.requestTimeoutMs),
       maxSockets: resolved.concurrency,
     };
-    if (setup) captureTarget(client, (target) => io?.saw(target));
     const where = connect.endpoint
       ? ` at ${redactEndpoint(connect.endpoint)}`
       : connect.region
@@ -179,7 +177,6 @@ export class S3Store extends StoreBase {
       true,
       connect.endpoint ? undefined : connect.region,
       setup,
-      (made) => (io = made),
     );
   }
 
@@ -191,7 +188,6 @@ export class S3Store extends StoreBase {
     ownsClient: boolean,
     bucketRegion: string | undefined,
     setup?: WireSetup,
-    onIo?: (io: ObjectIo) => void,
   ): Promise<S3Store> {
     const io = new ObjectIo(
       client,
@@ -202,7 +198,8 @@ export class S3Store extends StoreBase {
       where,
       setup,
     );
-    onIo?.(io);
+    // Before the probe: its first request for a key shows the path keys go under (see `learn`).
+    if (setup) captureTarget(client, (target) => io.saw(target));
     const store = new S3Store(client, io, options, ownsClient);
     try {
       if (options.createBucket) {

@@ -93,11 +93,7 @@ function errorOf(answer: WireAnswer): { error: WireError; retry: boolean; thrott
     code ??
     (status === 404 ? 'NotFound' : status === 412 ? 'PreconditionFailed' : `HTTP ${status}`);
   const message = xmlText(text, 'Message') ?? (code ? code : `S3 answered HTTP ${status}`);
-  const { error, retry, throttled } = retryOf(
-    serviceError(name, message, status, { Code: name }),
-    status,
-  );
-  return { error, retry, throttled };
+  return retryOf(serviceError(name, message, status, { Code: name }), status);
 }
 
 function xmlText(text: string, tag: string): string | undefined {
