@@ -24,8 +24,11 @@ export interface ElectOptions {
   heartbeatMs?: number;
   /** Called when this process becomes leader; `lease.signal` aborts when it stops being leader. */
   onElected: (lease: HeldLease) => void | Promise<void>;
-  /** Called when leadership ends: `'lost'` (the lease was lost), `'stopped'` (stop() was called) or `'failed'` (onElected threw). */
-  onDemoted?: (reason: 'lost' | 'stopped' | 'failed', error?: unknown) => void;
+  /**
+   * Called when leadership ends: `'lost'` (the lease was lost), `'stopped'` (stop() was called),
+   * `'failed'` (onElected threw) or `'yielded'` (a candidate of higher `priority` took over).
+   */
+  onDemoted?: (reason: DemotedReason, error?: unknown) => void;
   /** Told of store errors while campaigning (the campaign goes on after a pause). @default process.emitWarning */
   onError?: (error: unknown) => void;
   /** Where time comes from; inject a `ManualClock` in tests. @default the system clock */
@@ -36,7 +39,30 @@ export interface ElectOptions {
    * `observeLeader`. Needs a store with `capabilities.data`.
    */
   data?: LeaseData;
+  /**
+   * This candidate's priority (any finite number; higher is preferred). While it campaigns it
+   * keeps a registration of its own (a lease on `election/<name>\u0001candidate=<priority>:<owner>`);
+   * a leader with a priority lists the registrations every heartbeat and, once a candidate of
+   * higher priority has been campaigning for `holdOffMs` on one registration, steps down for it
+   * (releases the lease: one handoff, no gap beyond it), and a waiting candidate does not take the
+   * lease while a live candidate of higher priority waits too. Equal priorities never preempt
+   * each other. A candidate without a priority neither registers nor ever steps down: give every
+   * candidate of an election one. Preference is advice: who holds is still the lease's
+   * compare-and-set, so at most one candidate is leader whatever the registrations say.
+   */
+  priority?: number;
+  /**
+   * How long, in ms, a candidate of higher priority must have been seen campaigning (on one
+   * registration, by the leader's own clock) before the leader steps down for it: a preferred
+   * candidate that crash-loops faster than this never takes leadership from a running leader, and
+   * leadership changes hands for it at most once per `holdOffMs` of its uptime.
+   * @default 2 × ttlMs
+   */
+  holdOffMs?: number;
 }
+
+/** Why a term ended (see `ElectOptions.onDemoted`). */
+export type DemotedReason = 'lost' | 'stopped' | 'failed' | 'yielded';
 
 /** Who leads an election now, as the store has it. */
 export interface LeaderInfo {
@@ -84,7 +110,12 @@ const ELECT_KEYS = optionKeys<ElectOptions>({
   onError: true,
   clock: true,
   data: true,
+  priority: true,
+  holdOffMs: true,
 });
+
+/** Between the election's resource and a candidate's registration: `<resource>\u0001candidate=`. */
+const CANDIDATE_MARK = '\u0001candidate=';
 
 /** The longest election name, in UTF-8 bytes: `election/<name>` must be a valid resource name. */
 const ELECTION_NAME_MAX_BYTES = LIMITS.resourceMaxBytes - RESOURCE_PREFIX.length;
@@ -131,33 +162,91 @@ export function elect(options: ElectOptions): Election {
     heartbeatMs: options.heartbeatMs,
     clock: options.clock,
   });
+  const clock = options.clock ?? systemClock;
+  const preference = checkPreference(options, resource, client);
   const stopped = new AbortController();
   let current: HeldLease | undefined;
+  const candidates = preference && new Candidates(options.store, resource, client.owner, clock);
+  let registration: HeldLease | undefined;
+  /** Keeps this candidate's registration held (acquires it again after it was lost). */
+  const register = async (): Promise<void> => {
+    if (registration && !registration.isTerminal && registration.isValid()) return;
+    registration = await client.acquire(preference!.registration, {
+      signal: stopped.signal,
+      waitMs: 2 * client.ttlMs,
+    });
+  };
+  /**
+   * While `lease` is this candidate's term: every heartbeat, the registrations of candidates of
+   * higher priority; once one of them has been seen for `holdOffMs`, the term is given up.
+   * Resolves `true` when it yielded, `false` when the term ended otherwise.
+   */
+  const yieldWhenOutranked = async (lease: HeldLease): Promise<boolean> => {
+    const seen = new Map<string, number>();
+    while (!lease.signal.aborted && !stopped.signal.aborted) {
+      try {
+        await sleep(clock, client.heartbeatMs, lease.signal);
+      } catch {
+        return false;
+      }
+      let higher: CandidateSeen[];
+      try {
+        higher = await candidates!.above(preference!.priority);
+      } catch (error) {
+        report(error);
+        continue;
+      }
+      const now = clock.monotonic();
+      for (const key of [...seen.keys()]) if (!higher.some((c) => c.key === key)) seen.delete(key);
+      for (const c of higher) if (!seen.has(c.key)) seen.set(c.key, now);
+      const ready = higher.find((c) => now - seen.get(c.key)! >= preference!.holdOffMs);
+      if (ready && !lease.signal.aborted) {
+        await lease.release().catch(report);
+        return true;
+      }
+    }
+    return false;
+  };
 
   const campaign = async (): Promise<void> => {
     while (!stopped.signal.aborted) {
       let lease: HeldLease;
       try {
-        lease = await client.acquire(resource, { signal: stopped.signal });
+        if (preference) {
+          await register();
+          // A live candidate of higher priority waits too: the lease is its to take.
+          if ((await candidates!.above(preference.priority)).length > 0) {
+            if (!(await beat())) return;
+            continue;
+          }
+        }
+        // With a priority, the wait is one heartbeat at a time, to look at the candidates again.
+        lease = await client.acquire(resource, {
+          signal: stopped.signal,
+          waitMs: preference ? client.heartbeatMs : Infinity,
+        });
       } catch (error) {
         if (stopped.signal.aborted) return;
+        if (preference && isUnavailable(error)) continue;
         // The store is unreachable: report it, and try again after a pause rather than give up.
         report(error);
         if (!(await pause())) return;
         continue;
       }
       current = lease;
-      let reason: 'lost' | 'stopped' | 'failed' = 'lost';
+      let reason: DemotedReason = 'lost';
       let failure: unknown;
       try {
         // Published under this term's token, tagged with it, so a reader never takes the last
         // term's value for this one's.
         if (published !== undefined) await lease.writeData(termData(lease.token, published));
+        const outranked = preference ? yieldWhenOutranked(lease) : undefined;
         await options.onElected(lease);
         await new Promise<void>((resolve) => {
           if (lease.signal.aborted) resolve();
           else lease.signal.addEventListener('abort', () => resolve(), { once: true });
         });
+        if (await outranked) reason = 'yielded';
       } catch (error) {
         reason = 'failed';
         failure = error;
@@ -183,7 +272,13 @@ export function elect(options: ElectOptions): Election {
   };
   /** Waits a moment on the client's clock; false when the election was stopped meanwhile. */
   const pause = (): Promise<boolean> =>
-    sleep(options.clock ?? systemClock, Math.min(client.heartbeatMs, 1000), stopped.signal).then(
+    sleep(clock, Math.min(client.heartbeatMs, 1000), stopped.signal).then(
+      () => true,
+      () => false,
+    );
+  /** Waits one heartbeat; false when the election was stopped meanwhile. */
+  const beat = (): Promise<boolean> =>
+    sleep(clock, client.heartbeatMs, stopped.signal).then(
       () => true,
       () => false,
     );
@@ -195,12 +290,13 @@ export function elect(options: ElectOptions): Election {
     get lease() {
       return current;
     },
-    leader: () => readLeader(options.store, resource, options.clock ?? systemClock),
+    leader: () => readLeader(options.store, resource, clock),
     async stop() {
       stopped.abort(
         new LeaseError(ErrorCode.CLIENT_CLOSED, `election ${JSON.stringify(options.name)} stopped`),
       );
       current?.revoke('the election was stopped');
+      // The registration goes with the client: released, so the others stop deferring at once.
       await client.close();
       await running;
     },
@@ -219,6 +315,76 @@ export function elect(options: ElectOptions): Election {
     },
   };
   return election;
+}
+
+/** A candidate's priority, hold-off and registration, checked; `undefined` without a priority. */
+function checkPreference(
+  options: ElectOptions,
+  resource: string,
+  client: LeaseClient,
+): { priority: number; holdOffMs: number; registration: string } | undefined {
+  const { priority, holdOffMs } = options;
+  if (priority === undefined) {
+    if (holdOffMs !== undefined)
+      throw invalidArgument('holdOffMs', 'needs priority: only a candidate with a priority yields');
+    return undefined;
+  }
+  if (typeof priority !== 'number' || !Number.isFinite(priority))
+    throw invalidArgument('priority', `must be a finite number, got ${describe(priority)}`);
+  const holdOff = holdOffMs ?? 2 * client.ttlMs;
+  if (typeof holdOff !== 'number' || !Number.isInteger(holdOff) || holdOff < 0)
+    throw invalidArgument(
+      'holdOffMs',
+      `must be a whole number of milliseconds, 0 or more, got ${describe(holdOff)}`,
+    );
+  const registration = `${resource}${CANDIDATE_MARK}${String(priority)}:${client.owner}`;
+  const bytes = Buffer.byteLength(registration, 'utf8');
+  if (bytes > LIMITS.resourceMaxBytes)
+    throw invalidArgument(
+      'priority',
+      `needs a registration "${RESOURCE_PREFIX}<name>\\u0001candidate=<priority>:<owner>" of at most ${LIMITS.resourceMaxBytes} UTF-8 bytes, got ${bytes}: use a shorter name or owner`,
+    );
+  return { priority, holdOffMs: holdOff, registration };
+}
+
+/** A live registration of a candidate of higher priority: `key` tells one registration from the next. */
+interface CandidateSeen {
+  readonly key: string;
+  readonly priority: number;
+}
+
+/** The registrations of an election's candidates, as `list` shows them. */
+class Candidates {
+  private readonly prefix: string;
+
+  constructor(
+    private readonly store: LeaseStore,
+    resource: string,
+    private readonly owner: string,
+    private readonly clock: Clock,
+  ) {
+    this.prefix = `${resource}${CANDIDATE_MARK}`;
+  }
+
+  /** The live registrations of other candidates with a priority above `priority`. */
+  async above(priority: number): Promise<CandidateSeen[]> {
+    const records = await this.store.list({ prefix: this.prefix, limit: LIMITS.listMaxLimit });
+    const now = this.clock.now();
+    const allowance = this.store.maxClockSkewMs + (this.store.expiryLagMs ?? 0);
+    const out: CandidateSeen[] = [];
+    for (const record of records) {
+      if (record.owner === this.owner || !isLive(record, now, allowance)) continue;
+      const rest = record.resource.slice(this.prefix.length);
+      const theirs = Number(rest.slice(0, rest.indexOf(':')));
+      if (Number.isFinite(theirs) && theirs > priority)
+        out.push({ key: `${record.resource}#${record.token}`, priority: theirs });
+    }
+    return out;
+  }
+}
+
+function isUnavailable(error: unknown): boolean {
+  return error instanceof LeaseError && error.code === ErrorCode.LEASE_UNAVAILABLE;
 }
 
 /** The record's data for a term: the term's token and the candidate's value, as JSON text. */

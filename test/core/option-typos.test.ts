@@ -133,6 +133,17 @@ describe('elect', () => {
     ).toBe('elect options: unknown option "onDemote"; did you mean "onDemoted"?');
   });
 
+  it('refuses a misspelt priority or hold-off, naming the option meant', () => {
+    expect(
+      refusal(() => elect(loose({ store, name: 'typo', onElected: () => {}, priorty: 2 }))),
+    ).toBe('elect options: unknown option "priorty"; did you mean "priority"?');
+    expect(
+      refusal(() =>
+        elect(loose({ store, name: 'typo', onElected: () => {}, priority: 2, holdoffMs: 5 })),
+      ),
+    ).toBe('elect options: unknown option "holdoffMs"; did you mean "holdOffMs"?');
+  });
+
   it('refuses a callback that is not a function at once, not when leadership ends', () => {
     expect(
       refusal(() => elect(loose({ store, name: 'typo', onElected: () => {}, onDemoted: 'x' }))),
@@ -153,6 +164,8 @@ describe('elect', () => {
       onDemoted: () => undefined,
       onError: () => undefined,
       clock: undefined,
+      priority: 1,
+      holdOffMs: 1000,
     });
     await election.stop();
   });
