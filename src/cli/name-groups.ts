@@ -5,16 +5,18 @@ import { arrange, isFairLine, parseKey, type Arranged } from './record-key.js';
 export type ShownView = Arranged<RecordView>;
 
 /**
- * Arranges the views of whole names (see `arrange`), leaving out fair-line records unless
- * `fairLine`. `hidden` counts what was left out.
+ * Arranges the views of whole names (see `arrange`), leaving out the records around a lease (fair
+ * line, election candidates) unless `fairLine`. `hidden` counts what was left out, `candidates`
+ * how many of those were candidates' registrations.
  */
 export function arrangeViews(
   views: readonly RecordView[],
   fairLine: boolean,
-): { shown: ShownView[]; hidden: number } {
+): { shown: ShownView[]; hidden: number; candidates: number } {
   const all = arrange(views, (v) => v.state === 'held');
   const shown = fairLine ? all : all.filter((row) => !isFairLine(row.key));
-  return { shown, hidden: all.length - shown.length };
+  const candidates = fairLine ? 0 : all.filter((row) => row.key.part.kind === 'candidate').length;
+  return { shown, hidden: all.length - shown.length, candidates };
 }
 
 /**
@@ -27,6 +29,8 @@ export class NameGroups {
   private pending: RecordView[] = [];
   private pendingName: string | undefined;
   hidden = 0;
+  /** Of `hidden`, the election candidates' registrations. */
+  candidates = 0;
 
   constructor(private readonly fairLine: boolean) {}
 
@@ -54,8 +58,9 @@ export class NameGroups {
   }
 
   private take(views: RecordView[]): ShownView[] {
-    const { shown, hidden } = arrangeViews(views, this.fairLine);
+    const { shown, hidden, candidates } = arrangeViews(views, this.fairLine);
     this.hidden += hidden;
+    this.candidates += candidates;
     return shown;
   }
 }

@@ -1,29 +1,40 @@
 import { QUEUE_MARK, TICKET_MARK, ticketOf } from '../client/fair-line.js';
 import { parsePermit, PERMIT_MARK } from '../core/permits.js';
+import { CANDIDATE_MARK } from '../fleet/election.js';
 import { visible } from './escape.js';
 
 /**
  * What one record is to a person: a permit of a name (permit 0 is the name's own record, so a
- * plain lease is permit 0 of its name), or a record of the name's fair line (a waiter's place, or
- * the ticket record that numbers arrivals). The record key stays the `resource`; the name and part
- * are read from it with the marks the client writes (`PERMIT_MARK`, `QUEUE_MARK`, `TICKET_MARK`).
+ * plain lease is permit 0 of its name), a record of the name's fair line (a waiter's place, or
+ * the ticket record that numbers arrivals), or an election candidate's registration (see
+ * `ElectOptions.priority`). The record key stays the `resource`; the name and part are read from
+ * it with the marks the client writes (`PERMIT_MARK`, `QUEUE_MARK`, `TICKET_MARK`,
+ * `CANDIDATE_MARK`).
  */
 export type RecordPart =
   | { readonly kind: 'permit'; readonly permit: number }
   | { readonly kind: 'fair-line-place'; readonly slot: number }
-  | { readonly kind: 'fair-line-ticket' };
+  | { readonly kind: 'fair-line-ticket' }
+  | { readonly kind: 'candidate'; readonly priority: number };
 
 export interface RecordKey {
   readonly name: string;
   readonly part: RecordPart;
 }
 
-export { PERMIT_MARK, QUEUE_MARK, TICKET_MARK };
+export { CANDIDATE_MARK, PERMIT_MARK, QUEUE_MARK, TICKET_MARK };
 
 const SLOT_DIGITS = /^[0-9]{3}$/;
 
 /** The name and part a record key stands for. */
 export function parseKey(resource: string): RecordKey {
+  const candidate = resource.indexOf(CANDIDATE_MARK);
+  if (candidate > 0) {
+    const rest = resource.slice(candidate + CANDIDATE_MARK.length);
+    const priority = Number(rest.slice(0, rest.indexOf(':')));
+    if (rest.includes(':') && Number.isFinite(priority))
+      return { name: resource.slice(0, candidate), part: { kind: 'candidate', priority } };
+  }
   const queue = resource.lastIndexOf(QUEUE_MARK);
   if (queue > 0 && SLOT_DIGITS.test(resource.slice(queue + QUEUE_MARK.length)))
     return {
@@ -39,7 +50,10 @@ export function parseKey(resource: string): RecordKey {
   return { name, part: { kind: 'permit', permit } };
 }
 
-/** Whether a record belongs to a fair line (a place or the ticket), not to the lease itself. */
+/**
+ * Whether a record is one of the records around a lease (a fair line's place or ticket, an
+ * election candidate's registration), not a permit of the lease itself.
+ */
 export function isFairLine(key: RecordKey): boolean {
   return key.part.kind !== 'permit';
 }
@@ -59,15 +73,21 @@ export interface FairLineView {
   readonly place?: number | null;
 }
 
-/** Orders record keys as people read them: by name, then permits in number order, then the fair line. */
+/**
+ * Orders record keys as people read them: by name, then permits in number order, then the fair
+ * line, then election candidates from the highest priority down.
+ */
 export function compareKeys(a: RecordKey, b: RecordKey): number {
   if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  if (a.part.kind === 'candidate' && b.part.kind === 'candidate')
+    return b.part.priority - a.part.priority;
   return partRank(a.part) - partRank(b.part);
 }
 
 function partRank(part: RecordPart): number {
   if (part.kind === 'permit') return part.permit;
   if (part.kind === 'fair-line-place') return 1_000_000 + part.slot;
+  if (part.kind === 'candidate') return 3_000_000;
   return 2_000_000;
 }
 
@@ -131,6 +151,14 @@ export function arrange<T extends Arrangeable>(
         label: `${name}  (fair line, ticket)`,
         owner: visible(item.owner),
         fairLine: { kind: 'ticket' },
+      };
+    if (part.kind === 'candidate')
+      return {
+        item,
+        key,
+        label: `${name}  (candidate, priority ${part.priority})`,
+        owner: visible(item.owner),
+        fairLine: undefined,
       };
     const place = places.get(item.resource) ?? null;
     return {

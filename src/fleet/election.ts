@@ -114,8 +114,11 @@ const ELECT_KEYS = optionKeys<ElectOptions>({
   holdOffMs: true,
 });
 
-/** Between the election's resource and a candidate's registration: `<resource>\u0001candidate=`. */
-const CANDIDATE_MARK = '\u0001candidate=';
+/**
+ * Between the election's resource and a candidate's registration:
+ * `<resource>\u0001candidate=<priority>:<owner>`.
+ */
+export const CANDIDATE_MARK = '\u0001candidate=';
 
 /** The longest election name, in UTF-8 bytes: `election/<name>` must be a valid resource name. */
 const ELECTION_NAME_MAX_BYTES = LIMITS.resourceMaxBytes - RESOURCE_PREFIX.length;

@@ -360,4 +360,31 @@ describe('watch', () => {
     });
     expect(events.some((e) => String(e.resource).includes('queue'))).toBe(false);
   });
+
+  it("list keeps an election's candidate registrations out of sight unless --fair-line, then shows their priorities", async () => {
+    const { url, store } = await freshStore();
+    opened.push(store);
+    await store.tryAcquire('election/sched', 'b', 60_000);
+    await store.tryAcquire('election/sched\u0001candidate=2:b', 'b', 60_000);
+    await store.tryAcquire('election/sched\u0001candidate=1.5:a', 'a', 60_000);
+
+    const plain = await cli('list', '--store', url);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout.trimEnd().split('\n')).toHaveLength(2);
+    expect(plain.stderr).toBe(
+      'leasehold: 2 election candidate registrations not shown; --fair-line shows them\n',
+    );
+    const all = await cli('list', '--store', url, '--fair-line');
+    expect(all.stdout).not.toMatch(CONTROL);
+    const rows = all.stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split(/\s{2,}/).slice(0, 3));
+    expect(rows).toEqual([
+      ['election/sched', 'b', '1'],
+      ['election/sched', '(candidate, priority 2)', 'b'],
+      ['election/sched', '(candidate, priority 1.5)', 'a'],
+    ]);
+  });
 });

@@ -10,7 +10,8 @@ import { tempDir, waitFor } from '../harness/processes.js';
 import { chromiumMissing, launchChromium } from './browser.js';
 
 // The lease table groups a name's permits after its own record, labelled by number, and counts
-// fair-line records as internal; on a SQLite file, in headless Chromium.
+// fair-line records and election candidates' registrations as internal; on a SQLite file, in
+// headless Chromium.
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\0-\x1f\x7f-\x9f]/u;
@@ -43,6 +44,7 @@ describeServer('the dashboard groups permits, in headless Chromium', chromiumMis
       for (const p of permits) await store.tryAcquire(permitResource(name, p), `w${p}`, 600_000);
     await store.tryAcquire('api-x', 'solo', 600_000);
     await store.tryAcquire('api\u0001queue=042', slotOwner(3, 'waiter'), 600_000);
+    await store.tryAcquire('db\u0001candidate=3:c', 'c', 600_000);
     dashboard = await startDashboard({ store, port: 0, pollMs: 250 });
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
@@ -71,7 +73,7 @@ describeServer('the dashboard groups permits, in headless Chromium', chromiumMis
       [...document.querySelectorAll('#rows .row:not([hidden]) .res')].map((c) => c.textContent!),
     );
 
-  it('shows a name’s permits after its own record in number order, and fair lines only with internal records', async () => {
+  it('shows a name’s permits after its own record in number order, and fair lines and candidates only with internal records', async () => {
     expect(await rows()).toEqual([
       ['api', '0', 'permit 0', ''],
       ['api', '1', 'permit 1', 'key'],
@@ -88,9 +90,10 @@ describeServer('the dashboard groups permits, in headless Chromium', chromiumMis
       box.checked = true;
       box.dispatchEvent(new Event('change'));
     });
-    await waitFor('the fair-line row', async () => (await rows()).length === 7);
+    await waitFor('the fair-line and candidate rows', async () => (await rows()).length === 8);
     const line = (await rows())[4];
     expect(line).toEqual(['api', '', 'fair line, place 1', 'key']);
+    expect((await rows())[7]).toEqual(['db', '', 'candidate, priority 3', 'key']);
     const owner = await page.evaluate(
       () => [...document.querySelectorAll('#rows .row:not([hidden]) .own')][4]!.textContent,
     );

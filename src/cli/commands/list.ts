@@ -51,11 +51,7 @@ export function registerList(program: Command): void {
       );
       await listing.page(groups.end());
       await listing.end(more);
-      if (groups.hidden > 0) {
-        process.stderr.write(
-          `leasehold: ${groups.hidden} fair-line record${groups.hidden === 1 ? '' : 's'} not shown; --fair-line shows them\n`,
-        );
-      }
+      if (groups.hidden > 0) process.stderr.write(hiddenNote(groups.hidden, groups.candidates));
       if (more) {
         process.stderr.write(
           `leasehold: showing the first ${shown} records; more exist: raise --limit, or narrow with --prefix\n`,
@@ -88,4 +84,15 @@ async function listPages(
     if (page.length < want) return { shown, more: false };
     after = page.at(-1)!.resource;
   }
+}
+
+/** What `list` says on stderr about the records around leases it left out. */
+function hiddenNote(hidden: number, candidates: number): string {
+  const plural = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const fairLine = hidden - candidates;
+  const parts = [
+    ...(fairLine > 0 ? [plural(fairLine, 'fair-line record')] : []),
+    ...(candidates > 0 ? [plural(candidates, 'election candidate registration')] : []),
+  ];
+  return `leasehold: ${parts.join(' and ')} not shown; --fair-line shows them\n`;
 }

@@ -1,4 +1,4 @@
-import { PERMIT_MARK, QUEUE_MARK, TICKET_MARK } from '../record-key.js';
+import { CANDIDATE_MARK, PERMIT_MARK, QUEUE_MARK, TICKET_MARK } from '../record-key.js';
 import { TIMELINE_SCRIPT } from './page-timeline.js';
 
 /**
@@ -55,8 +55,10 @@ export const PAGE_SCRIPT = String.raw`
     return 'hsla(' + hue(owner) + ', 62%, 48%, ' + (alpha === undefined ? 1 : alpha) + ')';
   }
   // -- record keys: a name's permits and fair line, as src/cli/record-key.ts reads them --------
-  var PERMIT_MARK = ${JSON.stringify(PERMIT_MARK)}, QUEUE_MARK = ${JSON.stringify(QUEUE_MARK)}, TICKET_MARK = ${JSON.stringify(TICKET_MARK)};
+  var PERMIT_MARK = ${JSON.stringify(PERMIT_MARK)}, QUEUE_MARK = ${JSON.stringify(QUEUE_MARK)}, TICKET_MARK = ${JSON.stringify(TICKET_MARK)}, CANDIDATE_MARK = ${JSON.stringify(CANDIDATE_MARK)};
   function parseKey(r) {
+    var c = r.indexOf(CANDIDATE_MARK);
+    if (c > 0) { var cr = r.slice(c + CANDIDATE_MARK.length), cp = Number(cr.slice(0, cr.indexOf(':'))); if (cr.indexOf(':') >= 0 && isFinite(cp)) return { n: r.slice(0, c), k: 'candidate', i: cp }; }
     var q = r.lastIndexOf(QUEUE_MARK);
     if (q > 0 && /^[0-9]{3}$/.test(r.slice(q + QUEUE_MARK.length))) return { n: r.slice(0, q), k: 'place', i: Number(r.slice(q + QUEUE_MARK.length)) };
     if (r.length > TICKET_MARK.length && r.slice(-TICKET_MARK.length) === TICKET_MARK) return { n: r.slice(0, -TICKET_MARK.length), k: 'ticket', i: 0 };
@@ -64,13 +66,14 @@ export const PAGE_SCRIPT = String.raw`
     if (m > 0 && /^[1-9][0-9]{0,5}$/.test(r.slice(m + PERMIT_MARK.length))) return { n: r.slice(0, m), k: 'permit', i: Number(r.slice(m + PERMIT_MARK.length)) };
     return { n: r, k: 'permit', i: 0 };
   }
-  function keyRank(key) { return key.k === 'permit' ? key.i : key.k === 'place' ? 1e6 + key.i : 2e6; }
-  function cmpKeys(a, b) { return cmp(a.n, b.n) || keyRank(a) - keyRank(b); }
+  function keyRank(key) { return key.k === 'permit' ? key.i : key.k === 'place' ? 1e6 + key.i : key.k === 'ticket' ? 2e6 : 3e6; }
+  function cmpKeys(a, b) { return cmp(a.n, b.n) || keyRank(a) - keyRank(b) || (a.k === 'candidate' ? b.i - a.i : 0); }
   function isInternal(r) { return r.indexOf('leasehold/') === 0 || parseKey(r).k !== 'permit'; }
   /** A record's key as text, seen alone: permit 0 is the bare name. */
   function keyLabel(r) {
     var key = parseKey(r);
     if (key.k === 'permit') return key.i > 0 ? key.n + ' · permit ' + key.i : key.n;
+    if (key.k === 'candidate') return key.n + ' · candidate, priority ' + key.i;
     return key.n + (key.k === 'place' ? ' · fair line' : ' · fair line ticket');
   }
   /** The waiter in a fair-line place's owner (a 16-digit ticket, '|', the waiter). */
@@ -141,6 +144,7 @@ export const PAGE_SCRIPT = String.raw`
     list.forEach(function (x) {
       if (x.key.k === 'permit') x.part = x.key.i > 0 || withPermits.has(x.key.n) ? 'permit ' + x.key.i : '';
       else if (x.key.k === 'ticket') x.part = 'fair line, ticket';
+      else if (x.key.k === 'candidate') x.part = 'candidate, priority ' + x.key.i;
       else x.part = places.has(x.r) ? 'fair line, place ' + places.get(x.r) : 'fair line, free place';
     });
   }
