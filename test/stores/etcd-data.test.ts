@@ -205,6 +205,28 @@ describeServer('etcd store: lease data', etcdUnavailable(), () => {
     expect((await store.get('t'))?.data).toBe(text);
   });
 
+  it("lists records carrying the data limit each, although 3000 keys of them are over gRPC's 4 MiB answer limit", async () => {
+    const store = await open(fresh());
+    const count = 1200; // 1200 × 4 KiB of data: about 5 MB in the 3000 keys of a full page
+    const leases = (await store.acquireMany(names('big', count), 'a', 60_000)).map((o) => o.lease!);
+    const big = utf8Of(LIMITS.dataMaxBytes);
+    for (let i = 0; i < count; i += 100) {
+      const written = await Promise.all(
+        leases.slice(i, i + 100).map((l) => store.writeData(l, big)),
+      );
+      expect(written.every(Boolean)).toBe(true);
+    }
+    for (let round = 0; round < 2; round++) {
+      const listed = await store.list({ prefix: 'big/', limit: 2000 });
+      expect(listed.map((r) => r.resource)).toEqual(names('big', count));
+      expect(listed.every((r) => r.data === big && r.owner === 'a')).toBe(true);
+    }
+    expect(await store.list({ prefix: 'big/', after: 'big/0599', limit: 2 })).toMatchObject([
+      { resource: 'big/0600', data: big },
+      { resource: 'big/0601', data: big },
+    ]);
+  });
+
   it("a paused ex-holder's writes after the takeover are refused, leaving the data as it was", async () => {
     const store = await open(fresh());
     const old = (await store.tryAcquire('p', 'a', 1000))!;

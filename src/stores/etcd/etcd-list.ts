@@ -3,14 +3,32 @@ import type { EtcdKeyValue } from './etcd-driver.js';
 import { KIND, recordOf, type EtcdKeys, type ResourceKvs } from './etcd-keys.js';
 import type { EtcdRpc } from './etcd-rpc.js';
 
-/** Keys read per `list` page (each resource has two to four). */
+/** Keys read per `list` page at most (each resource has two to four). */
 const PAGE_KEYS = 3000;
+
+/** The fewest keys a page is cut down to: four resources' worth at the data limit is far below 4 MiB. */
+const PAGE_KEYS_MIN = 16;
+
+/**
+ * Keys per page that the client of each store's calls last received whole. gRPC refuses an answer
+ * over the client's receive limit (4 MiB by default): 3000 keys of records that carry
+ * `LIMITS.dataMaxBytes` of data each are about 6 MB. A page refused so is read again at half the
+ * keys, and later lists of that client start from what fitted.
+ */
+const fitting = new WeakMap<EtcdRpc, number>();
+
+/** Whether gRPC refused an answer for being over the client's receive limit. */
+function tooLarge(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === 8 || (typeof message === 'string' && /larger than max/i.test(message));
+}
 
 /**
  * The first `limit` records of resources starting with `prefix` and sorting after `after` ('' for
- * none), in resource order. Range reads of up to 3000 keys, all at the revision of the first, so
- * pages are one snapshot; with `after`, the range starts where the keys of the resources sorting
- * after it begin, so a page costs what it returns, wherever it starts.
+ * none), in resource order. Range reads of up to 3000 keys (fewer where records carry so much
+ * data that a page would be over gRPC's receive limit), all at the revision of the first, so pages
+ * are one snapshot; with `after`, the range starts where the keys of the resources sorting after
+ * it begin, so a page costs what it returns, wherever it starts.
  */
 export async function listRecords(
   rpc: EtcdRpc,
@@ -32,8 +50,16 @@ export async function listRecords(
   };
   let revision: string | undefined;
   for (;;) {
-    const page = Math.min(PAGE_KEYS, 4 * (limit - records.length) + 4);
-    const response = await rpc.range({ key: from, range_end: end, limit: page, revision });
+    const most = fitting.get(rpc) ?? PAGE_KEYS;
+    const page = Math.min(most, 4 * (limit - records.length) + 4);
+    let response: Awaited<ReturnType<EtcdRpc['range']>>;
+    try {
+      response = await rpc.range({ key: from, range_end: end, limit: page, revision });
+    } catch (error) {
+      if (!tooLarge(error) || page <= PAGE_KEYS_MIN) throw error;
+      fitting.set(rpc, Math.max(PAGE_KEYS_MIN, Math.floor(page / 2)));
+      continue; // the same range again, fewer keys at a time
+    }
     revision ??= response.header?.revision;
     for (const kv of response.kvs) {
       const parsed = keys.parse(kv.key);
