@@ -55,6 +55,8 @@ export interface StopOptions {
 
 const STOP_KEYS = optionKeys<StopOptions>({ timeoutMs: true });
 
+/** Announced-free resources remembered at most (see `freedAt`). */
+const FREED_MAX = 100_000;
 const PAGE = 5000;
 
 /**
@@ -98,6 +100,12 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   /** When the view last gained a member (whose share others then shed to it). */
   private membersGrewAt = -Infinity;
   private searchedAt = -Infinity;
+  /**
+   * Resources the store announced free (released or expired) that this worker did not take then,
+   * with when: a worker short of its share tries them before it searches every record. A joining
+   * worker hears what the others shed for it before it has a share of its own.
+   */
+  private readonly freedAt = new Map<string, number>();
   private reconcileTimer: TimerHandle | undefined;
   private running: Promise<void> | undefined;
   private rerun = false;
@@ -520,6 +528,16 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       const untried = decided.candidates.filter((r) => !this.refusedAt.has(r));
       await this.taker.take(untried, room);
     }
+    // Still short: what the store announced free lately (others shedding for this worker, before
+    // it had a share to take them with), before a search of every record.
+    for (const [resource, at] of this.freedAt) if (at < recent) this.freedAt.delete(resource);
+    if (room() > 0 && this.freedAt.size > 0) {
+      const freed = [...this.freedAt.keys()].filter(
+        (r) => this.wanted.has(r) && !held.has(r) && !this.client.lease(r),
+      );
+      this.freedAt.clear();
+      await this.taker.take(shuffle(freed), room);
+    }
     // Searching every record for free ones waits until the others have had a scan to shed what
     // is over their shares (it would mostly find nothing), and happens at most once per scan period.
     if (room() > 0 && this.membersGrewAt < recent && this.searchedAt < recent) {
@@ -613,10 +631,14 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    * this worker, or if this worker is short of its share. Takes are gathered into batches.
    */
   private released(resource: string): void {
-    if (this.stopping || !this.wanted.has(resource) || this.client.lease(resource)) return;
+    if (this.stopping || this.client.lease(resource)) return;
     const short = this.heldCount() - this.leaving() < this.share;
-    if (this.assignment?.targetOf.get(resource) === this.owner || short)
+    if (
+      this.wanted.has(resource) &&
+      (this.assignment?.targetOf.get(resource) === this.owner || short)
+    )
       this.taker.soon(resource, () => this.share - this.heldCount() + this.leaving());
+    else if (this.freedAt.size < FREED_MAX) this.freedAt.set(resource, this.clock.monotonic());
   }
 
   private async resolveWanted(): Promise<string[]> {
