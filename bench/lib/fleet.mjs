@@ -56,12 +56,14 @@ export class Fleet {
    */
   async poll(timeoutMs = 5000) {
     const id = Math.random();
-    const asked = [...this.workers.values()].filter((w) => w.alive);
+    // Not a leaving worker: it is stopping, and answers no more (waiting for it would add
+    // `timeoutMs` to a leave).
+    const asked = [...this.workers.values()].filter((w) => w.alive && !w.leaving);
     const sent = Date.now();
     const answered = await Promise.all(asked.map((w) => this.ask(w, id, timeoutMs)));
     this.lastPoll = {
       slowestMs: Date.now() - sent,
-      silent: asked.filter((w, i) => !answered[i] && !w.leaving).map((w) => w.owner),
+      silent: asked.filter((w, i) => !answered[i]).map((w) => w.owner),
     };
     return this.reports();
   }

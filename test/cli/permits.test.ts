@@ -32,6 +32,15 @@ afterAll(async () => {
   dir.cleanup();
 });
 
+/** The first three columns of each row of `list` output, below its header. */
+function firstColumns(stdout: string): string[][] {
+  return stdout
+    .trimEnd()
+    .split('\n')
+    .slice(1)
+    .map((line) => line.split(/\s{2,}/).slice(0, 3));
+}
+
 /** Takes permits `permits` of `name` for `owner` straight on the store. */
 async function hold(store: SqliteStore, name: string, permits: number[], owner: string) {
   for (const p of permits)
@@ -132,11 +141,7 @@ describe('list and get', () => {
 
     const all = await cli('list', '--store', url, '--fair-line');
     expect(all.stdout).not.toMatch(CONTROL);
-    const rows = all.stdout
-      .trimEnd()
-      .split('\n')
-      .slice(1)
-      .map((line) => line.split(/\s{2,}/).slice(0, 3));
+    const rows = firstColumns(all.stdout);
     expect(rows).toEqual([
       ['job', 'holder', '1'],
       ['job', '(fair line, place 2)', 'second'],
@@ -376,11 +381,7 @@ describe('watch', () => {
     );
     const all = await cli('list', '--store', url, '--fair-line');
     expect(all.stdout).not.toMatch(CONTROL);
-    const rows = all.stdout
-      .trimEnd()
-      .split('\n')
-      .slice(1)
-      .map((line) => line.split(/\s{2,}/).slice(0, 3));
+    const rows = firstColumns(all.stdout);
     expect(rows).toEqual([
       ['election/sched', 'b', '1'],
       ['election/sched', '(candidate, priority 2)', 'b'],
