@@ -1,6 +1,6 @@
 import { QUEUE_MARK, TICKET_MARK, ticketOf } from '../client/fair-line.js';
 import { parsePermit, PERMIT_MARK } from '../core/permits.js';
-import { CANDIDATE_MARK } from '../fleet/election.js';
+import { CANDIDATE_MARK, registrationPriority } from '../fleet/election.js';
 import { visible } from './escape.js';
 
 /**
@@ -29,12 +29,12 @@ const SLOT_DIGITS = /^[0-9]{3}$/;
 /** The name and part a record key stands for. */
 export function parseKey(resource: string): RecordKey {
   const candidate = resource.indexOf(CANDIDATE_MARK);
-  if (candidate > 0) {
-    const rest = resource.slice(candidate + CANDIDATE_MARK.length);
-    const priority = Number(rest.slice(0, rest.indexOf(':')));
-    if (rest.includes(':') && Number.isFinite(priority))
-      return { name: resource.slice(0, candidate), part: { kind: 'candidate', priority } };
-  }
+  const priority =
+    candidate > 0
+      ? registrationPriority(resource.slice(candidate + CANDIDATE_MARK.length))
+      : undefined;
+  if (priority !== undefined)
+    return { name: resource.slice(0, candidate), part: { kind: 'candidate', priority } };
   const queue = resource.lastIndexOf(QUEUE_MARK);
   if (queue > 0 && SLOT_DIGITS.test(resource.slice(queue + QUEUE_MARK.length)))
     return {

@@ -1,5 +1,12 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
-import { checkKnownKeys, checkResource, describe, LIMITS, optionKeys } from '../core/options.js';
+import {
+  checkInteger,
+  checkKnownKeys,
+  checkResource,
+  describe,
+  LIMITS,
+  optionKeys,
+} from '../core/options.js';
 import { isLive, type LeaseData } from '../core/lease.js';
 import { checkData, sameData } from '../core/lease-data.js';
 import type { LeaseStore, WatchListener } from '../core/store.js';
@@ -119,6 +126,16 @@ const ELECT_KEYS = optionKeys<ElectOptions>({
  * `<resource>\u0001candidate=<priority>:<owner>`.
  */
 export const CANDIDATE_MARK = '\u0001candidate=';
+
+/**
+ * The priority a registration's name gives after `CANDIDATE_MARK` (`<priority>:<owner>`), or
+ * `undefined` when the rest is not one.
+ */
+export function registrationPriority(rest: string): number | undefined {
+  const colon = rest.indexOf(':');
+  const priority = colon < 0 ? NaN : Number(rest.slice(0, colon));
+  return Number.isFinite(priority) ? priority : undefined;
+}
 
 /** The longest election name, in UTF-8 bytes: `election/<name>` must be a valid resource name. */
 const ELECTION_NAME_MAX_BYTES = LIMITS.resourceMaxBytes - RESOURCE_PREFIX.length;
@@ -334,12 +351,12 @@ function checkPreference(
   }
   if (typeof priority !== 'number' || !Number.isFinite(priority))
     throw invalidArgument('priority', `must be a finite number, got ${describe(priority)}`);
-  const holdOff = holdOffMs ?? 2 * client.ttlMs;
-  if (typeof holdOff !== 'number' || !Number.isInteger(holdOff) || holdOff < 0)
-    throw invalidArgument(
-      'holdOffMs',
-      `must be a whole number of milliseconds, 0 or more, got ${describe(holdOff)}`,
-    );
+  const holdOff = checkInteger(
+    'holdOffMs',
+    holdOffMs ?? 2 * client.ttlMs,
+    0,
+    Number.MAX_SAFE_INTEGER,
+  );
   const registration = `${resource}${CANDIDATE_MARK}${String(priority)}:${client.owner}`;
   const bytes = Buffer.byteLength(registration, 'utf8');
   if (bytes > LIMITS.resourceMaxBytes)
@@ -353,7 +370,6 @@ function checkPreference(
 /** A live registration of a candidate of higher priority: `key` tells one registration from the next. */
 interface CandidateSeen {
   readonly key: string;
-  readonly priority: number;
 }
 
 /** The registrations of an election's candidates, as `list` shows them. */
@@ -377,10 +393,9 @@ class Candidates {
     const out: CandidateSeen[] = [];
     for (const record of records) {
       if (record.owner === this.owner || !isLive(record, now, allowance)) continue;
-      const rest = record.resource.slice(this.prefix.length);
-      const theirs = Number(rest.slice(0, rest.indexOf(':')));
-      if (Number.isFinite(theirs) && theirs > priority)
-        out.push({ key: `${record.resource}#${record.token}`, priority: theirs });
+      const theirs = registrationPriority(record.resource.slice(this.prefix.length));
+      if (theirs !== undefined && theirs > priority)
+        out.push({ key: `${record.resource}#${record.token}` });
     }
     return out;
   }

@@ -638,7 +638,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       (this.assignment?.targetOf.get(resource) === this.owner || short)
     )
       this.taker.soon(resource, () => this.share - this.heldCount() + this.leaving());
-    else if (this.freedAt.size < FREED_MAX) this.freedAt.set(resource, this.clock.monotonic());
+    // Before the first scan the wanted set is not known yet: every announced resource counts.
+    else if ((this.wanted.size === 0 || this.wanted.has(resource)) && this.freedAt.size < FREED_MAX)
+      this.freedAt.set(resource, this.clock.monotonic());
   }
 
   private async resolveWanted(): Promise<string[]> {

@@ -72,6 +72,22 @@ it('a candidate of higher priority takes over once it has campaigned for holdOff
   expect((await a.election.leader())?.owner).toBe('b');
 });
 
+it('costs one list of the registrations per heartbeat, for the leader and for a candidate that defers', async () => {
+  const log: string[] = [];
+  const name = fresh();
+  const high = candidate('high', name, log, { priority: 2, holdOffMs: 60_000 });
+  await advanceChecking(100, [high.election]);
+  const low = candidate('low', name, log, { priority: 1, holdOffMs: 60_000 });
+  await advanceChecking(500, [high.election, low.election]);
+  const before = [high.link.calls.list, low.link.calls.list];
+  await advanceChecking(10 * 250, [high.election, low.election]); // ten heartbeats
+  const lists = [high.link.calls.list - before[0]!, low.link.calls.list - before[1]!];
+  for (const n of lists) expect(n).toBeGreaterThanOrEqual(9);
+  for (const n of lists) expect(n).toBeLessThanOrEqual(11);
+  // The one deferring never tries for the lease meanwhile.
+  expect(low.link.calls.tryAcquire).toBe(1); // its registration
+});
+
 it('equal priorities never preempt each other, and a leader without a priority is never preempted', async () => {
   const log: string[] = [];
   const equal = fresh();

@@ -17,10 +17,14 @@ const PAGE_KEYS_MIN = 16;
  */
 const fitting = new WeakMap<EtcdRpc, number>();
 
-/** Whether gRPC refused an answer for being over the client's receive limit. */
+/**
+ * Whether gRPC refused an answer for being over the client's receive limit ("Received message
+ * larger than max"). Not every RESOURCE_EXHAUSTED: etcd's "too many requests" is one too, and
+ * fewer keys a page would not help it.
+ */
 function tooLarge(error: unknown): boolean {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return code === 8 || (typeof message === 'string' && /larger than max/i.test(message));
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && /larger than max/i.test(message);
 }
 
 /**
