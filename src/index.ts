@@ -11,6 +11,13 @@ export type {
   WatchListener,
 } from './core/store.js';
 export { StoreBase } from './core/store.js';
+export {
+  diagnoseStore,
+  FindingLevel,
+  type DiagnoseOptions,
+  type Diagnosis,
+  type Finding,
+} from './core/doctor.js';
 export { systemClock, driftMs, type Clock, type TimerHandle } from './core/time.js';
 export { DEFAULT_STORE_URL } from './core/store-url.js';
 export { openStore, knownSchemes, type OpenStoreOptions } from './stores/open-store.js';

@@ -6,6 +6,7 @@ import { registerAcquire } from './commands/acquire.js';
 import { registerCheck } from './commands/check.js';
 import { registerDashboard } from './commands/dashboard.js';
 import { registerDemo } from './commands/demo.js';
+import { registerDoctor } from './commands/doctor.js';
 import { registerGet } from './commands/get.js';
 import { registerInit } from './commands/init.js';
 import { registerList } from './commands/list.js';
@@ -60,6 +61,7 @@ is also written to stdout as {"error": {"code", "message", "exitCode"}}.`,
   registerTour(program);
   registerVerify(program);
   registerCheck(program);
+  registerDoctor(program);
   registerWatch(program);
   registerDashboard(program);
   return program;

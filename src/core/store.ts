@@ -1,3 +1,4 @@
+import type { Diagnosis } from './doctor.js';
 import { ErrorCode, invalidArgument, LeaseError } from './errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from './lease.js';
 import { checkData, type LeaseData } from './lease-data.js';
@@ -152,6 +153,12 @@ export interface LeaseStore {
   list(options?: ListOptions): Promise<LeaseRecord[]>;
   /** Calls `listener` when a lease under `prefix` is released or expires; returns the unsubscribe function. */
   watch?(prefix: string, listener: WatchListener): () => void;
+  /**
+   * Reads the settings that decide whether acknowledged compare-and-sets survive restarts, crashes,
+   * power losses and failovers (what `leasehold doctor` and `diagnoseStore` report). Read-only.
+   * Every built-in store has it; a custom store may leave it out.
+   */
+  diagnose?(): Promise<Diagnosis>;
   /** Closes the store's connections; later calls fail with `STORE_UNAVAILABLE`. Closing twice is harmless. */
   close(): Promise<void>;
 }

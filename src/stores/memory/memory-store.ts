@@ -9,6 +9,8 @@ import type { Clock } from '../../core/time.js';
 import { LIMITS } from '../../core/options.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import { resolveMemoryOptions, type MemoryStoreOptions } from './memory-options.js';
+import type { Diagnosis } from '../../core/doctor.js';
+import { diagnoseMemory } from './memory-doctor.js';
 
 /** Leases in this process's memory: the same rules as every store, for tests and single-process use. */
 export class MemoryStore extends StoreBase {
@@ -29,6 +31,11 @@ export class MemoryStore extends StoreBase {
     const resolved = resolveMemoryOptions(options);
     this.clock = resolved.clock;
     this.maxClockSkewMs = resolved.maxClockSkewMs;
+  }
+
+  /** What `leasehold doctor` reports: records that live in this process only. */
+  async diagnose(): Promise<Diagnosis> {
+    return diagnoseMemory();
   }
 
   protected async doTryAcquire(
