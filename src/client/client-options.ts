@@ -16,6 +16,7 @@ import {
 import type { LeaseStore } from '../core/store.js';
 import { driftMs, systemClock, type Clock } from '../core/time.js';
 import { checkLogger, type LeaseholdLogger } from '../observability/logger.js';
+import { checkIgnore } from '../core/doctor.js';
 
 /** How a `LeaseClient` acquires and keeps its leases. */
 export interface LeaseClientOptions {
@@ -39,6 +40,12 @@ export interface LeaseClientOptions {
    * @default none (silent)
    */
   logger?: LeaseholdLogger;
+  /**
+   * Finding ids of `leasehold doctor` known and accepted for this store, left out of the one-time
+   * report of its setup (to `logger` and the `leasehold:store:finding` channel); an id no store
+   * reports is refused. `LEASEHOLD_IGNORE_FINDINGS` (comma-separated) adds to it. @default []
+   */
+  ignoreFindings?: readonly string[];
 }
 
 export interface ResolvedClientOptions {
@@ -50,6 +57,7 @@ export interface ResolvedClientOptions {
   readonly autoRenew: boolean;
   readonly clock: Clock;
   readonly logger: LeaseholdLogger | undefined;
+  readonly ignoreFindings: ReadonlySet<string>;
 }
 
 export const CLIENT_DEFAULTS = Object.freeze({
@@ -67,6 +75,7 @@ const CLIENT_KEYS = optionKeys<LeaseClientOptions>({
   autoRenew: true,
   clock: true,
   logger: true,
+  ignoreFindings: true,
 });
 
 const STORE_METHODS = [
@@ -125,7 +134,18 @@ export function resolveClientOptions(options: LeaseClientOptions): ResolvedClien
   const autoRenew = checkBoolean('autoRenew', options.autoRenew ?? CLIENT_DEFAULTS.autoRenew);
   const clock = options.clock ?? systemClock;
   const logger = checkLogger(options.logger);
-  return { store, owner, ttlMs, heartbeatMs, maxClockSkewMs, autoRenew, clock, logger };
+  const ignoreFindings = checkIgnoreFindings(options.ignoreFindings);
+  return {
+    store,
+    owner,
+    ttlMs,
+    heartbeatMs,
+    maxClockSkewMs,
+    autoRenew,
+    clock,
+    logger,
+    ignoreFindings,
+  };
 }
 
 /** `<hostname>:<pid>:<6 random hex>`: unique per client even with several clients in one process. */
@@ -240,4 +260,13 @@ export function checkDataOptions(options: unknown, what: string): LeaseData | nu
   checkKnownKeys(what, options, DATA_KEYS);
   const { data } = options as { data?: unknown };
   return data === undefined ? undefined : checkData(data, `${what}.data`);
+}
+
+/** The `ignoreFindings` option, checked as `diagnoseStore`'s `ignore` is, naming the option. */
+function checkIgnoreFindings(ids: unknown): ReadonlySet<string> {
+  try {
+    return checkIgnore(ids);
+  } catch (error) {
+    throw invalidArgument('ignoreFindings', (error as Error).message.replace(/^ignore /, ''));
+  }
 }

@@ -8,6 +8,7 @@ import { commonPrefix, rotated } from '../core/store-defaults.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { validUntil } from '../core/time.js';
+import { ignoredByEnvironment, reportStoreSetup } from '../core/setup-report.js';
 import { ClientReporter } from '../observability/client-reporter.js';
 import type { StoreOperation } from '../observability/channels.js';
 import {
@@ -83,6 +84,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       maxClockSkewMs: this.maxClockSkewMs,
     } = this.options);
     this.report = new ClientReporter(this.owner, this.options.clock, this.options.logger);
+    this.reportStoreSetup();
     this.heartbeat = new Heartbeat({
       ...this.options,
       onLateRenewal: (held) => void this.releaseQuietly(held),
@@ -110,6 +112,17 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         }
       },
     };
+  }
+
+  /**
+   * What `leasehold doctor` would say of the store's setup, told once per store to the logger and
+   * the `leasehold:store:finding` channel, in the background, when either listens.
+   */
+  private reportStoreSetup(): void {
+    const { store, logger, ignoreFindings } = this.options;
+    const env = ignoredByEnvironment();
+    if (env.problem) logger?.warn({ owner: this.owner }, env.problem);
+    reportStoreSetup(store, logger, new Set([...ignoreFindings, ...env.ids]));
   }
 
   /** Listener errors are isolated (see `safeEmit`), so they cannot stop loss detection. */

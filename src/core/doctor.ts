@@ -94,7 +94,8 @@ export async function diagnoseStore(
   return { findings: kept, checked };
 }
 
-function checkIgnore(ignore: unknown): Set<string> {
+/** Checks an `ignore` list (see `DiagnoseOptions`): the ids as a set, or `INVALID_ARGUMENT`. */
+export function checkIgnore(ignore: unknown): Set<string> {
   if (ignore === undefined) return new Set();
   if (!Array.isArray(ignore) || ignore.some((id) => typeof id !== 'string'))
     throw new LeaseError(ErrorCode.INVALID_ARGUMENT, 'ignore must be an array of finding ids');
@@ -110,6 +111,7 @@ function checkIgnore(ignore: unknown): Set<string> {
 /** The most serious level among `findings`, or `undefined` when there are none. */
 export function worstLevel(findings: readonly Finding[]): FindingLevel | undefined {
   let worst: FindingLevel | undefined;
-  for (const f of findings) if (worst === undefined || ORDER[f.level] < ORDER[worst]) worst = f.level;
+  for (const f of findings)
+    if (worst === undefined || ORDER[f.level] < ORDER[worst]) worst = f.level;
   return worst;
 }

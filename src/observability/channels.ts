@@ -1,4 +1,6 @@
 import { channel } from 'node:diagnostics_channel';
+import { STORE_FINDING_CHANNEL } from '../core/setup-report.js';
+export type { StoreFindingMessage } from '../core/setup-report.js';
 
 /**
  * The `node:diagnostics_channel` names leasehold publishes on. Subscribe with
@@ -25,6 +27,11 @@ export const LeaseholdChannel = {
   fleetHandoff: 'leasehold:fleet:handoff',
   /** A `LeaseManager` took over a lease whose holder let it expire: {@link FleetTakeoverMessage}. */
   fleetTakeover: 'leasehold:fleet:takeover',
+  /**
+   * What `leasehold doctor` finds in a store's setup, published once per store when a
+   * `LeaseClient` (or manager) is made on it: {@link StoreFindingMessage}.
+   */
+  storeFinding: STORE_FINDING_CHANNEL,
 } as const;
 
 /** One of the {@link LeaseholdChannel} names. */

@@ -1,6 +1,13 @@
 import type { Command } from 'commander';
 import { redact } from '../../core/store-url.js';
-import { diagnoseStore, worstLevel, type Diagnosis, type Finding } from '../../core/doctor.js';
+import {
+  checkIgnore,
+  diagnoseStore,
+  worstLevel,
+  type Diagnosis,
+  type Finding,
+} from '../../core/doctor.js';
+import { isLeaseError } from '../../core/errors.js';
 import { terminalSafe } from '../escape.js';
 import { CliFailure, print, printJson } from '../output.js';
 import { storeUrl, withCommonOptions, withStore, type StoreOptions } from '../store.js';
@@ -47,6 +54,12 @@ Examples:
   leasehold doctor --store redis://cache:6379 --ignore redis.no-persistence || echo "exit $?"`,
       ),
   ).action((options: DoctorOptions) => {
+    try {
+      checkIgnore(options.ignore); // a misspelt id is a usage error, found before the store opens
+    } catch (error) {
+      if (isLeaseError(error)) throw new CliFailure(`--ignore: ${error.message}`, 2);
+      throw error;
+    }
     const url = storeUrl(options);
     return withStore(url, async (store) => {
       const diagnosis = await diagnoseStore(store, { ignore: options.ignore });

@@ -8,9 +8,9 @@ export function diagnoseMemory(): Diagnosis {
     findings: [
       finding(
         'memory.process-only',
-        FindingLevel.UNSAFE,
+        FindingLevel.WARNING,
         'records kept in this process only',
-        'another process never sees these leases, and a restart forgets them: tokens start again at 1',
+        'leases exclude only callers in this process, and a restart forgets them: tokens start again at 1, so a downstream fence that remembers a higher token refuses the new holders',
         'use a store other processes share (sqlite:, postgres://, redis://, …) for leases between processes',
       ),
     ],

@@ -34,8 +34,8 @@ export class MemoryStore extends StoreBase {
   }
 
   /** What `leasehold doctor` reports: records that live in this process only. */
-  async diagnose(): Promise<Diagnosis> {
-    return diagnoseMemory();
+  diagnose(): Promise<Diagnosis> {
+    return this.guarded('diagnose', async () => diagnoseMemory());
   }
 
   protected async doTryAcquire(

@@ -1,3 +1,5 @@
+import type { Diagnosis } from '../../core/doctor.js';
+import { diagnoseSqlite } from './sqlite-doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import {
@@ -395,6 +397,11 @@ export class SqliteStore extends StoreBase {
       return (rows as (LeaseRecord & { data: unknown })[]).map(toRecord);
     };
     return readSizedPages(limit, after, (from, n) => this.runner.run('list', () => page(from, n)));
+  }
+
+  /** What `leasehold doctor` reports: the sync level, the journal mode and the folder's file system. */
+  diagnose(): Promise<Diagnosis> {
+    return this.guarded('diagnose', () => diagnoseSqlite(this.db));
   }
 
   protected async doClose(): Promise<void> {
