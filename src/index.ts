@@ -92,6 +92,7 @@ export {
   type StoreErrorMessage,
   type FleetHandoffMessage,
   type FleetTakeoverMessage,
+  type StoreFindingMessage,
   type LeaseholdLogger,
   type MetricsSubscription,
   type PrometheusMetricsOptions,

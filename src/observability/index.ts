@@ -14,6 +14,7 @@ export {
   type StoreErrorMessage,
   type FleetHandoffMessage,
   type FleetTakeoverMessage,
+  type StoreFindingMessage,
 } from './channels.js';
 export type { LeaseholdLogger } from './logger.js';
 export type { MetricsSubscription } from './metrics/subscription.js';

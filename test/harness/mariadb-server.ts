@@ -11,6 +11,7 @@ import {
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import mysql from 'mysql2/promise';
 import { freePort } from './ports.js';
 import { signalTree, startProcess, stopProcess, tempDir, waitFor } from './processes.js';
 
@@ -88,8 +89,21 @@ function dataTemplate(): string {
   return path;
 }
 
+/** How `startMariadb` sets a server up beyond the defaults every test server has. */
+export interface MariadbOptions {
+  /** Binary logging into the server's folder (`--log-bin`), as a replication primary needs. */
+  readonly logBin?: boolean;
+  /** `--server-id`: each server of a replication setup needs its own. */
+  readonly serverId?: number;
+  /**
+   * More `mariadbd` options, after the defaults, which they override (the last one given wins):
+   * `['--innodb-flush-log-at-trx-commit=1']`.
+   */
+  readonly args?: readonly string[];
+}
+
 /** Copies an initialised data folder and starts the server on it, on a free port. */
-export async function startMariadb(): Promise<MariadbServer> {
+export async function startMariadb(options: MariadbOptions = {}): Promise<MariadbServer> {
   const reason = mariadbUnavailable();
   if (reason) throw new Error(reason);
   const template = dataTemplate();
@@ -122,6 +136,9 @@ export async function startMariadb(): Promise<MariadbServer> {
     '--innodb-doublewrite=0',
     '--innodb-file-per-table=0',
     '--performance-schema=OFF',
+    ...(options.logBin ? [`--log-bin=${join(dir.path, 'binlog')}`] : []),
+    ...(options.serverId === undefined ? [] : [`--server-id=${options.serverId}`]),
+    ...(options.args ?? []),
   ];
   const exited = (c: ChildProcess): boolean => c.exitCode !== null || c.signalCode !== null;
 
@@ -193,6 +210,34 @@ export async function startMariadb(): Promise<MariadbServer> {
         throw error;
       }
     }
+  }
+}
+
+/**
+ * Makes `replica` replicate from `primary` (started with `logBin`, each with its own `serverId`)
+ * over 127.0.0.1 as root, and waits until both say so: the replica's IO and SQL threads run and the
+ * primary lists it among its replicas.
+ */
+export async function replicate(replica: MariadbServer, primary: MariadbServer): Promise<void> {
+  const connection = await mysql.createConnection({ uri: replica.url() });
+  const source = await mysql.createConnection({ uri: primary.url() });
+  try {
+    await connection.query(
+      `CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = ${primary.port}, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_CONNECT_RETRY = 1`,
+    );
+    await connection.query('START SLAVE');
+    await waitFor(
+      `MariaDB on port ${replica.port} to replicate from port ${primary.port}`,
+      async () => {
+        const [status] = await connection.query('SHOW SLAVE STATUS');
+        const [row] = status as { Slave_IO_Running?: string; Slave_SQL_Running?: string }[];
+        if (row?.Slave_IO_Running !== 'Yes' || row.Slave_SQL_Running !== 'Yes') return false;
+        const [hosts] = await source.query('SHOW SLAVE HOSTS');
+        return (hosts as { Port: number }[]).some((host) => host.Port === replica.port);
+      },
+    );
+  } finally {
+    await Promise.allSettled([connection.end(), source.end()]);
   }
 }
 

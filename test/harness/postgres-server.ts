@@ -77,6 +77,25 @@ async function templateDataDir(): Promise<string> {
   return template;
 }
 
+/** The `-c` settings every server starts with unless `PostgresServerOptions.settings` says otherwise. */
+const DEFAULT_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  listen_addresses: '127.0.0.1',
+  fsync: 'off',
+  full_page_writes: 'off',
+  max_connections: '200',
+  shared_buffers: '16MB',
+});
+
+/** How `PostgresServer.start` and `startStandby` set a server up; the defaults suit most tests. */
+export interface PostgresServerOptions {
+  /**
+   * `-c` settings over the defaults (`fsync=off`, `full_page_writes=off`, …): a value replaces a
+   * default, `null` leaves one out (a setting given on the command line cannot be changed by
+   * `ALTER SYSTEM`, so leave out one a test flips that way).
+   */
+  readonly settings?: Readonly<Record<string, string | null>>;
+}
+
 /**
  * A private PostgreSQL 15 on a free 127.0.0.1 port in a temp folder, run as the `postgres` user
  * when we are root. `fsync=off` for speed; commits stay synchronous, so a SIGKILL of the server
@@ -85,18 +104,59 @@ async function templateDataDir(): Promise<string> {
 export class PostgresServer {
   private child: ReturnType<typeof startProcess> | undefined;
   private readonly folder = tempDir('leasehold-pg-');
+  private readonly settings: readonly string[];
 
-  private constructor(public readonly port: number) {
+  private constructor(
+    public readonly port: number,
+    options: PostgresServerOptions = {},
+  ) {
     giveToServer(this.folder.path);
+    this.settings = Object.entries({ ...DEFAULT_SETTINGS, ...options.settings }).flatMap(
+      ([name, value]) => (value === null ? [] : ['-c', `${name}=${value}`]),
+    );
   }
 
-  static async start(): Promise<PostgresServer> {
+  static async start(options?: PostgresServerOptions): Promise<PostgresServer> {
     const template = await templateDataDir();
     let lastError: unknown;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const server = new PostgresServer(await freePort());
+      const server = new PostgresServer(await freePort(), options);
       try {
         await run('cp', ['-a', template, server.dataDir], { ...serverUser() });
+        await server.start();
+        return server;
+      } catch (error) {
+        lastError = error;
+        await server.stop();
+      }
+    }
+    throw lastError;
+  }
+
+  /**
+   * A streaming standby of `primary` (which must be running): `pg_basebackup -R` over 127.0.0.1
+   * into a folder of its own, started on another free port. It connects as `name` (its
+   * `cluster_name`, which its walreceiver reports as `application_name`), so `primary` can list it
+   * in `synchronous_standby_names`. Resolves once it answers queries; it streams soon after.
+   */
+  static async startStandby(
+    primary: PostgresServer,
+    name = 'standby',
+    options: PostgresServerOptions = {},
+  ): Promise<PostgresServer> {
+    const settings = { cluster_name: name, ...options.settings };
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const server = new PostgresServer(await freePort(), { settings });
+      try {
+        await run(
+          join(POSTGRES_BIN, 'pg_basebackup'),
+          [
+            ...['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres'],
+            ...['-D', server.dataDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
+          ],
+          { ...serverUser() },
+        );
         await server.start();
         return server;
       } catch (error) {
@@ -125,11 +185,7 @@ export class PostgresServer {
     if (this.child) throw new Error('postgres is already running');
     const child = startProcess(
       join(POSTGRES_BIN, 'postgres'),
-      [
-        ...['-D', this.dataDir, '-p', String(this.port), '-k', this.folder.path],
-        ...['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'full_page_writes=off'],
-        ...['-c', 'max_connections=200', '-c', 'shared_buffers=16MB'],
-      ],
+      [...['-D', this.dataDir, '-p', String(this.port), '-k', this.folder.path], ...this.settings],
       { ...serverUser() },
     );
     this.child = child;

@@ -43,7 +43,8 @@ export function registerDoctor(program: Command): void {
         `
 Levels: unsafe (an acknowledged lease can be lost: a second holder, or a token handed out again),
 warning (leases stay exclusive; something else is weaker than it may look), unknown (the store
-did not say; check by hand). Nothing is written to the store.
+did not say; check by hand). The checks only read; opening the store does what any command's
+open does (on MySQL and SQLite, the lease table is created when missing).
 
 Exit codes: ${DOCTOR_EXIT.clean} nothing found, ${DOCTOR_EXIT.unsafe} a finding that can break exclusivity (unsafe), ${DOCTOR_EXIT.findings} other findings
 only, 1 the store could not be read, 2 usage error.

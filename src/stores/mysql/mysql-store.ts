@@ -2,6 +2,7 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { LIMITS } from '../../core/options.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
+import type { Diagnosis } from '../../core/doctor.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
 import { yieldToLoop } from '../../core/time.js';
@@ -17,6 +18,7 @@ import {
   type OkPacket,
   type SqlValue,
 } from './mysql-driver.js';
+import { diagnoseMysql } from './mysql-doctor.js';
 import { mapMysqlError } from './mysql-errors.js';
 import { groupStatements, type GrantScript, type GroupStatements } from './mysql-group-ops.js';
 import {
@@ -131,6 +133,19 @@ export class MysqlStore extends StoreBase {
    */
   init(): Promise<void> {
     return this.guarded('init', () => this.ensureSchema());
+  }
+
+  /**
+   * What `leasehold doctor` reports: the server's durability and replication settings that can
+   * lose acknowledged grants (mysql-doctor.ts). Reads only, on one pooled connection within the
+   * store's deadlines; the lease table need not exist and is not created.
+   */
+  diagnose(): Promise<Diagnosis> {
+    return this.guarded('diagnose', () =>
+      withConnection(this.pool, this.options, (c) =>
+        diagnoseMysql(async (sql) => (await c.query(q(sql)))[0] as Record<string, unknown>[]),
+      ),
+    );
   }
 
   /**

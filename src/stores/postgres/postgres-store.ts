@@ -3,6 +3,7 @@ import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
+import type { Diagnosis } from '../../core/doctor.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
 import { checkOut } from '../../core/pg-checkout.js';
@@ -25,6 +26,7 @@ import type {
   PgQueryResult,
 } from './postgres-driver.js';
 import { fromBytea, toBytea } from './postgres-data.js';
+import { diagnosePostgres } from './postgres-doctor.js';
 import { isGroupRefusal, mapPgError } from './postgres-errors.js';
 import {
   resolvePostgresOptions,
@@ -192,6 +194,20 @@ export class PostgresStore extends StoreBase {
       );
     }
     return this.notifier.add(prefix, listener);
+  }
+
+  /**
+   * What `leasehold doctor` reports: the server's durability and replication settings that can
+   * lose acknowledged grants (postgres-doctor.ts). Reads only, each statement under the call
+   * deadline; the lease table need not exist and is not created.
+   */
+  diagnose(): Promise<Diagnosis> {
+    return this.guarded('diagnose', () =>
+      diagnosePostgres(
+        async (text) =>
+          (await this.send({ text, name: undefined, operation: 'diagnose' }, [])).rows,
+      ),
+    );
   }
 
   protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
