@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { freePort } from './ports.js';
 import { ServerProcess } from './server-process.js';
 import { startProcess, stopProcess, tempDir, waitFor } from './processes.js';
 
@@ -24,6 +25,12 @@ export interface NatsConnectionStats {
   readonly in_bytes: number;
 }
 
+/** How to start a `NatsServer`; the defaults make a single server. */
+export interface NatsServerOptions {
+  /** More server flags, after the defaults: `['--user', 'u', '--pass', 'pw']`. */
+  args?: readonly string[];
+}
+
 /**
  * A private `nats-server -js` on 127.0.0.1: the first start lets the server pick its client and
  * monitoring ports (`-p -1 -m -1`, read back from its ports file), later starts reuse them, and
@@ -34,8 +41,12 @@ export class NatsServer extends ServerProcess {
   monitorPort = -1;
   private readonly dir = tempDir('leasehold-nats-');
 
-  static async start(): Promise<NatsServer> {
-    const server = new NatsServer();
+  private constructor(private readonly options: NatsServerOptions) {
+    super();
+  }
+
+  static async start(options: NatsServerOptions = {}): Promise<NatsServer> {
+    const server = new NatsServer(options);
     try {
       await server.launch();
       return server;
@@ -61,6 +72,7 @@ export class NatsServer extends ServerProcess {
     const child = startProcess('nats-server', [
       ...['-a', '127.0.0.1', '-p', String(this.port), '-m', String(this.monitorPort)],
       ...['-js', '-sd', join(this.dir.path, 'js'), '--ports_file_dir', portsDir],
+      ...(this.options.args ?? []),
     ]);
     this.child = child;
     const exited = new Promise<never>((_, reject) =>
@@ -137,5 +149,45 @@ export class NatsServer extends ServerProcess {
     if (this.child) await stopProcess(this.child);
     this.child = undefined;
     if (existsSync(this.dir.path)) this.dir.cleanup();
+  }
+}
+
+/**
+ * Three `NatsServer`s routed into one JetStream cluster on loopback (cluster ports chosen free
+ * beforehand, client and monitoring ports picked by each server), for streams with replicas.
+ * Started together: none reports healthy before the others have joined.
+ */
+export class NatsCluster {
+  private constructor(readonly servers: NatsServer[]) {}
+
+  static async start(size = 3): Promise<NatsCluster> {
+    const routes = await Promise.all(Array.from({ length: size }, () => freePort()));
+    const started = await Promise.allSettled(
+      routes.map((port, i) =>
+        NatsServer.start({
+          args: [
+            ...['--server_name', `n${i}`, '--cluster_name', 'leasehold'],
+            ...['--cluster', `nats://127.0.0.1:${port}`],
+            ...['--routes', routes.map((p) => `nats://127.0.0.1:${p}`).join(',')],
+          ],
+        }),
+      ),
+    );
+    const servers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) {
+      await Promise.allSettled(servers.map((s) => s.stop()));
+      throw failed.reason;
+    }
+    return new NatsCluster(servers);
+  }
+
+  /** `nats://` with every server, for a store URL. */
+  get url(): string {
+    return `nats://${this.servers.map((s) => `127.0.0.1:${s.port}`).join(',')}`;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.servers.map((s) => s.stop()));
   }
 }

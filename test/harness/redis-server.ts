@@ -28,6 +28,8 @@ export interface RedisServerOptions {
   replicaOf?: number;
   /** Folder for data and config; a fresh temp folder when omitted (removed by `stop`). */
   dir?: string;
+  /** More server flags, after the defaults (which they override): `['--requirepass', 'pw']`. */
+  args?: readonly string[];
 }
 
 /** A private redis-server on a free 127.0.0.1 port. */
@@ -112,6 +114,7 @@ export class RedisServer extends ServerProcess {
     if (this.options.cluster) {
       args.push('--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf');
     }
+    args.push(...(this.options.args ?? []));
     const child = startProcess('redis-server', args);
     this.child = child;
     const exited = new Promise<never>((_, reject) =>

@@ -16,6 +16,8 @@ export interface NatsConnectionLike {
   close(): Promise<void>;
   /** Whether the connection was closed. */
   isClosed(): boolean;
+  /** What the server said about itself when the connection was made (`diagnose` reads its version). */
+  readonly info?: { readonly version?: string };
   /** Settles once the connection is closed for good. */
   closed(): Promise<void | Error>;
   /** Sends one message; throws at once on a closed or draining connection. */
@@ -106,6 +108,8 @@ export interface NatsKvStatus {
   readonly ttl: number;
   /** `'file'` or `'memory'`. */
   readonly storage: string;
+  /** How many servers keep a copy of the stream (`num_replicas`). */
+  readonly replicas?: number;
 }
 
 /** `@nats-io/kv`'s `Kvm`: opens and creates buckets. */

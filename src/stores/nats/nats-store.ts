@@ -27,6 +27,8 @@ import { NatsWatch, type NatsUnwatch } from './nats-watch.js';
 import { NatsTransitions } from './nats-transitions.js';
 import { NatsPublisher } from './nats-publish.js';
 import { runBatch } from './nats-batch.js';
+import type { Diagnosis } from '../../core/doctor.js';
+import { diagnoseNats } from './nats-doctor.js';
 
 /** Most candidates an acquireFirst looks at with a read each rather than a list. */
 const LOOK_BY_READS_MAX = 16;
@@ -172,6 +174,17 @@ export class NatsStore extends StoreBase {
   /** The bucket of this store's namespace. */
   get bucket(): string {
     return this.options.bucket;
+  }
+
+  /**
+   * What `leasehold doctor` reports: the bucket's stream info (storage, replicas, max age) and
+   * the server's version, read-only, within `timeoutMs`. See nats-doctor.ts.
+   */
+  diagnose(): Promise<Diagnosis> {
+    const { bucket } = this.options;
+    return this.guarded('diagnose', () =>
+      this.bounded('diagnose', () => diagnoseNats(this.kv, this.nc, bucket)),
+    );
   }
 
   /**

@@ -5,10 +5,27 @@ import type { Script } from './redis-ops.js';
 export type RedisArg = string | number;
 
 /**
+ * The read-only server commands `diagnose` sends to one Redis server, as ioredis spells them.
+ * Optional, so that a client made by hand still fits: without `config` its settings are reported
+ * as unreadable; without `info`, `diagnose` fails with `NOT_SUPPORTED`.
+ */
+export interface RedisAdmin {
+  /** `INFO <section>`: one section of the server's report, as `field:value` lines. */
+  info?(section: string): Promise<string>;
+  /**
+   * `CONFIG GET <parameter>`: `[name, value]` (a map on RESP3). Managed Redis services often
+   * disable or rename CONFIG: the call is then refused with a reply error.
+   */
+  config?(subcommand: 'GET', parameter: string): Promise<unknown>;
+  /** The connection's options; `host` and `port` name a cluster node in findings. */
+  readonly options?: object;
+}
+
+/**
  * The part of an ioredis `Redis` or `Cluster` this store uses; a node-redis client is adapted
  * onto it (see redis-node.ts).
  */
-export interface RedisClient {
+export interface RedisClient extends RedisAdmin {
   /** Runs a cached Lua script by its SHA-1 (`EVALSHA`). */
   evalsha(sha: string, numKeys: number, ...args: RedisArg[]): Promise<unknown>;
   /** Runs a Lua script by its text (`EVAL`), when the server does not know the SHA yet. */
@@ -23,6 +40,8 @@ export interface RedisClient {
   disconnect(): void;
   /** `true` on an ioredis `Cluster`. */
   readonly isCluster?: boolean;
+  /** An ioredis `Cluster`'s connections to its nodes of one role: `diagnose` reads every master. */
+  nodes?(role: 'master'): RedisAdmin[];
   /** An ioredis `Redis`'s options: its `commandTimeout` bounds every command it sends. */
   readonly options?: object;
 }

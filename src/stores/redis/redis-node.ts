@@ -1,4 +1,4 @@
-import type { RedisArg, RedisClient, RedisSubscriber } from './redis-driver.js';
+import type { RedisAdmin, RedisArg, RedisClient, RedisSubscriber } from './redis-driver.js';
 
 /** Script keys and arguments as node-redis takes them: strings, keys apart. */
 interface ScriptOptions {
@@ -22,7 +22,22 @@ export interface NodeRedisClient {
   readonly isOpen: boolean;
   /** A cluster's masters; a single client has none. */
   readonly masters?: unknown;
+  /** `INFO <section>`, for `diagnose`. */
+  info?(section: string): Promise<unknown>;
+  /** `CONFIG GET <parameter>`, for `diagnose`: `{ name: value }`. */
+  configGet?(parameter: string): Promise<unknown>;
+  /** A cluster's connected client of one of its `masters`, for `diagnose`. */
+  nodeClient?(node: NodeRedisNode): Promise<NodeRedisServer>;
 }
+
+/** One of a node-redis cluster's `masters`. */
+interface NodeRedisNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** The commands `diagnose` sends to one node of a node-redis cluster. */
+type NodeRedisServer = Pick<NodeRedisClient, 'info' | 'configGet'>;
 
 /** The part of a duplicated node-redis client that `watch` uses. */
 export interface NodeRedisSubscriber {
@@ -51,8 +66,9 @@ export function isNodeRedis(client: RedisClient | NodeRedisClient): client is No
 
 /**
  * The store's driver calls on a node-redis client: EVALSHA and EVAL with their keys and
- * arguments apart (numbers as text, as node-redis sends only strings), HMGET, and a duplicated
- * client for `watch`. `quit` closes the client after its pending commands, `disconnect` at once.
+ * arguments apart (numbers as text, as node-redis sends only strings), HMGET, INFO and CONFIG GET
+ * (for `diagnose`; on a cluster, on each master through its node client), and a duplicated client
+ * for `watch`. `quit` closes the client after its pending commands, `disconnect` at once.
  */
 export function fromNodeRedis(client: NodeRedisClient): RedisClient {
   return {
@@ -63,7 +79,26 @@ export function fromNodeRedis(client: NodeRedisClient): RedisClient {
     quit: () => client.close(),
     disconnect: () => client.destroy(),
     isCluster: Array.isArray(client.masters),
+    ...adminOf(async () => client),
+    nodes: () =>
+      mastersOf(client).map((node) => ({
+        ...adminOf(() => client.nodeClient!(node)),
+        options: { host: node.host, port: node.port },
+      })),
   };
+}
+
+/** `INFO` and `CONFIG GET`, as `RedisAdmin` spells them, on the client `connect` resolves to. */
+function adminOf(connect: () => Promise<NodeRedisServer>): RedisAdmin {
+  return {
+    info: async (section) => String(await (await connect()).info!(section)),
+    config: async (_get, parameter) => (await connect()).configGet!(parameter),
+  };
+}
+
+/** A node-redis cluster's masters; none on a single client. */
+function mastersOf(client: NodeRedisClient): NodeRedisNode[] {
+  return Array.isArray(client.masters) ? (client.masters as NodeRedisNode[]) : [];
 }
 
 function scriptOptions(numKeys: number, args: RedisArg[]): ScriptOptions {

@@ -21,6 +21,8 @@ import {
   type RedisClient,
 } from './redis-driver.js';
 import { connectRedis } from './redis-connect.js';
+import type { Diagnosis } from '../../core/doctor.js';
+import { diagnoseRedis } from './redis-doctor.js';
 import { Coalescer } from './redis-coalesce.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
 import { mapRedisError } from './redis-errors.js';
@@ -154,6 +156,15 @@ export class RedisStore extends StoreBase {
     const ms = this.options.commandTimeoutMs;
     this.deadlines = new CallDeadlines(ms, (operation) => noAnswer(operation, ms));
     this.coalescer = new Coalescer(client, this.keys, (delta) => (this.onWire += delta));
+  }
+
+  /**
+   * What `leasehold doctor` reports: INFO and CONFIG GET on the server (on a Redis Cluster, on
+   * every master), read-only, within `commandTimeoutMs`. See redis-doctor.ts.
+   */
+  diagnose(): Promise<Diagnosis> {
+    const ms = this.options.commandTimeoutMs;
+    return this.guarded('diagnose', () => withDeadline(diagnoseRedis(this.client), ms, 'diagnose'));
   }
 
   /** The key prefix of this store's namespace. */
