@@ -1,4 +1,4 @@
-import type { Diagnosis } from './doctor.js';
+import type { Diagnosis } from './diagnosis.js';
 import { ErrorCode, invalidArgument, LeaseError } from './errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from './lease.js';
 import { checkData, type LeaseData } from './lease-data.js';
