@@ -4,6 +4,7 @@ import { integerOption } from '../numbers.js';
 import { CliFailure, printJson } from '../output.js';
 import { terminalSafe } from '../escape.js';
 import { requireShared } from '../store.js';
+import { driftBeyondText, parseDriftRate } from '../verify/drift.js';
 import { DEFAULT_FAULTS, parseFaults, type FaultName } from '../verify/faults.js';
 import { runVerify } from '../verify/run-verify.js';
 import { privateServerScheme } from '../verify/servers/index.js';
@@ -20,6 +21,7 @@ interface VerifyFlags {
   report?: string;
   ttl: number;
   skew?: number;
+  drift?: number;
   json?: boolean;
 }
 
@@ -49,7 +51,7 @@ export function registerVerify(program: Command): void {
     )
     .option(
       '--faults <list>',
-      'faults to inject: kill, stop, pause, stall, skew, store-pause, store-restart (the last two only on a private server: --store redis|postgres|etcd)',
+      'faults to inject: kill, stop, pause, stall, skew, drift, store-pause, store-restart (the last two only on a private server: --store redis|postgres|etcd)',
       parseFaults,
       parseFaults(DEFAULT_FAULTS),
     )
@@ -70,6 +72,11 @@ export function registerVerify(program: Command): void {
       "largest clock offset between two workers with the skew fault (default: the store's maxClockSkewMs)",
       durationOption(0, 3_600_000),
     )
+    .option(
+      '--drift <rate>',
+      "the rate of the odd-numbered workers' clocks, from -50% (slow) to +50% (fast), e.g. 0.5% or -3%; adds the drift fault (default: -1%)",
+      parseDriftRate,
+    )
     .option('--json', 'print the findings as JSON')
     .addHelpText(
       'after',
@@ -81,7 +88,8 @@ Examples:
   leasehold verify --store postgres://app:pw@db:5432/app --duration 60s --report ./verify-out
   leasehold verify --store redis --faults kill,pause,store-pause,store-restart   # a private Redis
   leasehold verify --store sqlite:/tmp/v.db --permits 3 --resources 4   # at most 3 owners per resource
-  leasehold verify --store sqlite:/tmp/v.db --skew 4s --seed 7   # skew beyond the bound: fencing must hold`,
+  leasehold verify --store sqlite:/tmp/v.db --skew 4s --seed 7   # skew beyond the bound: fencing must hold
+  leasehold verify --store sqlite:/tmp/v.db --drift=-20% --ttl 1s   # clocks 20 % slow: fencing must hold`,
     )
     .action(async (flags: VerifyFlags, command: Command) => {
       const store = requireShared(
@@ -101,11 +109,15 @@ Examples:
         workers: flags.workers,
         resources: flags.resources,
         permits: flags.permits,
-        faults: flags.faults,
+        faults:
+          flags.drift === undefined || flags.faults.includes('drift')
+            ? flags.faults
+            : [...flags.faults, 'drift'],
         seed,
         ttlMs: flags.ttl,
         ttlIsDefault: command.getOptionValueSource('ttl') === 'default',
         ...(flags.skew === undefined ? {} : { skewMs: flags.skew }),
+        ...(flags.drift === undefined ? {} : { driftRate: flags.drift }),
         ...(flags.report === undefined ? {} : { reportDir: flags.report }),
         say: (line) => {
           if (!flags.json) process.stderr.write(`${line}\n`);
@@ -118,6 +130,7 @@ Examples:
           history: outcome.history,
           report: outcome.report,
           skewBeyond: outcome.skewBeyond,
+          driftBeyond: outcome.driftBeyond,
           notes: outcome.notes,
           ...result,
         });
@@ -126,6 +139,10 @@ Examples:
         if (outcome.skewBeyond)
           lines.push(
             `skew beyond the store's allowance (${outcome.run.skewMs} ms > maxClockSkewMs ${outcome.run.maxClockSkewMs} ms): overlapping beliefs are expected; the fence rejected ${result.writes.rejected} stale writes and accepted ${result.staleAccepted.length}`,
+          );
+        if (outcome.driftBeyond)
+          lines.push(
+            `drift beyond the allowance: ${driftBeyondText(outcome.run.driftRate ?? 0, outcome.run.ttlMs)}: overlapping beliefs are expected; the fence rejected ${result.writes.rejected} stale writes and accepted ${result.staleAccepted.length}`,
           );
         lines.push(
           `history: ${outcome.history}`,

@@ -5,7 +5,7 @@ export const TIMED_FAULTS = ['kill', 'stop', 'pause', 'stall'] as const;
 /** Faults on the store's server, injected only into a private server verify started itself. */
 export const STORE_FAULTS = ['store-pause', 'store-restart'] as const;
 /** Every fault name `--faults` accepts. */
-export const FAULT_NAMES = [...TIMED_FAULTS, 'skew', ...STORE_FAULTS] as const;
+export const FAULT_NAMES = [...TIMED_FAULTS, 'skew', 'drift', ...STORE_FAULTS] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];
 export type StoreFault = (typeof STORE_FAULTS)[number];
 

@@ -16,6 +16,8 @@ export interface VerifyWorker {
   readonly id: string;
   readonly pid: number;
   readonly skewMs: number;
+  /** Its clock's rate error (`drift`); 0 on the host's rate. */
+  readonly driftRate: number;
   status: VerifyWorkerStatus;
   /** The resources it holds, as its events tell: acquired and not yet released or lost. */
   readonly holding: Set<string>;
@@ -36,14 +38,21 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
 
   constructor(
     private readonly entry: string,
-    private readonly base: Omit<VerifyWorkerConfig, 'id' | 'skewMs'>,
+    private readonly base: Omit<VerifyWorkerConfig, 'id' | 'skewMs' | 'driftRate'>,
   ) {
     super();
   }
 
-  /** Starts a worker; resolves once it has joined, rejects if it exits or takes too long. */
-  start(id: string, skewMs: number, readyTimeoutMs: number): Promise<VerifyWorker> {
-    const config: VerifyWorkerConfig = { ...this.base, id, skewMs };
+  /**
+   * Starts a worker on a clock `skewMs` off and running at `1 + driftRate`; resolves once it has
+   * joined, rejects if it exits or takes too long.
+   */
+  start(
+    id: string,
+    clock: { skewMs: number; driftRate: number },
+    readyTimeoutMs: number,
+  ): Promise<VerifyWorker> {
+    const config: VerifyWorkerConfig = { ...this.base, id, ...clock };
     const child = fork(this.entry, [], {
       env: { ...process.env, [VERIFY_WORKER_ENV]: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -56,7 +65,7 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
     const worker: VerifyWorker = {
       id,
       pid: child.pid ?? -1,
-      skewMs,
+      ...clock,
       status: 'starting',
       holding: new Set(),
       closed,

@@ -28,6 +28,10 @@ export interface RunRecord {
   seed: number;
   /** The largest clock offset given to a worker (0 without the `skew` fault). */
   skewMs: number;
+  /** The `drift` fault: the rate the drifting workers' clocks ran at (`-0.2`: 20 % slow). */
+  driftRate?: number;
+  /** The `drift` fault: a drifting wall clock was stepped back to true time each time it drifted this far. */
+  driftStepMs?: number;
   /** When the first workers had all joined. */
   startedAt: number;
 }
@@ -80,6 +84,8 @@ export interface FaultRecord {
   until?: number;
   /** A clock offset (`skew`), or a note. */
   skewMs?: number;
+  /** A clock's rate error (`drift`): `0.005` runs 0.5 % fast, `-0.2` 20 % slow. */
+  rate?: number;
   note?: string;
 }
 
@@ -91,6 +97,8 @@ export interface WorkerRecord {
   at: number;
   pid?: number;
   skewMs?: number;
+  /** Its clock's rate error, when it drifts. */
+  driftRate?: number;
   /** For `exit`: how (`signal SIGKILL`, `code 0`, ...). */
   how?: string;
 }

@@ -33,13 +33,21 @@ export function ceilUs(ms: number): number {
 /**
  * A worker's clock: `monotonic()` is the host clock itself, so a lease's `validUntil` (the holder's
  * own deadline) is already an instant on the shared clock and is recorded as is; `now()` (the wall
- * clock a local-clock store writes into `expiresAt`) runs `skewMs` off the real one.
+ * clock a local-clock store writes into `expiresAt`) runs `skewMs` off the real one. For a clock
+ * that also runs fast or slow, see `driftingClock`.
  */
-export function workerClock(skewMs: number): Clock {
+export function workerClock(skewMs: number): WorkerClock {
   return {
     now: () => Date.now() + skewMs,
     monotonic: hostNow,
+    toHost: (monotonic) => monotonic,
     setTimeout: (fn: () => void, ms: number, options?: { keepAlive?: boolean }): TimerHandle =>
       systemClock.setTimeout(fn, ms, options),
   };
+}
+
+/** A worker's clock, which can say where on the host clock one of its monotonic instants falls. */
+export interface WorkerClock extends Clock {
+  /** The host-clock instant at which `monotonic()` reads `monotonic` (a lease's `validUntil`). */
+  toHost(monotonic: number): number;
 }

@@ -1,5 +1,6 @@
 import type { CheckResult } from './checker.js';
 import { escapeHtml } from '../dashboard/html-escape.js';
+import { driftBeyondText, formatRate } from './drift.js';
 import type {
   BeliefRecord,
   FaultRecord,
@@ -25,11 +26,14 @@ function colour(owner: string, owners: string[]): string {
 export function htmlReport(
   records: readonly HistoryRecord[],
   result: CheckResult,
-  extra: { notes: string[]; skewBeyond: boolean },
+  extra: { notes: string[]; skewBeyond: boolean; driftBeyond?: boolean },
 ): string {
   const run = records.find((r): r is RunRecord => r.type === 'run');
   const beliefs = records.filter((r): r is BeliefRecord => r.type === 'belief');
-  const faults = records.filter((r): r is FaultRecord => r.type === 'fault' && r.kind !== 'skew');
+  // Clock faults last the whole life of a worker: listed with the faults, not drawn as lines.
+  const faults = records.filter(
+    (r): r is FaultRecord => r.type === 'fault' && r.kind !== 'skew' && r.kind !== 'drift',
+  );
   const rejected = records.filter(
     (r): r is WriteRecord => r.type === 'write' && r.outcome === 'rejected',
   );
@@ -96,6 +100,10 @@ export function htmlReport(
       (r) => `${escapeHtml(r.worker ?? '?')} ${(r.skewMs ?? 0) > 0 ? '+' : ''}${r.skewMs ?? 0} ms`,
     )
     .join(', ');
+  const rates = records
+    .filter((r): r is FaultRecord => r.type === 'fault' && r.kind === 'drift')
+    .map((r) => `${escapeHtml(r.worker ?? '?')} ${formatRate(r.rate ?? 0)}`)
+    .join(', ');
   const list = (title: string, items: string[]): string =>
     items.length === 0
       ? ''
@@ -119,12 +127,13 @@ svg{border:1px solid #ddd;background:#fafafa}
 <p class="${result.safe ? 'safe' : 'unsafe'}">${escapeHtml(verdictLine(result))}</p>
 <p>store ${escapeHtml(run?.store ?? '?')} (expiry on the ${escapeHtml(run?.storeClock ?? '?')} clock, maxClockSkewMs ${run?.maxClockSkewMs ?? '?'}), TTL ${run?.ttlMs ?? '?'} ms, ${run?.workers ?? '?'} workers, ${run?.resources ?? '?'} resources, seed ${run?.seed ?? '?'}; times on ${escapeHtml(run?.clock ?? '?')}, error at most ${run?.clockErrorMs ?? '?'} ms, always widening a belief.</p>
 ${extra.skewBeyond ? `<p class="unsafe">Clock skew went beyond the store's allowance: overlapping beliefs are expected. The fence rejected ${result.writes.rejected} stale writes; ${result.staleAccepted.length} stale writes were accepted.</p>` : ''}
+${extra.driftBeyond ? `<p class="unsafe">Clock drift went beyond the allowance of rule 2: ${escapeHtml(driftBeyondText(run?.driftRate ?? 0, run?.ttlMs ?? 0))}; overlapping beliefs are expected. The fence rejected ${result.writes.rejected} stale writes; ${result.staleAccepted.length} stale writes were accepted.</p>` : ''}
 <p>takeover after kill: ${escapeHtml(latencyText(result.takeover.kill))}; after graceful stop: ${escapeHtml(latencyText(result.takeover.stop))}</p>
 <p>faults: ${escapeHtml(
     Object.entries(result.faults)
       .map(([k, n]) => `${k} ${n}`)
       .join(', ') || 'none',
-  )}${skews ? `; clock offsets: ${skews}` : ''}</p>
+  )}${skews ? `; clock offsets: ${skews}` : ''}${rates ? `; clock rates: ${rates}` : ''}</p>
 ${list('notes', extra.notes)}
 <h2>Ownership timeline</h2>
 <p>One row per resource; a bar is one owner's belief (hover for owner, token and times). Dashed lines: faults (shaded while a pause or stall lasted). Red boxes: two owners believing at once. Black ticks: writes the fence rejected.</p>

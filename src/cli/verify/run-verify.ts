@@ -12,6 +12,7 @@ import { CliFailure, scrubPassword } from '../output.js';
 import { checkTtlFits } from '../ttl-fit.js';
 import { Beliefs } from './beliefs.js';
 import { checkRecords, type CheckResult } from './checker.js';
+import { DEFAULT_DRIFT_RATE, driftIsBeyond, drifts, formatRate } from './drift.js';
 import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
 import { VerifyFleet, type VerifyWorker } from './fleet.js';
 import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from './host-clock.js';
@@ -43,6 +44,8 @@ export interface VerifyOptions {
   ttlIsDefault: boolean;
   /** The largest clock offset between two workers (`skew`); the store's allowance by default. */
   skewMs?: number;
+  /** The rate the drifting workers' clocks run at (`drift`); {@link DEFAULT_DRIFT_RATE} by default. */
+  driftRate?: number;
   reportDir?: string;
   /** Progress lines (stderr). */
   say: (line: string) => void;
@@ -57,6 +60,8 @@ export interface VerifyOutcome {
   notes: string[];
   /** The skew went past the store's allowance: violations are expected, the fence must stop them. */
   skewBeyond: boolean;
+  /** A clock ran slow beyond rule 2's drift allowance: violations are expected, the fence must stop them. */
+  driftBeyond: boolean;
 }
 
 /** What must not outlive verify: its worker processes and the server it started. */
@@ -69,8 +74,8 @@ interface Running {
 /**
  * `leasehold verify`: worker processes run a LeaseManager with fenced writes on the user's store
  * (or on a private server verify starts, when `store` names only a scheme) while a seeded nemesis
- * kills, stops, pauses and stalls them (and skews their clocks, and pauses and restarts the private
- * server); the recorded history is then checked.
+ * kills, stops, pauses and stalls them (and skews their clocks or makes them drift, and pauses and
+ * restarts the private server); the recorded history is then checked.
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> {
   const scheme = privateServerScheme(options.store);
@@ -142,6 +147,17 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     notes.push(
       `skew: ${shown} decides expiry on its own clock, so worker clock offsets (up to ±${skewMs / 2} ms) must not matter`,
     );
+  const driftOn = options.faults.includes('drift');
+  const driftRate = driftOn ? (options.driftRate ?? DEFAULT_DRIFT_RATE) : 0;
+  const driftBeyond = driftOn && driftIsBeyond(driftRate, ttlMs);
+  // A drifting wall clock is stepped back as NTP would, so that it adds at most half the store's
+  // allowance to the skew: the drift fault tests the rate, which rule 2's drift allowance is for,
+  // not an offset growing all run long (that is the skew fault's business).
+  const driftStepMs = (storeClock === 'local' ? maxClockSkewMs : 1000) / 2;
+  if (driftOn)
+    notes.push(
+      `drift: the odd-numbered workers' clocks (w01, w03, ...) run ${formatRate(driftRate)}, wall and monotonic alike; their wall clocks are stepped back to true time each time they drift ${driftStepMs} ms`,
+    );
   const heartbeatMs = Math.floor(ttlMs / 4);
   const reconcileMs = Math.round(ttlMs / 2);
   const fleet = new VerifyFleet(WORKER_ENTRY, {
@@ -154,6 +170,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     downstream,
     writeEveryMs: [100, 200],
     permits: options.permits ?? 1,
+    driftStepMs,
   });
 
   const records: HistoryRecord[] = [];
@@ -216,10 +233,20 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   const start = (): Promise<VerifyWorker> => {
     const id = `w${String(++next).padStart(2, '0')}`;
     const offset = skewOn ? Math.round((random() * 2 - 1) * (skewMs / 2)) : 0;
-    records.push({ type: 'worker', worker: id, event: 'start', at: hostNow(), skewMs: offset });
+    const drifting = driftOn && drifts(next);
+    const rate = drifting ? driftRate : 0;
+    records.push({
+      type: 'worker',
+      worker: id,
+      event: 'start',
+      at: hostNow(),
+      skewMs: offset,
+      ...(rate === 0 ? {} : { driftRate: rate }),
+    });
     if (skewOn)
       records.push({ type: 'fault', kind: 'skew', worker: id, at: hostNow(), skewMs: offset });
-    return fleet.start(id, offset, 20_000);
+    if (drifting) records.push({ type: 'fault', kind: 'drift', worker: id, at: hostNow(), rate });
+    return fleet.start(id, { skewMs: offset, driftRate: rate }, 20_000);
   };
 
   running.fleet = fleet;
@@ -261,6 +288,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     faults: options.faults,
     seed: options.seed,
     skewMs,
+    ...(driftOn ? { driftRate, driftStepMs } : {}),
     startedAt: floorUs(startedAt),
   };
   const ordered = [runRecord, ...records.sort((a, b) => timeOf(a) - timeOf(b))];
@@ -268,12 +296,12 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   writeFileSync(history, ordered.map(historyLine).join(''));
   const result = checkRecords(ordered);
   const report = join(dir, 'report.html');
-  writeFileSync(report, htmlReport(ordered, result, { notes, skewBeyond }));
+  writeFileSync(report, htmlReport(ordered, result, { notes, skewBeyond, driftBeyond }));
   // Worker warnings and start failures quote driver messages: never let a password through.
   notes.push(
     ...warnings.slice(0, 5).map((w) => `worker warning: ${scrubPassword(w, options.store)}`),
   );
-  return { result, run: runRecord, dir, history, report, notes, skewBeyond };
+  return { result, run: runRecord, dir, history, report, notes, skewBeyond, driftBeyond };
 }
 
 interface NemesisContext {

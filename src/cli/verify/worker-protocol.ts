@@ -17,6 +17,10 @@ export interface VerifyWorkerConfig {
   writeEveryMs: readonly [number, number];
   /** This worker's wall-clock offset, in ms (the `skew` fault). */
   skewMs: number;
+  /** This worker's clock rate error (the `drift` fault): `-0.02` runs 2 % slow; 0 keeps the host's. */
+  driftRate: number;
+  /** A drifting wall clock is stepped back to true time each time it has drifted this far, in ms. */
+  driftStepMs: number;
   /** `--permits`: each resource a counting lease of this many permits (1: the manager, exclusive leases). */
   permits: number;
 }

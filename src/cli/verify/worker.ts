@@ -13,6 +13,7 @@ import {
 } from '../../index.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from '../demo/downstream.js';
+import { driftingClock } from './drifting-clock.js';
 import { hostNow, workerClock } from './host-clock.js';
 import {
   VERIFY_WORKER_ENV,
@@ -30,10 +31,20 @@ if (!config) {
   process.exit(2);
 }
 const w = config.id;
-const clock = workerClock(config.skewMs);
+// The `drift` fault: a clock running fast or slow. A lease's deadline is then an instant on that
+// clock, reported on the host clock (`deadline`) like every other time.
+const clock =
+  config.driftRate === 0
+    ? workerClock(config.skewMs)
+    : driftingClock({ rate: config.driftRate, skewMs: config.skewMs, stepMs: config.driftStepMs });
 
 function report(event: VerifyEvent): void {
   process.stdout.write(`${JSON.stringify(event)}\n`);
+}
+
+/** The instant, on the host clock, at which the holder's own clock reaches its deadline. */
+function deadline(lease: HeldLease): number {
+  return clock.toHost(lease.validUntil);
 }
 
 /** What a report says of a lease: its record (a counting lease's permit record), its token. */
@@ -129,7 +140,7 @@ function writeLoop(downstream: string, store: LeaseStore): (lease: HeldLease) =>
 
 /**
  * The store, on this worker's clock: the stores that judge expiry on the caller's clock (SQLite,
- * DynamoDB, NATS KV, S3) then write and judge `expiresAt` with the worker's skew.
+ * DynamoDB, NATS KV, S3) then write and judge `expiresAt` with the worker's skew and drift.
  */
 async function openStoreFor(url: string): Promise<LeaseStore> {
   return openQuietly(url, { clock });
@@ -149,13 +160,13 @@ async function join(): Promise<void> {
     onAcquired: writeLoop(config!.downstream, store),
   });
   manager.on('acquired', (lease) => {
-    report({ e: 'acquired', ...fact(lease), until: lease.validUntil, ...readOf(lease, store) });
-    lease.on('renewed', () => report({ e: 'renewed', ...fact(lease), until: lease.validUntil }));
+    report({ e: 'acquired', ...fact(lease), until: deadline(lease), ...readOf(lease, store) });
+    lease.on('renewed', () => report({ e: 'renewed', ...fact(lease), until: deadline(lease) }));
   });
   manager.on('released', (lease) =>
-    report({ e: 'released', ...fact(lease), until: lease.validUntil }),
+    report({ e: 'released', ...fact(lease), until: deadline(lease) }),
   );
-  manager.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: lease.validUntil }));
+  manager.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: deadline(lease) }));
   manager.on('reconcile-failed', (error) => warn(`reconcile failed: ${message(error)}`));
   manager.on('work-failed', (_lease, error) => warn(`work failed: ${message(error)}`));
   manager.installShutdownHandlers();
@@ -180,7 +191,7 @@ async function contend(permits: number): Promise<void> {
   });
   const work = writeLoop(config!.downstream, store);
   let stopping = false;
-  client.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: lease.validUntil }));
+  client.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: deadline(lease) }));
   const loop = async (name: string): Promise<void> => {
     while (!stopping) {
       let lease: HeldLease;
@@ -193,13 +204,13 @@ async function contend(permits: number): Promise<void> {
         await sleep(50);
         continue;
       }
-      report({ e: 'acquired', ...fact(lease), until: lease.validUntil, ...readOf(lease, store) });
-      lease.on('renewed', () => report({ e: 'renewed', ...fact(lease), until: lease.validUntil }));
+      report({ e: 'acquired', ...fact(lease), until: deadline(lease), ...readOf(lease, store) });
+      lease.on('renewed', () => report({ e: 'renewed', ...fact(lease), until: deadline(lease) }));
       const working = work(lease);
       const holdMs = config!.ttlMs * (0.5 + 2 * Math.random());
       await sleep(holdMs, undefined, { signal: lease.signal }).catch(() => undefined);
       if (lease.isValid()) {
-        report({ e: 'released', ...fact(lease), until: lease.validUntil });
+        report({ e: 'released', ...fact(lease), until: deadline(lease) });
         await lease.release().catch((error: unknown) => warn(`release failed: ${message(error)}`));
       }
       await working;
@@ -209,7 +220,7 @@ async function contend(permits: number): Promise<void> {
   const stop = (signal: NodeJS.Signals): void => {
     stopping = true;
     for (const lease of client.held())
-      report({ e: 'released', ...fact(lease), until: lease.validUntil });
+      report({ e: 'released', ...fact(lease), until: deadline(lease) });
     void client
       .close()
       .then(() => Promise.all(loops))
