@@ -31,6 +31,14 @@ export interface AwsRelay {
    * goes back instead, and the request never reaches the server.
    */
   intercept: ((request: Omit<RelayedRequest, 'body'>) => RelayAnswer | undefined) | undefined;
+  /**
+   * Looked at with each answer the server gives (its body read whole, when not compressed): a
+   * string it returns goes back instead of that body, with the server's status and headers (the
+   * length fixed); `undefined` passes the answer on as it is. Unset, answers are piped through.
+   */
+  rewrite:
+    | ((request: Omit<RelayedRequest, 'body'>, status: number, body: string) => string | undefined)
+    | undefined;
   clear(): void;
   close(): Promise<void>;
 }
@@ -43,7 +51,10 @@ export interface AwsRelay {
 export async function awsRelay(target: { readonly endpoint: string }): Promise<AwsRelay> {
   const counts = new Map<string, number>();
   const requests: RelayedRequest[] = [];
-  const relay = { intercept: undefined as AwsRelay['intercept'] };
+  const relay = {
+    intercept: undefined as AwsRelay['intercept'],
+    rewrite: undefined as AwsRelay['rewrite'],
+  };
   const server: Server = createServer((incoming, answer) => {
     const operation =
       String(incoming.headers['x-amz-target'] ?? '')
@@ -80,8 +91,25 @@ export async function awsRelay(target: { readonly endpoint: string }): Promise<A
       `${target.endpoint}${incoming.url ?? '/'}`,
       { method: incoming.method, headers: incoming.headers },
       (reply) => {
-        answer.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(answer);
+        const rewrite = relay.rewrite;
+        if (!rewrite || reply.headers['content-encoding'] !== undefined) {
+          answer.writeHead(reply.statusCode ?? 502, reply.headers);
+          reply.pipe(answer);
+          return;
+        }
+        const parts: Buffer[] = [];
+        reply.on('data', (chunk: Buffer) => parts.push(chunk));
+        reply.on('end', () => {
+          const status = reply.statusCode ?? 502;
+          const body = Buffer.concat(parts).toString('utf8');
+          const text = rewrite({ operation, method, url, headers }, status, body) ?? body;
+          const kept = { ...reply.headers };
+          delete kept['x-amz-crc32']; // DynamoDB's checksum of the body it sent
+          delete kept['transfer-encoding'];
+          kept['content-length'] = String(Buffer.byteLength(text));
+          answer.writeHead(status, kept);
+          answer.end(text);
+        });
       },
     );
     upstream.on('error', () => answer.destroy());
@@ -98,6 +126,12 @@ export async function awsRelay(target: { readonly endpoint: string }): Promise<A
     },
     set intercept(fn) {
       relay.intercept = fn;
+    },
+    get rewrite() {
+      return relay.rewrite;
+    },
+    set rewrite(fn) {
+      relay.rewrite = fn;
     },
     clear: () => {
       counts.clear();

@@ -25,6 +25,12 @@ export interface EtcdClusterOptions {
    * @default 10 for one member, 25 for a cluster (three members share two cores here)
    */
   heartbeatMs?: number;
+  /**
+   * etcd's `--strict-reconfig-check`: refuse a membership change unless every member has been
+   * connected for 5 s and the change keeps a quorum of started members. `false` lets a test change
+   * the membership right after start. @default etcd's own (true)
+   */
+  strictReconfigCheck?: boolean;
 }
 
 /** One etcd process: a member of an `EtcdCluster`. */
@@ -132,6 +138,7 @@ export class EtcdCluster {
         ...['--heartbeat-interval', String(heartbeat)],
         ...['--election-timeout', String(heartbeat * 10)],
         ...['--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'warn'],
+        ...(options.strictReconfigCheck === false ? ['--strict-reconfig-check=false'] : []),
       ]);
     });
     return new EtcdCluster(members, dir);

@@ -56,8 +56,23 @@ export function fourLetter(port: number, command: string, timeoutMs = 1000): Pro
   });
 }
 
+/** Settings of a test server's zoo.cfg that a test may choose. */
+export interface ZookeeperConfigOptions {
+  /** `4lw.commands.whitelist`; keep `srvr`, which tells the harness a server is ready. @default 'ruok,srvr,stat' */
+  fourLetterWords?: string;
+  /**
+   * `forceSync`: `false` (`no`) acknowledges writes before they are on disk, which is fast and
+   * not durable. @default false
+   */
+  forceSync?: boolean;
+}
+
 /** The settings every server here shares (see the docs on test servers). */
-function baseConfig(dataDir: string, clientPort: number): string[] {
+function baseConfig(
+  dataDir: string,
+  clientPort: number,
+  options: ZookeeperConfigOptions = {},
+): string[] {
   return [
     'tickTime=200',
     `dataDir=${dataDir}`,
@@ -67,10 +82,10 @@ function baseConfig(dataDir: string, clientPort: number): string[] {
     'minSessionTimeout=400',
     // Leases of up to a day are tested: a session's timeout must cover its longest TTL.
     'maxSessionTimeout=172800000',
-    '4lw.commands.whitelist=ruok,srvr,stat',
+    `4lw.commands.whitelist=${options.fourLetterWords ?? 'ruok,srvr,stat'}`,
     // All test clients come from 127.0.0.1; the default limit of 60 per address is too few.
     'maxClientCnxns=0',
-    'forceSync=no',
+    `forceSync=${options.forceSync === true ? 'yes' : 'no'}`,
   ];
 }
 
@@ -88,7 +103,7 @@ export class ZookeeperServer extends ServerProcess {
    * A standalone server on a free port in a fresh temp folder (removed by `stop`), started once
    * per test file.
    */
-  static async start(): Promise<ZookeeperServer> {
+  static async start(options: ZookeeperConfigOptions = {}): Promise<ZookeeperServer> {
     let lastError: unknown;
     for (let attempt = 0; attempt < 3; attempt++) {
       const dir = tempDir('leasehold-zk-');
@@ -96,7 +111,7 @@ export class ZookeeperServer extends ServerProcess {
       const data = join(dir.path, 'data');
       mkdirSync(data);
       const config = join(dir.path, 'zoo.cfg');
-      writeFileSync(config, baseConfig(data, port).join('\n') + '\n');
+      writeFileSync(config, baseConfig(data, port, options).join('\n') + '\n');
       const server = new ZookeeperServer(port, config);
       server.cleanup = dir.cleanup;
       try {
@@ -176,10 +191,10 @@ export class ZookeeperEnsemble {
     private readonly dir: ReturnType<typeof tempDir>,
   ) {}
 
-  static async start(size = 3): Promise<ZookeeperEnsemble> {
+  static async start(size = 3, options: ZookeeperConfigOptions = {}): Promise<ZookeeperEnsemble> {
     let lastError: unknown;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const ensemble = await ZookeeperEnsemble.create(size);
+      const ensemble = await ZookeeperEnsemble.create(size, options);
       try {
         await Promise.all(ensemble.members.map((m) => m.launch(false)));
         await Promise.all(ensemble.members.map((m) => m.serving(30_000)));
@@ -192,7 +207,10 @@ export class ZookeeperEnsemble {
     throw lastError;
   }
 
-  private static async create(size: number): Promise<ZookeeperEnsemble> {
+  private static async create(
+    size: number,
+    options: ZookeeperConfigOptions,
+  ): Promise<ZookeeperEnsemble> {
     const dir = tempDir('leasehold-zk-ensemble-');
     const ports: { client: number; quorum: number; election: number }[] = [];
     for (let i = 0; i < size; i++) {
@@ -208,7 +226,10 @@ export class ZookeeperEnsemble {
       mkdirSync(data);
       writeFileSync(join(data, 'myid'), `${i + 1}\n`);
       const config = join(dir.path, `zoo${i + 1}.cfg`);
-      const lines = [...baseConfig(data, p.client), 'initLimit=10', 'syncLimit=5', ...servers];
+      const lines = [
+        ...baseConfig(data, p.client, options),
+        ...['initLimit=10', 'syncLimit=5', ...servers],
+      ];
       writeFileSync(config, lines.join('\n') + '\n');
       return new ZookeeperServer(p.client, config, `zookeeper m${i + 1}`);
     });

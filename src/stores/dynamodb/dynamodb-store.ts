@@ -1,4 +1,5 @@
 import { withDeadline } from '../../core/deadline.js';
+import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { sameData, withData, type LeaseData } from '../../core/lease-data.js';
@@ -19,6 +20,7 @@ import {
   type DynamodbModule,
   type Item,
 } from './dynamodb-driver.js';
+import { diagnoseDynamodb } from './dynamodb-doctor.js';
 import {
   conditionItem,
   isConditionFailed,
@@ -34,6 +36,7 @@ import {
 } from './dynamodb-options.js';
 import {
   acquireRequest,
+  describeTableRequest,
   getRequest,
   releaseRequest,
   renewRequest,
@@ -248,6 +251,22 @@ export class DynamodbStore extends StoreBase {
   createTable(options: { timeoutMs?: number } = {}): Promise<void> {
     return this.guarded('createTable', () =>
       ensureTable(this.tableTarget(), true, options.timeoutMs),
+    );
+  }
+
+  /**
+   * Whether the table is a global table (replicated between Regions, where conditional writes in
+   * two Regions do not exclude each other), from one `DescribeTable`; see dynamodb-doctor.ts.
+   * Read-only, within `requestTimeoutMs`.
+   */
+  diagnose(): Promise<Diagnosis> {
+    return this.guarded('diagnose', () =>
+      diagnoseDynamodb(this.table, () =>
+        this.send(
+          'describeTable',
+          new this.sdk.DescribeTableCommand(describeTableRequest(this.table)),
+        ),
+      ),
     );
   }
 

@@ -105,6 +105,17 @@ export interface EtcdWatchBuilder {
   watcher(): EtcdWatcher;
 }
 
+/** One member of the cluster, as `MemberList` reports it. */
+export interface EtcdMember {
+  ID: string;
+  /** Empty for a member that was added but has not started yet. */
+  name: string;
+  peerURLs: string[];
+  clientURLs: string[];
+  /** A raft learner: it receives the log but does not vote, so it counts in no quorum. */
+  isLearner?: boolean;
+}
+
 /** The part of an `Etcd3` client this store uses. */
 export interface EtcdClient {
   /** The KV service: range reads and transactions. */
@@ -119,6 +130,13 @@ export interface EtcdClient {
       options?: EtcdCallOptions,
     ): Promise<EtcdLeaseGrantResponse>;
     leaseKeepAlive(options?: EtcdCallOptions): Promise<EtcdKeepAliveStream>;
+  };
+  /**
+   * The cluster service, read by `diagnose` alone (`MemberList`). Optional so that a client made
+   * of parts still types; `diagnose` then reports the membership as unread.
+   */
+  readonly cluster?: {
+    memberList(request: object, options?: EtcdCallOptions): Promise<{ members: EtcdMember[] }>;
   };
   /** Starts building a watch (the stream that serves `watch`). */
   watch(): EtcdWatchBuilder;

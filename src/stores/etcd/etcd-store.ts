@@ -1,3 +1,4 @@
+import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
@@ -10,6 +11,7 @@ import {
 } from '../../core/store.js';
 import type { EtcdClient, EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import { connectEtcd } from './etcd-connect.js';
+import { diagnoseEtcd } from './etcd-doctor.js';
 import { mapEtcdError } from './etcd-errors.js';
 import { EtcdKeys, recordOf, type ResourceKeys } from './etcd-keys.js';
 import { byKind, listRecords } from './etcd-list.js';
@@ -154,6 +156,15 @@ export class EtcdStore extends StoreBase {
   /** The key prefix of this store's namespace. */
   get prefix(): string {
     return this.options.prefix;
+  }
+
+  /**
+   * The cluster's voting members, as one `MemberList` reports them (see etcd-doctor.ts): one
+   * member, or an even count, is a warning. Read-only; `STORE_UNAVAILABLE` without an answer
+   * within `timeoutMs`.
+   */
+  diagnose(): Promise<Diagnosis> {
+    return this.guarded('diagnose', () => diagnoseEtcd(this.client, this.options.timeoutMs));
   }
 
   /**

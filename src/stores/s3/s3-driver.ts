@@ -19,6 +19,10 @@ export interface S3Module {
   DeleteObjectCommand: CommandClass;
   ListObjectsV2Command: CommandClass;
   CreateBucketCommand: CommandClass;
+  /** Read by `diagnose` alone; optional so that a module made of parts still types. */
+  GetBucketReplicationCommand?: CommandClass;
+  GetBucketLifecycleConfigurationCommand?: CommandClass;
+  GetBucketVersioningCommand?: CommandClass;
 }
 
 export const SDK_CLASSES = [

@@ -50,7 +50,7 @@ export class ObjectIo {
 
   constructor(
     private readonly client: S3Client,
-    private readonly sdk: S3Module,
+    readonly sdk: S3Module,
     readonly bucket: string,
     private readonly requestTimeoutMs: number,
     private readonly ownsClient: boolean,

@@ -1,3 +1,4 @@
+import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
@@ -13,6 +14,7 @@ import {
   type S3Client,
   type S3Module,
 } from './s3-driver.js';
+import { diagnoseS3 } from './s3-doctor.js';
 import { isBucketTaken, mapS3Error } from './s3-errors.js';
 import { KeySpace, KEY_MAX_BYTES } from './s3-keys.js';
 import { ObjectIo, type WireSetup } from './s3-objects.js';
@@ -245,6 +247,22 @@ export class S3Store extends StoreBase {
   /** How the endpoint wants an ETag in `If-Match`, as the probe found: `'quoted'` or `'bare'`. */
   get ifMatchForm(): EtagForm {
     return this.io.etagForm;
+  }
+
+  /**
+   * The bucket's replication and expiration rules that cover the lease objects, and its
+   * versioning, each read within `requestTimeoutMs`; the conditional-write probe passed at open.
+   * See s3-doctor.ts. Read-only.
+   */
+  diagnose(): Promise<Diagnosis> {
+    return this.guarded('diagnose', () =>
+      diagnoseS3({
+        io: this.io,
+        sdk: this.io.sdk,
+        keyPrefix: this.keys.listPrefix(''),
+        etagForm: this.io.etagForm,
+      }),
+    );
   }
 
   protected async doTryAcquire(

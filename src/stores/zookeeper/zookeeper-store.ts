@@ -1,3 +1,4 @@
+import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
@@ -12,6 +13,7 @@ import {
   type WatchListener,
 } from '../../core/store.js';
 import { readData, ZkAcquirer } from './zookeeper-acquire.js';
+import { CONFIG_ZNODE, diagnoseZookeeper } from './zookeeper-doctor.js';
 import type { ZkModule } from './zookeeper-driver.js';
 import { mapZookeeperError } from './zookeeper-errors.js';
 import { ZkGrants } from './zookeeper-grants.js';
@@ -144,6 +146,24 @@ export class ZookeeperStore extends StoreBase {
   /** The znode under which this store's leases live. */
   get chroot(): string {
     return this.options.chroot;
+  }
+
+  /**
+   * Each server's mode, membership and fsync count, read with the four-letter words `srvr`,
+   * `conf` and `mntr` (the membership from the `/zookeeper/config` znode when `conf` is not
+   * allowed); see zookeeper-doctor.ts. Read-only; every read within `timeoutMs`.
+   */
+  diagnose(): Promise<Diagnosis> {
+    return this.guarded('diagnose', () =>
+      diagnoseZookeeper({
+        hosts: this.target.hosts,
+        timeoutMs: this.options.timeoutMs,
+        readConfig: async () => {
+          const session = await this.sessions.main();
+          return (await session.getData(CONFIG_ZNODE))?.data.toString('utf8') ?? null;
+        },
+      }),
+    );
   }
 
   /**
