@@ -23,6 +23,12 @@ export const ErrorCode = {
    * conditional writes); the message names the missing guarantee. Not retryable.
    */
   STORE_UNSAFE: 'STORE_UNSAFE',
+  /**
+   * A lease record in the store is not one leasehold could have written (a field missing or of the
+   * wrong type, a token that is not a positive safe integer, an owner too long): written by hand or
+   * by another program. The record is never treated as free. Not retryable.
+   */
+  RECORD_INVALID: 'RECORD_INVALID',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
