@@ -6,6 +6,7 @@ import {
   type Diagnosis,
   type Finding,
 } from '../../core/doctor.js';
+import { plural, quorumFindings } from '../../core/quorum-findings.js';
 import type { EtcdClient, EtcdMember } from './etcd-driver.js';
 
 findingIds('etcd.single-member', 'etcd.even-members', 'etcd.members-unread');
@@ -47,38 +48,12 @@ function membershipFindings(members: readonly EtcdMember[]): Finding[] {
   const voters = members.filter((m) => m.isLearner !== true);
   const count = voters.length;
   const observed = describe(members);
-  if (count === 1) {
-    return [
-      finding(
-        'etcd.single-member',
-        FindingLevel.WARNING,
-        observed,
-        'no fault tolerance: this one member holds the only copy of every record and token, so ' +
-          'losing its disk loses them all (tokens then start again at 1), and while it is down ' +
-          'no lease can be granted or renewed; leases stay exclusive while it runs',
-        'run a cluster of 3 (or 5) members: a majority then holds every acknowledged write, and ' +
-          'the cluster outlives the loss of a minority',
-      ),
-    ];
-  }
-  if (count > 0 && count % 2 === 0) {
-    const quorum = count / 2 + 1;
-    const survives = count - quorum;
-    return [
-      finding(
-        'etcd.even-members',
-        FindingLevel.WARNING,
-        observed,
-        `a quorum is ${quorum} of ${count}: the cluster survives ` +
-          `${survives === 0 ? 'no failed member' : plural(survives, 'failed member')}, no more ` +
-          `than ${plural(count - 1, 'member')} would, with one more machine that can fail ` +
-          `(${count === 2 ? 'either one failing stops' : 'a partition into two halves stops'} ` +
-          'every grant and renewal); leases stay exclusive',
-        `run an odd number of members: ${count === 2 ? '3' : `${count - 1} or ${count + 1}`}`,
-      ),
-    ];
-  }
-  return [];
+  return quorumFindings(count, observed, {
+    ids: { single: 'etcd.single-member', even: 'etcd.even-members' },
+    voter: 'member',
+    group: 'cluster',
+    oddOf: 'members',
+  });
 }
 
 /** `3 voting members: a, b, c` plus those not started and the learners. */
@@ -92,10 +67,6 @@ function describe(members: readonly EtcdMember[]): string {
     );
   const learnerNote = learners === 0 ? '' : `, and ${plural(learners, 'learner')} (not voting)`;
   return `${plural(voters.length, 'voting member')}: ${names.join(', ')}${learnerNote}`;
-}
-
-function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 function unread(observed: string): Finding {

@@ -5,6 +5,7 @@ import {
   type Diagnosis,
   type Finding,
 } from '../../core/doctor.js';
+import { plural, quorumFindings } from '../../core/quorum-findings.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { fourLetterWord, type WordAnswer } from './zookeeper-words.js';
 
@@ -189,38 +190,13 @@ function describe(members: readonly Member[]): string {
 
 function membershipFindings(membership: Membership): Finding[] {
   const voters = membership.kind === 'standalone' ? 1 : countVoters(membership.members);
-  if (voters === 1) {
-    return [
-      finding(
-        'zookeeper.single-server',
-        FindingLevel.WARNING,
-        membership.observed,
-        'no fault tolerance: this one server holds the only copy of every record and token, so ' +
-          'losing its disk loses them all (tokens then start again at 1), and while it is down ' +
-          'no lease can be granted or renewed; leases stay exclusive while it runs',
-        'run an ensemble of 3 (or 5) servers: a quorum then holds every acknowledged write, and ' +
-          'the ensemble outlives the loss of a minority',
-      ),
-    ];
-  }
-  if (voters > 0 && voters % 2 === 0) {
-    const quorum = voters / 2 + 1;
-    const survives = voters - quorum;
-    return [
-      finding(
-        'zookeeper.even-voters',
-        FindingLevel.WARNING,
-        membership.observed,
-        `a quorum is ${quorum} of ${voters}: the ensemble survives ` +
-          `${survives === 0 ? 'no failed server' : plural(survives, 'failed server')}, no more ` +
-          `than ${plural(voters - 1, 'server')} would, with one more machine that can fail ` +
-          `(${voters === 2 ? 'either one failing stops' : 'a partition into two halves stops'} ` +
-          'every grant and renewal); leases stay exclusive',
-        `run an odd number of voting servers: ${voters === 2 ? '3' : `${voters - 1} or ${voters + 1}`} (observers do not count)`,
-      ),
-    ];
-  }
-  return [];
+  return quorumFindings(voters, membership.observed, {
+    ids: { single: 'zookeeper.single-server', even: 'zookeeper.even-voters' },
+    voter: 'server',
+    group: 'ensemble',
+    oddOf: 'voting servers',
+    evenNote: '(observers do not count)',
+  });
 }
 
 /**
@@ -283,8 +259,4 @@ function unanswered(servers: readonly ServerReport[]): Finding {
     'its settings were not read, and while it is down or cut off the ensemble tolerates fewer failures',
     'check that server (echo srvr | nc HOST PORT) and its place in the connect string',
   );
-}
-
-function plural(count: number, noun: string, suffix = 's'): string {
-  return `${count} ${noun}${count === 1 ? '' : suffix}`;
 }
