@@ -30,6 +30,14 @@ const TRANSIENT = new Set([
   'ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION',
 ]);
 
+/**
+ * A BIGINT out of range (ER_DATA_OUT_OF_RANGE): what an acquire fails with on a record it must not
+ * take (see `STOP` in mysql-ops.ts), having written nothing.
+ */
+export function isOutOfRange(error: unknown): boolean {
+  return (error as DriverError | null)?.code === 'ER_DATA_OUT_OF_RANGE';
+}
+
 interface DriverError {
   code?: unknown;
   errno?: unknown;

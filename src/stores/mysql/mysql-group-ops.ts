@@ -1,5 +1,5 @@
 import { CLOCK_BITS } from './mysql-grant.js';
-import { joinByKey, NOW_MS } from './mysql-ops.js';
+import { joinByKey, NOW_MS, STOP, validRow } from './mysql-ops.js';
 
 /** Names of a group, `[name, …]` in byte order; row `i` (from 1) is the `i`-th. */
 const NAMES = `JSON_TABLE(@leasehold_batch, '$[*]' COLUMNS (
@@ -48,13 +48,17 @@ export function groupStatements(table: string) {
   const start = `SET @leasehold_batch = CONVERT(? USING utf8mb4), @leasehold_owner = ?,
                      @leasehold_ttl = ?, @leasehold_now = ${NOW_MS}`;
   const end = `SET @leasehold_batch = NULL, @leasehold_owner = NULL`;
-  /** Locks every name's row, unless `skip` (a condition on variables) holds. */
+  /**
+   * Locks every name's row, unless `skip` (a condition on variables) holds; a row that is not
+   * `validRow` fails the script there (`STOP`), before anything is decided or written. So a
+   * placeholder's token 0 is never a hand-written record's.
+   */
   const lock = (
     names: string,
     skip: string,
   ) => `INSERT INTO ${t} (resource, owner, token, expires_at)
       SELECT CAST(b.r AS BINARY), '', 0, 0 FROM ${names} WHERE NOT (${skip}) ORDER BY b.i
-    ON DUPLICATE KEY UPDATE token = token`;
+    ON DUPLICATE KEY UPDATE token = IF(${validRow()}, token, ${STOP})`;
   const unplace = (names: string, when: string) =>
     `DELETE t FROM ${names} ${join} WHERE ${when} AND t.token = 0`;
   return {
@@ -90,8 +94,9 @@ export function groupStatements(table: string) {
         `INSERT INTO ${t} (resource, owner, token, expires_at)
            VALUES (?, @leasehold_owner, LAST_INSERT_ID(1), @leasehold_now + @leasehold_ttl)
          ON DUPLICATE KEY UPDATE
-           token      = IF(expires_at < @leasehold_now, LAST_INSERT_ID(${NEXT_TOKEN}),
-                           token + LAST_INSERT_ID(0)),
+           token      = IF(NOT ${validRow()}, ${STOP},
+                           IF(expires_at < @leasehold_now, LAST_INSERT_ID(${NEXT_TOKEN}),
+                              token + LAST_INSERT_ID(0))),
            owner      = IF(expires_at < @leasehold_now, @leasehold_owner, owner),
            expires_at = IF(expires_at < @leasehold_now, @leasehold_now + @leasehold_ttl, expires_at)`,
         // The first's new token, or 0 when it was live.

@@ -18,6 +18,29 @@ export const NOW_MS = `(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TI
  */
 const CODE = `GREATEST(0, LEAST(${2 ** CLOCK_BITS}, ${NOW_MS} - CAST(? AS SIGNED) + ${WINDOW + 1})) MOD ${2 ** CLOCK_BITS}`;
 
+/** The largest token (and `expires_at`) a record may hold: `Number.MAX_SAFE_INTEGER`. */
+export const SAFE_MAX = 9007199254740991;
+
+/**
+ * Whether the lease row (columns prefixed `row`, e.g. `t.`) is one leasehold writes: a token from
+ * 1 to 2^53 − 1 and an `expires_at` from 0 to 2^53 − 1. The columns' types (BIGINT NOT NULL,
+ * owner VARBINARY(256)) keep out NULL, text, fractions and long owners, but a row written by hand
+ * may hold a zero, negative or huge token or a negative expiry (which a batch would also take
+ * for its own mark of a grant). The acquires stop on any other row (`STOP`); renew, release and
+ * the data writes leave it alone.
+ */
+export function validRow(row = ''): string {
+  return `(${row}token BETWEEN 1 AND ${SAFE_MAX} AND ${row}expires_at BETWEEN 0 AND ${SAFE_MAX})`;
+}
+
+/**
+ * A BIGINT out of range (ER_DATA_OUT_OF_RANGE, whatever the sql_mode) computed from the row's
+ * token, so not folded at prepare: the value an acquire assigns a row that is not `validRow`. The
+ * statement fails and writes nothing (a script's transaction is dropped with its connection), as
+ * past 2^53 − 1; the store then reads which record it was (`invalid`) and answers `RECORD_INVALID`.
+ */
+export const STOP = `(token * 0 + 9223372036854775807 + 1)`;
+
 /**
  * Resource and owner are bytes (`VARBINARY`): any UTF-8 string up to the limits round-trips
  * exactly, and `ORDER BY` and range scans follow byte order, which is code-point order. `data` is
@@ -79,7 +102,10 @@ export function joinByKey(table: string): string {
 
 export function statements(table: string) {
   const t = `\`${table}\``;
-  const match = `t.resource = UNHEX(b.r) AND t.owner = UNHEX(b.o) AND t.token = b.k`;
+  const match = `t.resource = UNHEX(b.r) AND t.owner = UNHEX(b.o) AND t.token = b.k AND ${validRow('t.')}`;
+  // Renew, release and the data writes change only a valid row: one that became corrupt is not
+  // the caller's any more, and stays as it is.
+  const cas = `resource = ? AND owner = ? AND token = ? AND ${validRow()}`;
   const byKey = joinByKey(t);
   // The batch travels once, as bytes (so no sql_mode or charset can alter it), into a variable.
   const setBatch = `SET @leasehold_batch = CONVERT(? USING utf8mb4)`;
@@ -90,15 +116,16 @@ export function statements(table: string) {
    * instant for every use. The OK packet's insert id (`LAST_INSERT_ID(x)`, independent of the
    * CLIENT_FOUND_ROWS flag) carries the whole answer: 0 for "held by someone else", else the
    * new token and where the server clock stood against the caller's estimate (mysql-grant.ts),
-   * from which the caller knows the stored expiry exactly without reading it back.
+   * from which the caller knows the stored expiry exactly without reading it back. A row that is
+   * not `validRow` fails the statement (`STOP`), live or not, as a token past 2^53 − 1 does.
    * Params: resource, owner, estimate, ttl, estimate, owner, ttl.
    */
   const acquire = `INSERT INTO ${t} (resource, owner, token, expires_at)
             VALUES (?, ?, LAST_INSERT_ID(${2 ** CLOCK_BITS} + ${CODE}) DIV ${2 ** CLOCK_BITS}, ${NOW_MS} + ?)
             ON DUPLICATE KEY UPDATE
-              token      = IF(expires_at < ${NOW_MS},
+              token      = IF(NOT ${validRow()}, ${STOP}, IF(expires_at < ${NOW_MS},
                               LAST_INSERT_ID((token + 1) * ${2 ** CLOCK_BITS} + ${CODE}) DIV ${2 ** CLOCK_BITS},
-                              token + LAST_INSERT_ID(0)),
+                              token + LAST_INSERT_ID(0))),
               owner      = IF(expires_at < ${NOW_MS}, ?, owner),
               expires_at = IF(expires_at < ${NOW_MS}, ${NOW_MS} + ?, expires_at)`;
   return {
@@ -138,14 +165,17 @@ export function statements(table: string) {
      * locked by the first insert by then, so the read waits for nobody and the second insert
      * only ever updates (an insert over a join-less source costs a fraction of a multi-table
      * UPDATE here). Each grant's answer carries the record's data (refusals do not ship the
-     * holder's). Params: the JSON names as bytes, owner, ttl, owner, ttl.
+     * holder's). A row that is not `validRow` fails the batch (`STOP`), as a token past
+     * 2^53 − 1 does (computed through `× 2^CLOCK_BITS` for that). Params: the JSON names as
+     * bytes, owner, ttl, owner, ttl.
      */
     acquireBatch: `START TRANSACTION;
                    ${setBatch}, @leasehold_now = ${NOW_MS};
                    INSERT INTO ${t} (resource, owner, token, expires_at)
                      SELECT CAST(b.r AS BINARY), ?, 1, -(@leasehold_now + ?) FROM ${NAMES} ORDER BY b.i
                    ON DUPLICATE KEY UPDATE
-                     token      = IF(expires_at < @leasehold_now, token + 1, token),
+                     token      = IF(NOT ${validRow()}, ${STOP}, IF(expires_at < @leasehold_now,
+                                    ((token + 1) * ${2 ** CLOCK_BITS}) DIV ${2 ** CLOCK_BITS}, token)),
                      owner      = IF(expires_at < @leasehold_now, ?, owner),
                      expires_at = IF(expires_at < @leasehold_now, -(@leasehold_now + ?), expires_at);
                    SELECT b.i AS i, t.owner, t.token, t.expires_at,
@@ -158,10 +188,10 @@ export function statements(table: string) {
                    SET @leasehold_batch = NULL`,
     /** One statement; the OK packet's insert id is the new `expires_at`, or 0 when nothing matched. Params: ttl, resource, owner, token. */
     renew: `UPDATE ${t} SET expires_at = LAST_INSERT_ID(${NOW_MS} + ?)
-            WHERE resource = ? AND owner = ? AND token = ?`,
+            WHERE ${cas}`,
     /** Params: resource, owner, token. A match always changes `owner`, so affected rows is 1. */
     release: `UPDATE ${t} SET owner = '', expires_at = 0
-              WHERE resource = ? AND owner = ? AND token = ?`,
+              WHERE ${cas}`,
     /**
      * `renew`, `release` and `writeData` carrying data: the same compare-and-set, plus `data`.
      * The insert id answers as `renew`'s does (`writeData`: the token, which a match never leaves
@@ -170,11 +200,11 @@ export function statements(table: string) {
      * Params: data, then as `renew` / `release`; `writeData`: data, resource, owner, token.
      */
     renewWithData: `UPDATE ${t} SET data = ?, expires_at = LAST_INSERT_ID(${NOW_MS} + ?)
-                    WHERE resource = ? AND owner = ? AND token = ?`,
+                    WHERE ${cas}`,
     releaseWithData: `UPDATE ${t} SET owner = '', expires_at = 0, data = ?
-                      WHERE resource = ? AND owner = ? AND token = ?`,
+                      WHERE ${cas}`,
     writeData: `UPDATE ${t} SET data = ?, token = LAST_INSERT_ID(token)
-                WHERE resource = ? AND owner = ? AND token = ?`,
+                WHERE ${cas}`,
     /**
      * One round trip, one transaction: lock the rows whose owner and token match and report them,
      * then update exactly those (they stay locked until COMMIT). Param: the JSON batch as bytes.
@@ -194,6 +224,15 @@ export function statements(table: string) {
                      SET t.owner = '', t.expires_at = 0;
                    COMMIT;
                    SET @leasehold_batch = NULL`,
+    /**
+     * After an acquire failed out of range: the first of its names (a JSON array of names, as
+     * bytes) whose record is not `validRow`, or whose token is 2^53 − 1 already.
+     */
+    invalid: `${setBatch};
+              SELECT t.resource, t.owner, t.token, t.expires_at FROM ${NAMES} ${byKey}
+                ON t.resource = CAST(b.r AS BINARY)
+              WHERE NOT (${validRow('t.')} AND t.token < ${SAFE_MAX}) ORDER BY b.i LIMIT 1;
+              SET @leasehold_batch = NULL`,
     get: `SELECT resource, owner, token, expires_at, data FROM ${t} WHERE resource = ?`,
     /** Params: from, to (listRange only), after ('' from the start), limit. */
     listRange: `SELECT resource, owner, token, expires_at, data FROM ${t}

@@ -1,5 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { LIMITS } from '../../core/options.js';
+import { recordExpiresAt, recordOwner, recordToken } from '../../core/record-check.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
 import type { Diagnosis } from '../../core/doctor.js';
@@ -19,7 +20,7 @@ import {
   type SqlValue,
 } from './mysql-driver.js';
 import { diagnoseMysql } from './mysql-doctor.js';
-import { mapMysqlError } from './mysql-errors.js';
+import { isOutOfRange, mapMysqlError } from './mysql-errors.js';
 import { groupStatements, type GrantScript, type GroupStatements } from './mysql-group-ops.js';
 import {
   poolConfig,
@@ -160,6 +161,19 @@ export class MysqlStore extends StoreBase {
   ): Promise<Lease | null> {
     const r = bytes(resource);
     const o = bytes(owner);
+    return this.grant(resource, owner, ttlMs, r, o).catch((error: unknown) =>
+      this.refused(error, [resource]),
+    );
+  }
+
+  /** `doTryAcquire`'s round trip (or two). */
+  private grant(
+    resource: string,
+    owner: string,
+    ttlMs: number,
+    r: Buffer,
+    o: Buffer,
+  ): Promise<Lease | null> {
     return this.session(async (c) => {
       const sent = Date.now();
       const at = this.clock.at(sent);
@@ -199,6 +213,27 @@ export class MysqlStore extends StoreBase {
     });
   }
 
+  /**
+   * Rethrows `error`; when it is an acquire's failure out of range (a record that is not one
+   * leasehold writes, or a token at 2^53 − 1 already: see `STOP` in mysql-ops.ts), reads the
+   * first such record of `resources` (a second round trip on this path only) and answers
+   * `RECORD_INVALID` saying what is wrong with it, or, for a valid record at the last token,
+   * `STORE_UNAVAILABLE`, not retryable: no higher token exists.
+   */
+  private async refused(error: unknown, resources: readonly string[]): Promise<never> {
+    if (!isOutOfRange(error)) throw error;
+    const json = bytes(JSON.stringify(resources));
+    const results = await this.call((c) => c.query(q(this.sql.invalid), [json]));
+    const row = ((results as unknown[])[1] as Row[])[0];
+    if (!row) throw error;
+    const { resource, token } = record({ ...row, data: null }); // RECORD_INVALID when corrupt
+    throw new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `MySQL cannot grant ${JSON.stringify(resource)} on ${this.where}: its token is ${token}, and the next, ${2n ** 53n}, would be past 2^53 − 1`,
+      { retryable: false, resource, cause: error },
+    );
+  }
+
   /** One round trip for the whole batch: the grants, and the live record behind each refusal. */
   protected override async doAcquireMany(
     resources: readonly string[],
@@ -209,24 +244,31 @@ export class MysqlStore extends StoreBase {
     const o = bytes(owner);
     const results = await this.call((c) =>
       c.query(q(this.sql.acquireBatch), [batch.json, o, ttlMs, o, ttlMs]),
-    );
+    ).catch((error: unknown) => this.refused(error, resources));
     const outcomes: AcquireOutcome[] = resources.map((resource) => ({ resource, lease: null }));
     const rows = (results as unknown[])[3] as (Omit<Row, 'resource'> & { i: unknown })[];
     await inTurns(rows, (row) => {
       const position = batch.positions[int(row.i, 'batch row') - 1]!;
       const resource = resources[position]!;
-      const stored = record({ ...row, resource, data: null });
-      // A negative expires_at marks a grant of this transaction (see mysql-ops.ts).
+      // A negative expires_at marks a grant of this transaction (see mysql-ops.ts); a record
+      // that was so already failed the batch.
+      const mark = int(row.expires_at, 'expires_at');
       outcomes[position] =
-        stored.expiresAt < 0
+        mark < 0
           ? {
               resource,
               lease: withData(
-                { ...pick(stored), expiresAt: -stored.expiresAt, ttlMs },
+                {
+                  resource,
+                  owner,
+                  token: recordToken(resource, row.token),
+                  expiresAt: -mark,
+                  ttlMs,
+                },
                 dataOf(row.data, resource),
               ),
             }
-          : { resource, lease: null, holder: stored };
+          : { resource, lease: null, holder: record({ ...row, resource, data: null }) };
     });
     return outcomes;
   }
@@ -238,7 +280,9 @@ export class MysqlStore extends StoreBase {
     ttlMs: number,
   ): Promise<Lease[] | null> {
     const batch = planNames(resources);
-    const rows = await this.grantScript(this.groupSql.acquireAll, batch.json, owner, ttlMs);
+    const rows = await this.grantScript(this.groupSql.acquireAll, batch.json, owner, ttlMs).catch(
+      (error: unknown) => this.refused(error, resources),
+    );
     if (rows.length === 0) return null;
     if (rows.length !== resources.length)
       throw unexpected(`${rows.length} grants for a group of ${resources.length}`);
@@ -262,7 +306,7 @@ export class MysqlStore extends StoreBase {
       owner,
       ttlMs,
       [bytes(resources[0]!), bytes(resources[0]!)],
-    );
+    ).catch((error: unknown) => this.refused(error, resources));
     const row = rows[0];
     if (!row) return null;
     const resource = resources[int(row.p, 'candidate position')];
@@ -558,14 +602,19 @@ function int(value: unknown, what: string): number {
   return n;
 }
 
+/**
+ * A row of the lease table as a record. One leasehold did not write (a token that is no positive
+ * safe integer, a negative or huge expiry, an owner whose text is over `LIMITS.ownerMaxBytes`) is
+ * `RECORD_INVALID`.
+ */
 function record(row: Row): LeaseRecord {
   const resource = text(row.resource);
   return withData(
     {
       resource,
-      owner: text(row.owner),
-      token: int(row.token, 'token'),
-      expiresAt: int(row.expires_at, 'expires_at'),
+      owner: recordOwner(resource, text(row.owner)),
+      token: recordToken(resource, row.token),
+      expiresAt: recordExpiresAt(resource, row.expires_at),
     },
     dataOf(row.data, resource),
   );

@@ -48,6 +48,15 @@ export function isGroupRefusal(error: unknown): boolean {
   return sqlStateOf(error) === '22012';
 }
 
+/**
+ * The NOT NULL violation on the token column (SQLSTATE 23502) an acquire statement raises, and
+ * nothing else in it can, when a record it would take is not one leasehold writes (see
+ * `nextToken` in postgres-ops.ts): the statement failed whole, writing nothing.
+ */
+export function isInvalidRefusal(error: unknown): boolean {
+  return sqlStateOf(error) === '23502' && (error as { column?: unknown }).column === 'token';
+}
+
 /** The SQLSTATE of an error the server sent (node-postgres puts it in `code`, beside `severity`). */
 function sqlStateOf(error: unknown): string | undefined {
   const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };

@@ -1,3 +1,4 @@
+import { LIMITS } from '../../core/options.js';
 import { createHash } from 'node:crypto';
 
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
@@ -5,6 +6,30 @@ export const SCHEMA_VERSION = 3;
 
 /** The server's clock in ms since the epoch: the time authority for every expiry decision. */
 const NOW = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
+/** The largest token (and `expires_at`) a record may hold: `Number.MAX_SAFE_INTEGER`. */
+const SAFE_MAX = 9007199254740991;
+
+/**
+ * Whether the lease row `row` is one leasehold writes: a token from 1 to 2^53 − 1, an owner of at
+ * most `LIMITS.ownerMaxBytes`, an `expires_at` from 0 to 2^53 − 1. The columns' types (bigint, text,
+ * NOT NULL) allow a row written by hand to hold a negative, zero or huge token, a long owner or a
+ * negative expiry; the statements test this before taking or changing a row.
+ */
+export function validRow(row: string): string {
+  return `(${row}.token BETWEEN 1 AND ${SAFE_MAX} AND octet_length(${row}.owner) <= ${LIMITS.ownerMaxBytes}
+           AND ${row}.expires_at BETWEEN 0 AND ${SAFE_MAX})`;
+}
+
+/**
+ * The next token of the row `row` an acquire takes, or NULL when the row is not `validRow` or its
+ * token is already the largest: the NULL fails the token column's NOT NULL constraint (SQLSTATE
+ * 23502, raised by nothing else in these statements), so the statement writes nothing and the
+ * client answers `RECORD_INVALID` (see `isInvalidRefusal`).
+ */
+function nextToken(row: string): string {
+  return `CASE WHEN ${validRow(row)} AND ${row}.token < ${SAFE_MAX} THEN ${row}.token + 1 END`;
+}
 
 /** `"schema"."name"`; both parts are checked identifiers (letters, digits, _), never user text. */
 function qualified(schema: string, name: string): string {
@@ -96,6 +121,9 @@ export function statements(schema: string, table: string, notify: boolean) {
   const t = qualified(schema, table);
   const wait = qualified(schema, `${table}_wait`);
   const d = qualified(schema, `${table}_data`);
+  // Renew, release and the data writes change only a valid row: a record that became corrupt is
+  // not the caller's any more, and stays as it is.
+  const valid = validRow(t);
   // A granted row's data, read after its lock (see the 2 → 3 migration).
   const handed = (row: string): string => `${d}(${row}.resource) AS data`;
   // A row's data on the statement's snapshot: for reads, and holders reported by acquireMany.
@@ -119,8 +147,9 @@ export function statements(schema: string, table: string, notify: boolean) {
     acquire: `INSERT INTO ${t} AS l (resource, owner, token, expires_at)
               VALUES ($1::text, $2::text, 1, ${NOW} + $3::bigint)
               ON CONFLICT (resource) DO UPDATE
-                SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
+                SET owner = excluded.owner, token = ${nextToken('l')}, expires_at = excluded.expires_at
                 WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
+                   OR NOT ${validRow('l')}
               RETURNING l.token, l.expires_at, ${handed('l')}`,
     // Many acquires in one statement, each the single acquire's compare-and-set, on one reading
     // of the server clock. `seen` is the statement's snapshot of the names: one live there is
@@ -142,7 +171,7 @@ export function statements(schema: string, table: string, notify: boolean) {
                   now AS (SELECT ${NOW} AS ms),
                   seen AS (
                     SELECT l.resource, l.owner, l.token, l.expires_at,
-                           l.owner = '' OR l.expires_at < now.ms AS free
+                           l.owner = '' OR l.expires_at < now.ms OR NOT ${validRow('l')} AS free
                     FROM ${t} AS l, now WHERE l.resource = ANY (ARRAY(SELECT resource FROM input))),
                   granted AS (
                     INSERT INTO ${t} AS l (resource, owner, token, expires_at)
@@ -151,8 +180,9 @@ export function statements(schema: string, table: string, notify: boolean) {
                     WHERE s.free IS NOT FALSE
                     ORDER BY i.resource
                     ON CONFLICT (resource) DO UPDATE
-                      SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
+                      SET owner = excluded.owner, token = ${nextToken('l')}, expires_at = excluded.expires_at
                       WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
+                         OR NOT ${validRow('l')}
                     RETURNING l.resource, l.token, l.expires_at, ${handed('l')}),
                   held AS (
                     SELECT l.resource, l.owner, l.token, l.expires_at FROM ${t} AS l
@@ -172,7 +202,7 @@ export function statements(schema: string, table: string, notify: boolean) {
                   LEFT JOIN seen s ON NOT s.free AND s.resource = i.resource`,
     // A group, all or nothing, in one statement on one reading of the server clock. `blocked` is
     // the snapshot's answer: a member live there refuses the group at once, with nothing locked or
-    // written. Otherwise every member goes through the single acquire's insert, in resource order
+    // written (unless a member is corrupt: then the insert reaches it and fails, see `nextToken`). Otherwise every member goes through the single acquire's insert, in resource order
     // (the order acquireMany inserts and the batches lock in, so racing statements queue instead
     // of deadlocking), which locks each row it compares and decides on its newest version. Should
     // a member have been taken since the snapshot, the insert grants some but not all: the final
@@ -184,10 +214,9 @@ export function statements(schema: string, table: string, notify: boolean) {
                    FROM unnest($1::text[]) WITH ORDINALITY AS i(resource, ord)),
                  now AS (SELECT ${NOW} AS ms),
                  blocked AS (
-                   SELECT EXISTS (
-                     SELECT FROM ${t} AS l, now
-                     WHERE l.resource = ANY (ARRAY(SELECT resource FROM input))
-                       AND NOT (l.owner = '' OR l.expires_at < now.ms)) AS yes),
+                   SELECT coalesce(bool_or(NOT (l.owner = '' OR l.expires_at < now.ms))
+                                   AND bool_and(${validRow('l')}), false) AS yes
+                   FROM ${t} AS l, now WHERE l.resource = ANY (ARRAY(SELECT resource FROM input))),
                  granted AS (
                    INSERT INTO ${t} AS l (resource, owner, token, expires_at)
                    SELECT i.resource, $2::text, 1, now.ms + $3::bigint
@@ -195,8 +224,9 @@ export function statements(schema: string, table: string, notify: boolean) {
                    WHERE NOT blocked.yes
                    ORDER BY i.resource
                    ON CONFLICT (resource) DO UPDATE
-                     SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
+                     SET owner = excluded.owner, token = ${nextToken('l')}, expires_at = excluded.expires_at
                      WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
+                        OR NOT ${validRow('l')}
                    RETURNING l.resource, l.token, l.expires_at, ${handed('l')}),
                  tally AS (SELECT count(*) AS n FROM granted)
                  SELECT i.ord::int AS ord, g.token, g.expires_at, g.data
@@ -218,7 +248,8 @@ export function statements(schema: string, table: string, notify: boolean) {
                      FROM unnest($1::text[]) WITH ORDINALITY AS i(resource, ord)),
                    now AS (SELECT ${NOW} AS ms),
                    seen AS (
-                     SELECT l.resource, l.owner = '' OR l.expires_at < now.ms AS free
+                     SELECT l.resource,
+                            l.owner = '' OR l.expires_at < now.ms OR NOT ${validRow('l')} AS free
                      FROM ${t} AS l, now WHERE l.resource = ANY (ARRAY(SELECT resource FROM input))),
                    fresh AS (
                      SELECT i.resource FROM input i
@@ -232,35 +263,37 @@ export function statements(schema: string, table: string, notify: boolean) {
                      INSERT INTO ${t} AS l (resource, owner, token, expires_at)
                      SELECT f.resource, $2::text, 1, now.ms + $3::bigint FROM fresh f CROSS JOIN now
                      ON CONFLICT (resource) DO UPDATE
-                       SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at
+                       SET owner = excluded.owner, token = ${nextToken('l')}, expires_at = excluded.expires_at
                        WHERE l.owner = '' OR l.expires_at < excluded.expires_at - $3::bigint
+                          OR NOT ${validRow('l')}
                      RETURNING l.resource, l.token, l.expires_at, ${handed('l')}),
                    taken AS (
                      SELECT l.resource FROM ${t} AS l JOIN input i ON i.resource = l.resource, now
                      WHERE NOT EXISTS (SELECT FROM inserted)
                        AND l.resource = ANY (ARRAY(SELECT resource FROM seen WHERE free))
-                       AND (l.owner = '' OR l.expires_at < now.ms)
+                       AND (l.owner = '' OR l.expires_at < now.ms OR NOT ${validRow('l')})
                      ORDER BY i.ord LIMIT 1
                      FOR NO KEY UPDATE OF l SKIP LOCKED),
                    updated AS (
                      UPDATE ${t} AS l
-                     SET owner = $2::text, token = l.token + 1, expires_at = now.ms + $3::bigint
+                     SET owner = $2::text, token = ${nextToken('l')}, expires_at = now.ms + $3::bigint
                      FROM taken, now
-                     WHERE l.resource = taken.resource AND (l.owner = '' OR l.expires_at < now.ms)
+                     WHERE l.resource = taken.resource
+                       AND (l.owner = '' OR l.expires_at < now.ms OR NOT ${validRow('l')})
                      RETURNING l.resource, l.token, l.expires_at, ${handed('l')})
                    SELECT resource, token, expires_at, data FROM inserted
                    UNION ALL SELECT resource, token, expires_at, data FROM updated
                    UNION ALL SELECT resource, NULL, NULL, NULL FROM fresh
                      WHERE NOT EXISTS (SELECT FROM inserted) AND NOT EXISTS (SELECT FROM updated)`,
     renew: `UPDATE ${t} SET expires_at = ${NOW} + $4::bigint
-            WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+            WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint AND ${valid}
             RETURNING expires_at`,
     // The answer is the row count alone (returning rows costs the server and the client more
     // than the check). The NOTIFY rides in the assignment, evaluated once the row matched; should
     // a concurrent change of the row make the update give way after that, the NOTIFY is sent
     // anyway: a watcher tries, and is refused.
     release: `UPDATE ${t} SET owner = '', expires_at = ${zero()}
-              WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint`,
+              WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint AND ${valid}`,
     // Lease data lives in its own table, which renew, release and the batches never name: they
     // neither carry nor rewrite it. The three data writes are each one statement: the same
     // compare-and-set on owner and token (renew's and release's own UPDATE, or for writeData a
@@ -269,21 +302,21 @@ export function statements(schema: string, table: string, notify: boolean) {
     // lease row locked while it writes the data, so a grant waits for it (see `handed`).
     writeData: `WITH cas AS (
                   SELECT resource FROM ${t}
-                  WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+                  WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint AND ${valid}
                   FOR NO KEY UPDATE)
                 INSERT INTO ${d} AS dd (resource, data) SELECT resource, $4::bytea FROM cas
                 ON CONFLICT (resource) DO UPDATE SET data = excluded.data`,
     // (resource, owner, token, ttl, data)
     renewData: `WITH cas AS (
                   UPDATE ${t} SET expires_at = ${NOW} + $4::bigint
-                  WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+                  WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint AND ${valid}
                   RETURNING resource, expires_at),
                 ${put('$5')}
                 SELECT expires_at FROM cas`,
     // (resource, owner, token, data, channel when notifying)
     releaseData: `WITH cas AS (
                     UPDATE ${t} SET owner = '', expires_at = ${zero('$5')}
-                    WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint
+                    WHERE resource = $1::text AND owner = $2::text AND token = $3::bigint AND ${valid}
                     RETURNING resource),
                   ${put('$4')}
                   SELECT 1 AS released FROM cas`,
@@ -311,6 +344,7 @@ export function statements(schema: string, table: string, notify: boolean) {
                   UPDATE ${t} AS l SET expires_at = now.ms + w.ttl
                   FROM want w, now, locked
                   WHERE l.resource = w.resource AND l.owner = w.owner AND l.token = w.token
+                    AND ${validRow('l')}
                   RETURNING l.resource, l.owner, l.token, l.expires_at)
                 SELECT i.ord::int AS ord, d.expires_at FROM input i
                 JOIN done d ON d.resource = i.resource AND d.owner = i.owner AND d.token = i.token`,
@@ -330,8 +364,15 @@ export function statements(schema: string, table: string, notify: boolean) {
                     UPDATE ${t} AS l SET owner = '', expires_at = 0
                     FROM want w, locked
                     WHERE l.resource = w.resource AND l.owner = w.owner AND l.token = w.token
+                      AND ${validRow('l')}
                     RETURNING w.ord, l.resource)
                   SELECT ord::int AS ord, ${released('resource')} AS released FROM done`,
+    // The first record of the names $1 that an acquire refuses as corrupt (see `nextToken`), read
+    // only after such a refusal, to say what is wrong with it.
+    invalid: `SELECT l.resource, l.owner, l.token, l.expires_at FROM ${t} AS l
+              WHERE l.resource = ANY (ARRAY(SELECT r COLLATE "C" FROM unnest($1::text[]) AS r))
+                AND NOT (${validRow('l')} AND l.token < ${SAFE_MAX})
+              ORDER BY l.resource LIMIT 1`,
     get: `SELECT owner, token, expires_at, ${dataOf('$1::text')} AS data
           FROM ${t} WHERE resource = $1::text`,
     // The column's "C" collation makes these comparisons byte order, so they run on the primary key.

@@ -6,6 +6,7 @@ import { CallDeadlines } from '../../core/call-deadlines.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
+import { recordExpiresAt, recordOwner, recordToken } from '../../core/record-check.js';
 import { checkOut } from '../../core/pg-checkout.js';
 import { readPaged } from '../../core/read-paged.js';
 import { ReplySizer } from '../../core/reply-sizer.js';
@@ -27,7 +28,7 @@ import type {
 } from './postgres-driver.js';
 import { fromBytea, toBytea } from './postgres-data.js';
 import { diagnosePostgres } from './postgres-doctor.js';
-import { isGroupRefusal, mapPgError } from './postgres-errors.js';
+import { isGroupRefusal, isInvalidRefusal, mapPgError } from './postgres-errors.js';
 import {
   resolvePostgresOptions,
   type PostgresStoreOptions,
@@ -211,8 +212,32 @@ export class PostgresStore extends StoreBase {
   }
 
   protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    return this.run(this.sql.acquire, [resource, owner, ttlMs]).then(({ rows: [row] }) =>
-      row ? granted(resource, owner, ttlMs, row) : null,
+    return this.run(this.sql.acquire, [resource, owner, ttlMs]).then(
+      ({ rows: [row] }) => (row ? granted(resource, owner, ttlMs, row) : null),
+      (error: unknown) => this.refused(error, [resource]),
+    );
+  }
+
+  /**
+   * Rethrows `error`; when it is an acquire's refusal of a corrupt record (`isInvalidRefusal`),
+   * as `RECORD_INVALID` saying what is wrong with the first such record of `resources`, read
+   * after the refusal (a second round trip on this path only). A valid record refused for its
+   * token being 2^53 − 1 already is `STORE_UNAVAILABLE`, not retryable: no higher one exists.
+   */
+  private async refused(error: unknown, resources: readonly string[]): Promise<never> {
+    if (!isInvalidRefusal(error)) throw error;
+    const [row] = await this.query(this.sql.invalid, [resources]);
+    if (!row)
+      throw new LeaseError(
+        ErrorCode.RECORD_INVALID,
+        `${this.options.label} refused a record of ${JSON.stringify(resources[0])}${resources.length > 1 ? ' …' : ''} that was not one leasehold writes, since repaired or removed`,
+        { retryable: false, cause: error },
+      );
+    const { resource } = toRecord(row); // throws RECORD_INVALID for what is wrong with it
+    throw new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `${this.options.label} cannot grant ${JSON.stringify(resource)}: its token is ${Number.MAX_SAFE_INTEGER}, and the next, ${2n ** 53n}, would be past 2^53 − 1`,
+      { retryable: false, resource, cause: error },
     );
   }
 
@@ -242,7 +267,9 @@ export class PostgresStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
-    const rows = await this.query(this.sql.acquireMany, [resources, owner, ttlMs]);
+    const rows = await this.query(this.sql.acquireMany, [resources, owner, ttlMs]).catch(
+      (error: unknown) => this.refused(error, resources),
+    );
     let dataBytes = 0;
     for (const row of rows) dataBytes += byteLength(row.data) + byteLength(row.held_data);
     this.sizer.observe(dataBytes, rows.length);
@@ -281,7 +308,7 @@ export class PostgresStore extends StoreBase {
       rows = await this.query(this.sql.acquireAll, [resources, owner, ttlMs]);
     } catch (error) {
       if (isGroupRefusal(error)) return null;
-      throw error;
+      return this.refused(error, resources);
     }
     if (rows.length === 0) return null;
     if (rows.length !== resources.length)
@@ -311,7 +338,9 @@ export class PostgresStore extends StoreBase {
   ): Promise<Lease | null> {
     let row: Row | undefined;
     for (let tries = 0; tries <= resources.length; tries++) {
-      [row] = await this.query(this.sql.acquireFirst, [resources, owner, ttlMs]);
+      [row] = await this.query(this.sql.acquireFirst, [resources, owner, ttlMs]).catch(
+        (error: unknown) => this.refused(error, resources),
+      );
       if (row?.token !== null) break;
     }
     if (!row || row.token === null) return null;
@@ -582,13 +611,17 @@ function renewed(lease: Lease, expiresAt: number, ttlMs: number): Lease {
   return { resource: lease.resource, owner: lease.owner, token: lease.token, expiresAt, ttlMs };
 }
 
+/**
+ * A row of the lease table as a record. One leasehold did not write (a token that is no positive
+ * safe integer, an owner over `LIMITS.ownerMaxBytes`, a negative expiry) is `RECORD_INVALID`.
+ */
 function toRecord(row: Row): LeaseRecord {
   const resource = String(row.resource);
   const record = {
     resource,
-    owner: String(row.owner),
-    token: safeInteger(row.token, 'token'),
-    expiresAt: safeInteger(row.expires_at, 'expires_at'),
+    owner: recordOwner(resource, row.owner),
+    token: recordToken(resource, row.token),
+    expiresAt: recordExpiresAt(resource, row.expires_at),
   };
   return withData(record, fromBytea(row.data, resource));
 }

@@ -1,5 +1,11 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
+import {
+  invalidRecord,
+  recordExpiresAt,
+  recordOwner,
+  recordToken,
+} from '../../core/record-check.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 
 /*
@@ -24,8 +30,46 @@ export function fromColumn(value: unknown, resource: string): LeaseData | null {
   );
 }
 
-/** A row of `get` / `list` (the record's columns plus `data`) as a record, `data` absent when none. */
-export function toRecord(row: LeaseRecord & { data: unknown }): LeaseRecord {
-  const { resource, owner, token, expiresAt } = row;
+/** A row of `get` / `list`, as read: any column may hold any SQLite type. */
+export interface RecordRow {
+  resource: string;
+  owner: unknown;
+  token: unknown;
+  expiresAt: unknown;
+  data: unknown;
+}
+
+/**
+ * A row of `get` / `list` (the record's columns plus `data`) as a record, `data` absent when none.
+ * A record leasehold did not write (a token that is no positive safe integer, an owner that is no
+ * string or too long, an `expiresAt` that is no whole number of ms) is `RECORD_INVALID`.
+ */
+export function toRecord(row: RecordRow): LeaseRecord {
+  const { resource } = row;
+  const owner = recordOwner(resource, row.owner);
+  const token = recordToken(resource, row.token);
+  const expiresAt = recordExpiresAt(resource, row.expiresAt);
   return withData({ resource, owner, token, expiresAt }, fromColumn(row.data, resource));
+}
+
+/**
+ * The error for the row of `resource` that an acquire refused to take (see
+ * `statements().acquire`), as `row` reads now: `RECORD_INVALID` saying what is wrong with it;
+ * when every field reads as valid, `STORE_UNAVAILABLE` (not retryable) if its token is 2^53 − 1
+ * already, as no higher one exists, else `RECORD_INVALID` (a field SQLite keeps in another type
+ * than leasehold writes, or a row repaired since).
+ */
+export function refusedRecord(resource: string, row: RecordRow | undefined): LeaseError {
+  try {
+    if (row) toRecord(row);
+  } catch (error) {
+    return error as LeaseError;
+  }
+  if (row?.token === Number.MAX_SAFE_INTEGER)
+    return new LeaseError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `SQLite cannot grant ${JSON.stringify(resource)}: its token is ${row.token}, and the next, ${2n ** 53n}, would be past 2^53 − 1`,
+      { retryable: false, resource },
+    );
+  return invalidRecord(resource, 'a field is not stored as leasehold stores it');
 }

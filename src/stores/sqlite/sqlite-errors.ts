@@ -6,6 +6,14 @@ export function isBusy(error: unknown): boolean {
   return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)(_|$)/.test(code);
 }
 
+/**
+ * Whether `error` is a NOT NULL constraint failing: what the acquire statement fails with when the
+ * row it would take is not one leasehold writes (see `statements().acquire`).
+ */
+export function isNotNull(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_NOTNULL';
+}
+
 /** A driver error as a `LeaseError`: busy and I/O errors are retryable, the rest are not. */
 export function mapSqliteError(error: unknown, operation: string): LeaseError {
   if (error instanceof LeaseError) return error;

@@ -1,3 +1,4 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Transaction } from './sqlite-driver.js';
 import { URGENT } from './sqlite-runner.js';
 
@@ -27,7 +28,9 @@ export type RunStep = <T>(label: string, urgent: boolean, attempt: () => T) => P
  * statement in autocommit; it waits for nothing but the microtasks already queued.
  *
  * A failure inside the transaction rolls all of it back, so every member of that group fails with
- * the same error and none of them took effect: the same outcome as each failing alone.
+ * the same error and none of them took effect: the same outcome as each failing alone. The one
+ * exception is a member's own `RECORD_INVALID` (an acquire refused a record leasehold did not
+ * write; its statement failed alone and wrote nothing): that member fails with it, the others go on.
  */
 export class TransitionGroup {
   private queue: GroupMember[] = [];
@@ -72,7 +75,12 @@ export class TransitionGroup {
     const operations = [...new Set(members.map((m) => m.operation))];
     const urgent = operations.some((op) => URGENT.has(op));
     this.runStep(operations.join('/'), urgent, () => this.applyAll.immediate(members)).then(
-      (results) => members.forEach((m, k) => m.resolve(results[k])),
+      (results) =>
+        members.forEach((m, k) => {
+          const result = results[k];
+          if (result instanceof MemberFailure) m.reject(result.error);
+          else m.resolve(result);
+        }),
       (error: unknown) => {
         for (const m of members) m.reject(error);
       },
@@ -82,7 +90,23 @@ export class TransitionGroup {
 
 const SETTLED = Promise.resolve();
 
-/** The transaction body for `TransitionGroup`: each member's statement, in order. */
+/** A member's own failure inside a group's transaction, which the others do not share. */
+class MemberFailure {
+  constructor(readonly error: LeaseError) {}
+}
+
+/**
+ * The transaction body for `TransitionGroup`: each member's statement, in order. A member's
+ * `RECORD_INVALID` is its own (see `TransitionGroup`); any other failure rolls back the group.
+ */
 export function applyEach(members: readonly { apply: () => unknown }[]): unknown[] {
-  return members.map((m) => m.apply());
+  return members.map((m) => {
+    try {
+      return m.apply();
+    } catch (error) {
+      if (error instanceof LeaseError && error.code === ErrorCode.RECORD_INVALID)
+        return new MemberFailure(error);
+      throw error;
+    }
+  });
 }

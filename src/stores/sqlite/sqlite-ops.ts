@@ -1,3 +1,5 @@
+import { LIMITS } from '../../core/options.js';
+
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
 export const SCHEMA_VERSION = 4;
 
@@ -66,6 +68,20 @@ export function versionStatements(table: string) {
   };
 }
 
+/** The largest token a record may hold: `Number.MAX_SAFE_INTEGER`. */
+const TOKEN_MAX = 9007199254740991;
+
+/**
+ * Whether the lease row as stored is one leasehold writes: an integer token from 1 to
+ * `TOKEN_MAX`, a text owner of at most `LIMITS.ownerMaxBytes` bytes, an integer `expires_at`
+ * from 0 to `TOKEN_MAX`. SQLite keeps any type in any column (`NOT NULL` is the only constraint),
+ * so a row written by hand may hold text, a real or a blob: `'abc' + 1` is 1, and `'abc' + ? < ?`
+ * is "expired". The transitions test this before anything else.
+ */
+export const VALID_ROW = `(typeof(token) = 'integer' AND token BETWEEN 1 AND ${TOKEN_MAX}
+     AND typeof(owner) = 'text' AND length(CAST(owner AS BLOB)) <= ${LIMITS.ownerMaxBytes}
+     AND typeof(expires_at) = 'integer' AND expires_at BETWEEN 0 AND ${TOKEN_MAX})`;
+
 /** The lease data of the row `row` of the lease table, read by key in the same statement. */
 function dataOf(table: string, row: string): string {
   return `(SELECT d.data FROM "${table}_data" AS d WHERE d.resource = ${row}.resource) AS data`;
@@ -78,22 +94,30 @@ export function statements(table: string) {
   return {
     // The three transitions take positional parameters, in the order each comment gives:
     // better-sqlite3 binds them about 5 µs faster per acquire-release cycle than named ones.
-    // One statement: insert the first record, or take over a released or expired one.
+    // One statement: insert the first record, or take over a released or expired one. A row that
+    // is not `VALID_ROW` (or whose token is already the largest) is never taken: the update is
+    // made to write a NULL token, so the statement fails with SQLITE_CONSTRAINT_NOTNULL, which
+    // nothing else here can cause, and writes nothing (see `SqliteStore.grant`).
     // (resource, owner, now, ttl, skew, now)
     acquire: `INSERT INTO ${t} (resource, owner, token, expires_at) VALUES (?, ?, 1, ? + ?)
-              ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner, token = token + 1, expires_at = excluded.expires_at
-              WHERE owner = '' OR expires_at + ? < ?
+              ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner,
+                token = CASE WHEN ${VALID_ROW} AND token < ${TOKEN_MAX} THEN token + 1 END,
+                expires_at = excluded.expires_at
+              WHERE owner = '' OR expires_at + ? < ? OR NOT ${VALID_ROW}
               RETURNING token, expires_at AS expiresAt, ${dataOf(table, t)}`,
-    // (resource, skew, now): a live record, the one case in which `acquire` would refuse.
-    held: `SELECT 1 AS held FROM ${t}
-           WHERE resource = ? AND NOT (owner = '' OR expires_at + ? < ?)`,
+    // (resource, skew, now): a live record, the one case in which `acquire` would refuse, or one
+    // that is not `VALID_ROW` (`valid` 0), on which `acquire` would fail.
+    held: `SELECT 1 AS held, ${VALID_ROW} AS valid FROM ${t}
+           WHERE resource = ? AND (NOT (owner = '' OR expires_at + ? < ?) OR NOT ${VALID_ROW})`,
+    // Renew and release change only a `VALID_ROW`: a record that became corrupt is not the
+    // caller's any more, and stays as it is. (writeData writes only the data table.)
     // (now, ttl, resource, owner, token)
     renew: `UPDATE ${t} SET expires_at = ? + ?
-            WHERE resource = ? AND owner = ? AND token = ?
+            WHERE resource = ? AND owner = ? AND token = ? AND ${VALID_ROW}
             RETURNING expires_at AS expiresAt`,
     // (resource, owner, token)
     release: `UPDATE ${t} SET owner = '', expires_at = 0
-              WHERE resource = ? AND owner = ? AND token = ?`,
+              WHERE resource = ? AND owner = ? AND token = ? AND ${VALID_ROW}`,
     // Lease data lives in its own table, which `renew` and `release` above never name: they
     // neither carry nor rewrite it. `writeData` is one statement: the same compare-and-set on
     // owner and token, read under the statement's write lock, writes the data only when it holds.

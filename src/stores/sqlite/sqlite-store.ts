@@ -17,9 +17,9 @@ import { dataSize, ReplySizer } from '../../core/reply-sizer.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import type { SqliteDatabase, SqliteStatement, Transaction } from './sqlite-driver.js';
 import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
-import { mapSqliteError } from './sqlite-errors.js';
+import { isNotNull, mapSqliteError } from './sqlite-errors.js';
 import { FileIdentity } from './sqlite-file-identity.js';
-import { fromColumn, toRecord } from './sqlite-data.js';
+import { fromColumn, refusedRecord, toRecord, type RecordRow } from './sqlite-data.js';
 import { readSizedPages } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { applyEach, TransitionGroup } from './sqlite-group.js';
@@ -178,7 +178,12 @@ export class SqliteStore extends StoreBase {
     );
     const steps: GroupSteps = {
       take: (resource, owner, ttlMs, now) => this.take(resource, owner, ttlMs, now),
-      held: (resource, now) => this.sql.held.get(resource, this.maxClockSkewMs, now) !== undefined,
+      held: (resource, now) => {
+        const row = this.sql.held.get(resource, this.maxClockSkewMs, now) as
+          { valid: number } | undefined;
+        if (row && !row.valid) throw this.refused(resource);
+        return row !== undefined;
+      },
     };
     this.groupTransaction = db.transaction(
       (resources: readonly string[], owner: string, ttlMs: number) =>
@@ -374,7 +379,7 @@ export class SqliteStore extends StoreBase {
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
     return this.runner.run('get', () => {
-      const row = this.sql.get.get(resource) as (LeaseRecord & { data: unknown }) | undefined;
+      const row = this.sql.get.get(resource) as RecordRow | undefined;
       return row ? toRecord(row) : null;
     });
   }
@@ -394,7 +399,7 @@ export class SqliteStore extends StoreBase {
           : to === undefined
             ? this.sql.listFrom.all({ from: prefix, limit: n })
             : this.sql.listRange.all({ from: prefix, to, limit: n });
-      return (rows as (LeaseRecord & { data: unknown })[]).map(toRecord);
+      return (rows as RecordRow[]).map(toRecord);
     };
     return readSizedPages(limit, after, (from, n) => this.runner.run('list', () => page(from, n)));
   }
@@ -421,29 +426,48 @@ export class SqliteStore extends StoreBase {
    */
   private grant(resource: string, owner: string, ttlMs: number): Lease | null {
     const now = this.clock.now();
-    const [row] = this.sql.acquire.all(
-      resource,
-      owner,
-      now,
-      ttlMs,
-      this.maxClockSkewMs,
-      now,
-    ) as GrantRow[];
+    let row: GrantRow | undefined;
+    try {
+      [row] = this.sql.acquire.all(
+        resource,
+        owner,
+        now,
+        ttlMs,
+        this.maxClockSkewMs,
+        now,
+      ) as GrantRow[];
+    } catch (error) {
+      throw isNotNull(error) ? this.refused(resource) : error;
+    }
     return row ? granted(resource, owner, ttlMs, row) : null;
   }
 
   /** The single acquire's statement inside a transaction, on the transaction's reading of the clock. */
   private take(resource: string, owner: string, ttlMs: number, now: number): Lease | null {
-    const row = this.sql.acquire.get(resource, owner, now, ttlMs, this.maxClockSkewMs, now) as
-      GrantRow | undefined;
+    let row: GrantRow | undefined;
+    try {
+      row = this.sql.acquire.get(resource, owner, now, ttlMs, this.maxClockSkewMs, now) as
+        GrantRow | undefined;
+    } catch (error) {
+      throw isNotNull(error) ? this.refused(resource) : error;
+    }
     return row ? granted(resource, owner, ttlMs, row) : null;
+  }
+
+  /**
+   * `RECORD_INVALID` for a record the acquire statement refused to take (it failed its NOT NULL
+   * constraint, writing nothing: a failed statement is undone alone, so a transaction around it
+   * goes on), saying what is wrong with it as it reads now: a read only on this path.
+   */
+  private refused(resource: string): LeaseError {
+    return refusedRecord(resource, this.sql.get.get(resource) as RecordRow | undefined);
   }
 
   /** One resource of `acquireMany`; the holder is read in the same transaction when refused. */
   private acquireOne(resource: string, owner: string, ttlMs: number, now: number): AcquireOutcome {
     const lease = this.take(resource, owner, ttlMs, now);
     if (lease) return { resource, lease };
-    const row = this.sql.get.get(resource) as (LeaseRecord & { data: unknown }) | undefined;
+    const row = this.sql.get.get(resource) as RecordRow | undefined;
     return row ? { resource, lease: null, holder: toRecord(row) } : { resource, lease: null };
   }
 
