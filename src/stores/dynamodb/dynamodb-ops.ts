@@ -1,5 +1,6 @@
-import type { LeaseRecord, LeaseRef } from '../../core/lease.js';
-import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
+import type { LeaseRef } from '../../core/lease.js';
+import { encodeData, type LeaseData } from '../../core/lease-data.js';
+import { LIMITS } from '../../core/options.js';
 import type { Item } from './dynamodb-driver.js';
 
 /**
@@ -44,11 +45,39 @@ function dataClauses(data: LeaseData | null): { set: string; remove: string; val
     : { set: ', #d = :data', remove: '', values: { ':data': { S: text } } };
 }
 
+/** An item that never held a lease: absent, or holding none of the lease's attributes. */
+const BARE = 'attribute_not_exists(#o) AND attribute_not_exists(#t) AND attribute_not_exists(#e)';
+
+/**
+ * A record leasehold writes that is released or lapsed: a number `expiresAt` from 0 to `:lapsed`,
+ * a number token from 1 to 2^53 − 2 (its successor still safe), and a string owner (every string
+ * is at least `''`) of at most `LIMITS.ownerMaxBytes` characters. A comparison of an attribute of
+ * another type, or of a missing one, is false. Flat, with no parentheses (`AND` binds before
+ * `OR`): dynalite's parser took several times as long on the same condition nested.
+ */
+const LAPSED_RECORD =
+  '#e BETWEEN :zero AND :lapsed AND #t BETWEEN :one AND :lastBase AND #o >= :none AND NOT size(#o) > :ownerMax';
+
+const RECORD_VALUES = Object.freeze({
+  ':zero': num(0),
+  ':lastBase': num(Number.MAX_SAFE_INTEGER - 1),
+  ':none': { S: '' },
+  ':ownerMax': num(LIMITS.ownerMaxBytes),
+});
+
 /**
  * Acquire: the item is absent, released, or expired by more than the allowed skew
  * (`expiresAt + skew < now`, written `expiresAt < now − skew`). A release writes `expiresAt` 0,
- * so one comparison covers released and expired alike, and an item without `expiresAt` (never
- * written by a transition) counts as absent, as `toRecord` reads it. The token is bumped in the
+ * so one comparison covers released and expired alike, and an item holding none of `owner`,
+ * `token` and `expiresAt` (never written by a transition) counts as absent, as `toRecord` reads
+ * it. Any other item is granted over only if it is a record leasehold writes, checked by the
+ * server in the same condition (`LAPSED_RECORD`): so a corrupt item — an attribute missing or of
+ * another type, a token not in 1 … 2^53 − 2 (`ADD` would start a missing one at 0, grant past a
+ * negative one, or leave the safe range), a negative `expiresAt`, an owner over
+ * `LIMITS.ownerMaxBytes` characters — is refused, never overwritten, and reads as
+ * `RECORD_INVALID` (see dynamodb-record.ts). A condition cannot see a fraction: a fractional
+ * token is granted as the next fraction, which the client refuses as `RECORD_INVALID` (never a
+ * lease), and which stays fractional for every later acquire. The token is bumped in the
  * same update (`ADD` starts a missing number at 0) and the whole item comes back with `ALL_NEW`,
  * the data the previous holders left included (no read, no extra capacity: a write is charged by
  * the item's size either way). When the
@@ -66,13 +95,15 @@ export function acquireRequest(
     TableName: table,
     Key: key(resource),
     UpdateExpression: 'SET #o = :owner, #e = :expiresAt ADD #t :one',
-    ConditionExpression: 'attribute_not_exists(#e) OR #e < :cutoff',
+    ConditionExpression: `${BARE} OR ${LAPSED_RECORD}`,
     ExpressionAttributeNames: LEASE_NAMES,
     ExpressionAttributeValues: {
       ':owner': { S: owner },
       ':expiresAt': num(expiresAt),
       ':one': num(1),
-      ':cutoff': num(cutoff),
+      // The latest whole `expiresAt` below the cutoff (every valid `expiresAt` is whole).
+      ':lapsed': num(Math.ceil(cutoff) - 1),
+      ...RECORD_VALUES,
     },
     ReturnValues: 'ALL_NEW',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -84,7 +115,8 @@ export function acquireRequest(
  * delayed in flight that lands after a newer one must not shorten what the newer one granted
  * (the holder believes the newer deadline). Found by the protocol model (`RENEW_FORWARD_ONLY`).
  * A renew whose answer was lost and that is sent again finds the same owner and token and an
- * expiry no later than its own, and succeeds again. On a failed condition the old item comes back
+ * expiry no later than its own, and succeeds again. An `expiresAt` that is not a number of at least
+ * 0 (a record made corrupt by hand) fails the condition. On a failed condition the old item comes back
  * with the error where the service supports it.
  */
 export function renewRequest(table: string, lease: LeaseRef, expiresAt: number): object {
@@ -92,12 +124,13 @@ export function renewRequest(table: string, lease: LeaseRef, expiresAt: number):
     TableName: table,
     Key: key(lease.resource),
     UpdateExpression: 'SET #e = :expiresAt',
-    ConditionExpression: '#o = :owner AND #t = :token AND #e <= :expiresAt',
+    ConditionExpression: '#o = :owner AND #t = :token AND #e BETWEEN :zero AND :expiresAt',
     ExpressionAttributeNames: LEASE_NAMES,
     ExpressionAttributeValues: {
       ':owner': { S: lease.owner },
       ':token': num(lease.token),
       ':expiresAt': num(expiresAt),
+      ':zero': num(0),
     },
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
@@ -121,8 +154,9 @@ export function renewWithDataRequest(
 }
 
 /**
- * Release: owner and token still ours; the item stays, with its token, so tokens never restart,
- * and with its data, for the next holder. With `data`, that is set (or removed) in the same update.
+ * Release: owner and token still ours (and `expiresAt` a number of at least 0: a record made
+ * corrupt by hand is refused, not blanked); the item stays, with its token, so tokens never
+ * restart, and with its data, for the next holder. With `data`, that is set (or removed) in the same update.
  */
 export function releaseRequest(table: string, lease: LeaseRef, data?: LeaseData | null): object {
   const { set, remove, values } =
@@ -131,7 +165,7 @@ export function releaseRequest(table: string, lease: LeaseRef, data?: LeaseData 
     TableName: table,
     Key: key(lease.resource),
     UpdateExpression: `SET #o = :released, #e = :zero${set}${remove}`,
-    ConditionExpression: '#o = :owner AND #t = :token',
+    ConditionExpression: '#o = :owner AND #t = :token AND #e >= :zero',
     ExpressionAttributeNames: data === undefined ? LEASE_NAMES : DATA_NAMES,
     ExpressionAttributeValues: {
       ':owner': { S: lease.owner },
@@ -226,21 +260,4 @@ export function createTableRequest(table: string): object {
     KeySchema: [{ AttributeName: 'resource', KeyType: 'HASH' }],
     BillingMode: 'PAY_PER_REQUEST',
   };
-}
-
-/**
- * A stored item as a record. Missing attributes read as a released record at token 0, a missing
- * `data` as no data (`data` left out of the record).
- */
-export function toRecord(item: Item): LeaseRecord {
-  const resource = item.resource?.S ?? '';
-  return withData(
-    {
-      resource,
-      owner: item.owner?.S ?? '',
-      token: Number(item.token?.N ?? 0),
-      expiresAt: Number(item.expiresAt?.N ?? 0),
-    },
-    decodeData(item.data?.S, resource),
-  );
 }

@@ -3,6 +3,7 @@ import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { sameData, withData, type LeaseData } from '../../core/lease-data.js';
+import { invalidRecord } from '../../core/record-check.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
   compareResources,
@@ -43,9 +44,9 @@ import {
   renewWithDataRequest,
   scanFloor,
   scanRequest,
-  toRecord,
   writeDataRequest,
 } from './dynamodb-ops.js';
+import { toRecord } from './dynamodb-record.js';
 import { ensureTable } from './dynamodb-table.js';
 import {
   byWireElseSdk,
@@ -475,17 +476,14 @@ export class DynamodbStore extends StoreBase {
           return { resource, lease: withData(lease, record.data) };
         }
       }
+      const lapsed = seen && (seen.owner === '' || seen.expiresAt < now - this.maxClockSkewMs);
+      if (lapsed && seen.token >= Number.MAX_SAFE_INTEGER)
+        throw invalidRecord(resource, `token is ${seen.token}: no safe token is left above it`);
       return seen ? { resource, lease: null, holder: seen } : { resource, lease: null };
     }
-    const token = Number(answer.Attributes?.token?.N);
-    if (!Number.isSafeInteger(token) || token < 1) {
-      throw new LeaseError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `DynamoDB ${operation} on table "${this.table}" answered without a valid token`,
-        { retryable: false },
-      );
-    }
-    const data = toRecord({ resource: { S: resource }, ...answer.Attributes }).data;
+    // The condition let only valid records through, but cannot see a fraction: a token read
+    // here that is not a positive safe integer (2.5 + 1) is `RECORD_INVALID`, never a lease.
+    const { token, data } = toRecord({ resource: { S: resource }, ...answer.Attributes });
     return { resource, lease: withData({ resource, owner, token, expiresAt, ttlMs }, data) };
   }
 

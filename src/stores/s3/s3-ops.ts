@@ -2,6 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
 import { decodeData, withData } from '../../core/lease-data.js';
+import {
+  invalidRecord,
+  recordExpiresAt,
+  recordOwner,
+  recordToken,
+} from '../../core/record-check.js';
 
 /**
  * The body of a lease object: the record plus `write`, a random id of the write that made it.
@@ -44,44 +50,50 @@ export function encodeRecord(record: LeaseRecord, write: string, data: string | 
   return JSON.stringify(data === null ? body : { ...body, data });
 }
 
-/** Reads a lease object's body; anything else in the prefix is an error, never a guess. */
+/**
+ * Reads a lease object's body, checked (see core/record-check.ts): JSON naming this resource,
+ * an owner string of at most `LIMITS.ownerMaxBytes`, a token that is a positive safe integer, a
+ * non-negative safe integer `expiresAt`, and a `write` id. Anything else at a record's key is
+ * `RECORD_INVALID`, never a guess: every transition reads before it writes, so such an object is
+ * never treated as free nor overwritten. `data` that is not a string is a non-retryable
+ * `STORE_UNAVAILABLE`, as lease data in no known form is (core/lease-data.ts).
+ */
 export function decodeRecord(body: string, resource: string, key: string): StoredRecord {
   let value: Record<string, unknown> | undefined;
   try {
     const parsed: unknown = JSON.parse(body);
-    if (typeof parsed === 'object' && parsed !== null) value = parsed as Record<string, unknown>;
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
+      value = parsed as Record<string, unknown>;
   } catch {
     value = undefined;
   }
-  const token = value?.token;
-  const expiresAt = value?.expiresAt;
-  if (
-    value === undefined ||
-    value.resource !== resource ||
-    typeof value.owner !== 'string' ||
-    typeof token !== 'number' ||
-    !Number.isSafeInteger(token) ||
-    token < 1 ||
-    typeof expiresAt !== 'number' ||
-    !Number.isSafeInteger(expiresAt) ||
-    typeof value.write !== 'string' ||
-    (value.data !== undefined && typeof value.data !== 'string')
-  ) {
+  const where = `the object "${key}"`;
+  if (value === undefined) throw invalidRecord(resource, `${where} holds no JSON object`);
+  if (value.resource !== resource) throw invalidRecord(resource, `${where} names another resource`);
+  const owner = recordOwner(resource, value.owner);
+  const token = recordTokenOf(resource, value.token);
+  const expiresAt = recordExpiresAt(resource, value.expiresAt);
+  if (typeof value.write !== 'string') throw invalidRecord(resource, `${where} has no write id`);
+  // Lease data in no known form stays what core/lease-data.ts makes of it: STORE_UNAVAILABLE.
+  if (value.data !== undefined && typeof value.data !== 'string')
     throw new LeaseError(
       ErrorCode.STORE_UNAVAILABLE,
-      `the object "${key}" is not a lease record of resource ${JSON.stringify(resource)}: keep other objects out of the store's prefix`,
+      `the object "${key}" is not a lease record of resource ${JSON.stringify(resource)}: its data is not leasehold's`,
       { retryable: false },
     );
-  }
   const data = (value.data as string | undefined) || null;
   return {
-    record: withData(
-      { resource, owner: value.owner, token, expiresAt },
-      decodeData(data, resource),
-    ),
+    record: withData({ resource, owner, token, expiresAt }, decodeData(data, resource)),
     write: value.write,
     data,
   };
+}
+
+/** A token as JSON holds it: a number (a string of digits is not what leasehold writes). */
+function recordTokenOf(resource: string, value: unknown): number {
+  if (typeof value !== 'number')
+    throw invalidRecord(resource, `token is ${value === undefined ? 'missing' : typeof value}`);
+  return recordToken(resource, value);
 }
 
 /** An ETag without its quotes (S3 sends `"…"`; weak `W/` forms never come from a PUT). */

@@ -3,7 +3,6 @@ import { withData, type LeaseData } from '../../core/lease-data.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import { decodeZkData } from './zookeeper-data.js';
 import { ZK_CODE } from './zookeeper-driver.js';
-import { foreignZnode } from './zookeeper-errors.js';
 import type { ZkGrants } from './zookeeper-grants.js';
 import {
   acquireOps,
@@ -12,7 +11,9 @@ import {
   hasDataOf,
   mtimeOf,
   opBytesOf,
+  noTokenZnode,
   recordOf,
+  refusedAcquire,
   splitForMulti,
   takeoverOps,
   type Modes,
@@ -196,9 +197,11 @@ export class ZkAcquirer {
     const now = mtimeOf(stat);
     return Promise.all(
       found.map(async ([record, token, hold], i): Promise<Seen> => {
-        if (!hold || !record || !token) return { kind: 'gone' };
+        // The record is checked whether or not a hold stands on it: a corrupt one is never free.
+        if (record && !token) throw noTokenZnode(paths[i]!);
+        if (!record || !token) return { kind: 'gone' };
         const found = recordOf(paths[i]!, record, token);
-        if (found.owner === '') return { kind: 'gone' };
+        if (!hold || found.owner === '') return { kind: 'gone' };
         if (now > found.expiresAt + this.maxClockSkewMs) {
           return { kind: 'lapsed', recordVersion: record.stat.version };
         }
@@ -258,8 +261,5 @@ function nextPath(
   if (from === 'free' && r.index === 0 && r.code === ZK_CODE.NODE_EXISTS) return 'held';
   if (from === 'free' && r.index === 0 && r.code === ZK_CODE.NO_NODE) return 'fresh';
   if (from === 'fresh' && r.index === 0 && r.code === ZK_CODE.NODE_EXISTS) return 'free';
-  throw foreignZnode(
-    from === 'fresh' && r.index === 0 ? p.record : p.hold,
-    `refused an acquire (operation ${r.index}, ZooKeeper error ${r.code})`,
-  );
+  throw refusedAcquire(p, from === 'free', r.index, r.code);
 }

@@ -14,6 +14,8 @@ export interface ZkStat {
   readonly ephemeralOwner: Buffer;
   /** How many children the znode has. */
   readonly numChildren: number;
+  /** How many bytes of data the znode holds. */
+  readonly dataLength?: number;
 }
 
 /** What the driver passes to a callback on failure: a ZooKeeper error code and its name. */

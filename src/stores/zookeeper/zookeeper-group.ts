@@ -1,7 +1,6 @@
 import type { Lease } from '../../core/lease.js';
 import { ZK_CODE, type ZkTransaction } from './zookeeper-driver.js';
 import type { ZkAcquirer } from './zookeeper-acquire.js';
-import { foreignZnode } from './zookeeper-errors.js';
 import {
   acquireOps,
   decodeRecord,
@@ -9,6 +8,7 @@ import {
   firstAcquireOps,
   grantOf,
   mtimeOf,
+  refusedAcquire,
   takeoverOps,
   type Modes,
 } from './zookeeper-ops.js';
@@ -140,10 +140,8 @@ export class ZkGroups {
         0,
         starts.findLastIndex((start) => start <= r.index),
       );
-      throw foreignZnode(
-        paths[member]!.record,
-        `refused an acquire (operation ${r.index - starts[member]!}, ZooKeeper error ${r.code})`,
-      );
+      const plan = plans[member]!;
+      throw refusedAcquire(paths[member]!, plan === 'free', r.index - starts[member]!, r.code);
     }
     const tokenAt = starts.map((start, i) => {
       const plan = plans[i]!;
@@ -175,9 +173,9 @@ export class ZkGroups {
     const now = mtimeOf(stat);
     return found.map(([record, hold], i): Plan | 'live' => {
       if (!record) return 'fresh'; // the hold is the record's child: no record, no hold
-      if (!hold) return 'free';
-      const { o, t } = decodeRecord(paths[i]!.record, record.data);
-      if (o === '') return 'free';
+      // Checked whether or not a hold stands on it: a corrupt record is never free.
+      const { o, t } = decodeRecord(paths[i]!.resource, record.data);
+      if (!hold || o === '') return 'free';
       if (now > mtimeOf(record.stat) + t + this.maxClockSkewMs) {
         return { lapsed: record.stat.version };
       }

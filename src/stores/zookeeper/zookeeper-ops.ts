@@ -1,4 +1,6 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { LIMITS } from '../../core/options.js';
+import { invalidRecord, recordOwner } from '../../core/record-check.js';
 import type { LeaseRecord } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import { encodeZkData } from './zookeeper-data.js';
@@ -47,16 +49,26 @@ export function ownerData(owner: string): Buffer {
 /** The token znode's data: none (only its version counts). */
 const NO_DATA = Buffer.alloc(0);
 
-export function decodeRecord(path: string, data: Buffer): StoredRecord {
+/**
+ * The record znode's data, checked (see core/record-check.ts): a JSON object whose `o` is an owner
+ * string of at most `LIMITS.ownerMaxBytes` and whose `t` is a whole TTL from 0 to
+ * `LIMITS.ttlMaxMs`. Anything else (bytes written by hand or by another program) is
+ * `RECORD_INVALID` for `resource`: never read as free.
+ */
+export function decodeRecord(resource: string, data: Buffer): StoredRecord {
   let parsed: unknown;
   try {
     parsed = JSON.parse(data.toString('utf8'));
   } catch {
     parsed = undefined;
   }
-  const { o, t } = (parsed ?? {}) as Partial<StoredRecord>;
-  if (typeof o !== 'string' || typeof t !== 'number') throw foreignZnode(path, 'holds no record');
-  return { o, t };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw invalidRecord(resource, `the record znode holds ${data.length} bytes that are no record`);
+  const { o, t } = parsed as Record<string, unknown>;
+  const owner = recordOwner(resource, o);
+  if (typeof t !== 'number' || !Number.isSafeInteger(t) || t < 0 || t > LIMITS.ttlMaxMs)
+    throw invalidRecord(resource, `its TTL is ${typeof t === 'number' ? t : typeof t}`);
+  return { o: owner, t };
 }
 
 /** A znode's `mtime`: the leader's wall-clock time, in ms, of the transaction that last wrote it. */
@@ -65,17 +77,51 @@ export function mtimeOf(stat: ZkStat): number {
   return stat.mtime.readInt32BE(0) * 0x1_0000_0000 + stat.mtime.readUInt32BE(4);
 }
 
-/** The token a token znode's version stands for; refused, never wrapped, past 2^31 − 1 grants. */
-export function tokenOf(path: string, stat: ZkStat): number {
+/**
+ * The token a token znode's version stands for; refused, never wrapped, past 2^31 − 1 grants. A
+ * token znode at version 0 (created by hand: leasehold creates and counts it in one `multi`) or
+ * holding data (leasehold writes none) is `RECORD_INVALID`.
+ */
+export function tokenOf(p: ResourcePaths, stat: ZkStat): number {
+  if (stat.version === 0 || (stat.dataLength ?? 0) > 0) {
+    throw invalidRecord(
+      p.resource,
+      `its token znode is at version ${stat.version} with ${stat.dataLength ?? 0} bytes of data`,
+    );
+  }
   if (stat.version < 1) {
     throw new LeaseError(
       ErrorCode.STORE_UNAVAILABLE,
-      `zookeeper znode ${JSON.stringify(path)} has version ${stat.version}: the resource ran out of ` +
-        'fencing tokens (ZooKeeper versions are 32-bit) or the znode was not written by leasehold',
+      `zookeeper znode ${JSON.stringify(p.token)} has version ${stat.version}: the resource ran out of ` +
+        'fencing tokens (ZooKeeper versions are 32-bit)',
       { retryable: false },
     );
   }
   return stat.version;
+}
+
+/** A record znode without its token znode: made by hand (leasehold creates both in one `multi`). */
+export function noTokenZnode(p: ResourcePaths): LeaseError {
+  return invalidRecord(p.resource, 'its record znode has no token znode');
+}
+
+/**
+ * The error of an acquire `multi` refused other than by a conflict, at `op` of the resource's
+ * own operations (`acquireOps` when `free`): counting the token of a record that has no token
+ * znode (`NO_NODE` at operation 1) is `RECORD_INVALID`, nothing applied; anything else says
+ * someone else writes under the store path.
+ */
+export function refusedAcquire(
+  p: ResourcePaths,
+  free: boolean,
+  op: number,
+  code: number,
+): LeaseError {
+  if (free && op === 1 && code === ZK_CODE.NO_NODE) return noTokenZnode(p);
+  return foreignZnode(
+    op === 0 && !free ? p.record : p.hold,
+    `refused an acquire (operation ${op}, ZooKeeper error ${code})`,
+  );
 }
 
 /**
@@ -88,12 +134,12 @@ export function recordOf(
   token: ZkStat,
   data?: LeaseData | null,
 ): LeaseRecord {
-  const { o, t } = decodeRecord(paths.record, record.data);
+  const { o, t } = decodeRecord(paths.resource, record.data);
   return withData(
     {
       resource: paths.resource,
       owner: o,
-      token: tokenOf(paths.token, token),
+      token: tokenOf(paths, token),
       expiresAt: o === '' ? 0 : mtimeOf(record.stat) + t,
     },
     data,
@@ -266,7 +312,7 @@ export function grantOf(
   const record = results[tokenAt + 1]?.stat;
   if (!token || !record) throw foreignZnode(p.record, 'was answered without its stat');
   return {
-    token: tokenOf(p.token, token),
+    token: tokenOf(p, token),
     expiresAt: mtimeOf(record) + ttlMs,
     recordVersion: record.version,
     hasData: hasDataOf(token),

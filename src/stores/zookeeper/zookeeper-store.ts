@@ -18,7 +18,7 @@ import type { ZkModule } from './zookeeper-driver.js';
 import { mapZookeeperError } from './zookeeper-errors.js';
 import { ZkGrants } from './zookeeper-grants.js';
 import { GROUP_BYTES, memberBytes, ZkGroups } from './zookeeper-group.js';
-import { hasDataOf, recordOf, type Modes } from './zookeeper-ops.js';
+import { hasDataOf, noTokenZnode, recordOf, type Modes } from './zookeeper-ops.js';
 import {
   resolveZookeeperOptions,
   type ResolvedZookeeperOptions,
@@ -372,6 +372,7 @@ export class ZookeeperStore extends StoreBase {
       session.getData(paths.record),
       session.exists(paths.token),
     ]);
+    if (record && !token) throw noTokenZnode(paths);
     if (!record || !token) return null;
     const data = hasDataOf(token) ? await readData(session, paths) : null;
     return recordOf(paths, record, token, data);

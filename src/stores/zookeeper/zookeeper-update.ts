@@ -7,6 +7,7 @@ import {
   dataOps,
   hasDataOf,
   mtimeOf,
+  noTokenZnode,
   opBytesOf,
   recordOf,
   refusalOf,
@@ -274,9 +275,12 @@ async function stillHeld<T extends LeaseRef>(
     ),
   );
   return reads.map(([record, token, hold], k) => {
-    if (!record || !token || !hold) return undefined;
     const { lease, paths } = items[k]!;
+    // A record made corrupt is RECORD_INVALID (the batch fails as a whole), never renewed over.
+    if (record && !token) throw noTokenZnode(paths);
+    if (!record || !token) return undefined;
     const found = recordOf(paths, record, token);
+    if (!hold) return undefined;
     if (found.owner !== lease.owner || found.token !== lease.token) return undefined;
     return { recordVersion: record.stat.version, hold, hasData: hasDataOf(token) };
   });

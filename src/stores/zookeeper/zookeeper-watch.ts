@@ -131,7 +131,7 @@ export class ZkWatch {
     if (!retaken)
       try {
         const record = await session.getData(path);
-        released = record !== null && decodeRecord(path, record.data).o === '';
+        released = record !== null && decodeRecord(resource, record.data).o === '';
       } catch {
         // unknown: it went, and not by a release seen here
       }
