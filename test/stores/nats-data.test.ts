@@ -204,7 +204,7 @@ describeServer('NATS lease data', natsUnavailable(), () => {
       expect((await upgraded.get('old/expired'))?.data).toEqual(new Uint8Array([1]));
       // A `data` member that is not leasehold's is a corrupt value, not an empty one.
       const bad = await rejection(upgraded.get('old/bad'));
-      expect([bad.code, bad.retryable]).toEqual(['STORE_UNAVAILABLE', false]);
+      expect([bad.code, bad.retryable]).toEqual(['RECORD_INVALID', false]);
     } finally {
       await upgraded.close();
     }

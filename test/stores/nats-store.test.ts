@@ -213,8 +213,8 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
     }
     for (const call of [() => store.get('job'), () => store.tryAcquire('job', 'a', 5000)]) {
       const error = await rejection(call());
-      expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', false]);
-      expect(error.message).toMatch(/"job" holds a value leasehold did not write/);
+      expect([error.code, error.retryable]).toEqual(['RECORD_INVALID', false]);
+      expect(error.message).toMatch(/record of "job" is not one leasehold writes/);
     }
   });
 

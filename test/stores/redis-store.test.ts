@@ -287,10 +287,10 @@ describeServer('redis store', redisUnavailable(), () => {
         () => undefined,
         (e: unknown) => e,
       );
-      expect(error).toBeInstanceOf(LeaseError);
-      expect((error as LeaseError).code).toBe('STORE_UNAVAILABLE');
+      expect(error, operation).toBeInstanceOf(LeaseError);
+      expect((error as LeaseError).code).toBe('RECORD_INVALID');
       expect((error as LeaseError).retryable).toBe(false);
-      expect((error as LeaseError).message).toContain(`Redis ${operation} failed`);
+      expect((error as LeaseError).message).toContain('expiresAt is "soon"');
     }
     expect(await server.cli('hgetall', 'bad1:{0}r:job')).toBe(
       ['owner', 'a', 'token', String(held.token), 'expiresAt', 'soon'].join('\n'),

@@ -115,6 +115,22 @@ export function firstTaken(
   return undefined;
 }
 
+/**
+ * The answers of the writes with which `firstTxn` itself took candidate `index` (see
+ * `grantOf`); `undefined` when this transaction wrote nothing (a call that had landed before).
+ */
+export function firstWrites(
+  response: EtcdTxnResponse,
+  index: number,
+  count: number,
+): EtcdTxnResponse | undefined {
+  if (!response.succeeded) return undefined;
+  let level: EtcdTxnResponse | null | undefined = response.responses[0]?.response_txn;
+  for (let i = 0; i < index && level; i++) level = level.responses[0]?.response_txn;
+  if (!level?.succeeded) return undefined;
+  return index === count - 1 ? level : (level.responses[0]?.response_txn ?? undefined);
+}
+
 function taken(index: number, token: number, data: LeaseData | null): FirstAnswer {
   return data === null ? { index, token } : { index, token, data };
 }

@@ -1,6 +1,12 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
 import { withData } from '../../core/lease-data.js';
+import {
+  invalidRecord,
+  recordExpiresAt,
+  recordOwner,
+  recordToken,
+} from '../../core/record-check.js';
 import { decodeEtcdData } from './etcd-data.js';
 import type { EtcdKeyValue } from './etcd-driver.js';
 
@@ -188,30 +194,45 @@ export function ownerBytes(owner: string): Buffer {
 /** The empty value of a released hold key. */
 export const RELEASED = Buffer.alloc(0);
 
-function decodeJson(bytes: Buffer, key: Buffer): StoredRecord {
+/**
+ * `{"owner","expiresAt"}` from a record or token key's value; `what` names the key in a refusal.
+ * Anything else (not JSON, a missing or mistyped field, an owner over `LIMITS.ownerMaxBytes`, an
+ * expiresAt that is not whole non-negative ms) is `RECORD_INVALID` for `resource`.
+ */
+function decodeJson(bytes: Buffer, resource: string, what: string): StoredRecord {
   let parsed: unknown;
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
   } catch {
-    parsed = undefined;
+    throw invalidRecord(resource, `the ${what} key's value is not JSON text`);
   }
-  const { owner, expiresAt } = (parsed ?? {}) as Partial<StoredRecord>;
-  if (typeof owner !== 'string' || typeof expiresAt !== 'number') {
-    throw foreignKey(key);
-  }
-  return { owner, expiresAt };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw invalidRecord(resource, `the ${what} key's value is not a JSON object`);
+  const { owner, expiresAt } = parsed as Record<string, unknown>;
+  if (typeof expiresAt === 'string') throw invalidRecord(resource, 'expiresAt is a string');
+  return { owner: recordOwner(resource, owner), expiresAt: recordExpiresAt(resource, expiresAt) };
 }
 
-/** The record a record key holds. */
-export function decodeRecord(kv: EtcdKeyValue): StoredRecord {
-  return decodeJson(kv.value, kv.key);
+/** The record a record key holds (`RECORD_INVALID` for `resource` when it is not one). */
+export function decodeRecord(kv: EtcdKeyValue, resource: string): StoredRecord {
+  return decodeJson(kv.value, resource, 'record');
 }
 
 /** The record a token key's acquire made; `undefined` for a bare nonce (the earlier layout). */
-function tokenRecord(kv: EtcdKeyValue): StoredRecord | undefined {
+function tokenRecord(kv: EtcdKeyValue, resource: string): StoredRecord | undefined {
   if (kv.value.length === EARLIER_NONCE_BYTES) return undefined;
-  if (kv.value.length <= NONCE_LENGTH) throw foreignKey(kv.key);
-  return decodeJson(kv.value.subarray(NONCE_LENGTH), kv.key);
+  if (kv.value.length <= NONCE_LENGTH)
+    throw invalidRecord(resource, `the token key's value is ${kv.value.length} bytes, too short`);
+  return decodeJson(kv.value.subarray(NONCE_LENGTH), resource, 'token');
+}
+
+/**
+ * Checks a token key as an acquire found it (its `prev_kv`): its version a token, its value the
+ * nonce and record an acquire writes (or the earlier layout's bare nonce). `RECORD_INVALID` else.
+ */
+export function checkTokenKey(kv: EtcdKeyValue, resource: string): void {
+  recordToken(resource, kv.version);
+  tokenRecord(kv, resource);
 }
 
 /** A version (or any int64 etcd counter) as a safe integer; beyond 2^53 − 1 is refused, never rounded. */
@@ -240,27 +261,34 @@ export interface ResourceKvs {
   token?: EtcdKeyValue;
 }
 
-/** The record of one resource from the keys a range read returned for it; `null` if never acquired. */
+/**
+ * The record of one resource from the keys a range read returned for it; `null` if never acquired.
+ * Keys leasehold would not leave behind are `RECORD_INVALID`: a hold, record or data key without
+ * its token key (deleted by hand: the next grant would start the tokens again), a hold key that
+ * names an owner on no etcd lease or an owner over `LIMITS.ownerMaxBytes`, a record or token key
+ * whose value is not the record (see `decodeJson`).
+ */
 export function recordOf(resource: string, kvs: ResourceKvs): LeaseRecord | null {
   const { hold, record, token } = kvs;
-  if (!token) return null;
-  const n = safeCount(token.version, token.key);
+  if (!token) {
+    if (hold || record || kvs.data)
+      throw invalidRecord(resource, 'its token key is missing beside its other keys');
+    return null;
+  }
+  const n = recordToken(resource, token.version);
+  if (hold && hold.value.length > 0) {
+    recordOwner(resource, hold.value.toString('utf8'));
+    if (hold.lease === '0')
+      throw invalidRecord(resource, 'its hold key names an owner but is on no etcd lease');
+  }
   const data = kvs.data && decodeEtcdData(kvs.data.value, kvs.data.key);
+  const acquired = tokenRecord(token, resource); // checked also when released
   if (hold && hold.value.length === 0)
     return withData({ resource, owner: '', token: n, expiresAt: 0 }, data);
-  const acquired = tokenRecord(token);
   const latest =
     acquired && (!record || after(token.mod_revision, record.mod_revision))
       ? acquired
-      : record && decodeRecord(record);
-  if (!latest) throw foreignKey(token.key);
+      : record && decodeRecord(record, resource);
+  if (!latest) throw invalidRecord(resource, 'its record key is missing');
   return withData({ resource, owner: latest.owner, token: n, expiresAt: latest.expiresAt }, data);
-}
-
-function foreignKey(key: Buffer): LeaseError {
-  return new LeaseError(
-    ErrorCode.STORE_UNAVAILABLE,
-    `etcd key ${JSON.stringify(key.toString('utf8'))} was not written by leasehold: is the key prefix used by something else?`,
-    { retryable: false },
-  );
 }

@@ -69,7 +69,8 @@ export function acquireWrites(
   nonce: string,
 ): EtcdRequestOp[] {
   return [
-    { request_put: { key: keys.hold, value: ownerBytes(owner), lease: leaseId } },
+    // prev_kv: what the grant replaced, checked by `overwritten`
+    { request_put: { key: keys.hold, value: ownerBytes(owner), lease: leaseId, prev_kv: true } },
     {
       request_put: {
         key: keys.token,

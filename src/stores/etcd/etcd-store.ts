@@ -17,9 +17,10 @@ import { EtcdKeys, recordOf, type ResourceKeys } from './etcd-keys.js';
 import { byKind, listRecords } from './etcd-list.js';
 import { OwnerLeases, type OwnerLease } from './etcd-leases.js';
 import { sendNested } from './etcd-batch.js';
-import { firstPerTxn, firstTaken, firstTxn, pickFirst } from './etcd-first.js';
+import { firstPerTxn, firstTaken, firstTxn, firstWrites, pickFirst } from './etcd-first.js';
 import { groupGrants, groupMaxFor, groupTxn } from './etcd-group.js';
 import { Coalescer } from './etcd-coalesce.js';
+import { grantOf, refusalOf, undoTxn, type Grant } from './etcd-overwrite.js';
 import {
   acquiredData,
   acquiredToken,
@@ -197,7 +198,15 @@ export class EtcdStore extends StoreBase {
         this.txns.send(resource, acquireTxn(keys, owner, leaseId, expiresAt, nonce)),
     );
     const token = acquiredToken(answer, keys, owner, nonce);
-    if (token === undefined) return null;
+    if (token === undefined) {
+      blockingHolder(answer, keys, resource); // RECORD_INVALID when what stood in the way is not a record
+      return null;
+    }
+    if (answer.succeeded) {
+      const grant = grantOf(answer, keys, token);
+      const refusal = refusalOf(grant, resource);
+      if (refusal) throw await this.undo([grant], owner, refusal);
+    }
     return withData({ resource, owner, token, expiresAt, ttlMs }, acquiredData(answer, keys));
   }
 
@@ -206,7 +215,8 @@ export class EtcdStore extends StoreBase {
    * resources (at `maxTxnOps` 128), sent concurrently, on the owner's etcd lease picked, kept
    * alive when needed and retried once exactly as `tryAcquire` does. Each resource is its own
    * compare-and-set; one that is held answers with the holder's record, read in its
-   * transaction's else-branch.
+   * transaction's else-branch. A holder's keys that are not a record fail the whole batch with
+   * `RECORD_INVALID`, after the leases it granted are given back.
    */
   protected override async doAcquireMany(
     resources: readonly string[],
@@ -214,6 +224,8 @@ export class EtcdStore extends StoreBase {
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
     const keys = new Array<ResourceKeys>(resources.length);
+    let invalid: LeaseError | undefined;
+    const undo: Grant[] = [];
     const { answer } = await this.leases.attach(
       'acquireMany',
       owner,
@@ -225,6 +237,15 @@ export class EtcdStore extends StoreBase {
             acquireTxn((keys[i] = this.keys.of(resource)), owner, leaseId, expiresAt, nonce),
           answerOf: (resource, i, response): AcquireOutcome => {
             const token = acquiredToken(response, keys[i]!, owner, nonce);
+            if (token !== undefined && response.succeeded) {
+              const grant = grantOf(response, keys[i]!, token);
+              const refusal = refusalOf(grant, resource);
+              if (refusal) {
+                invalid ??= refusal;
+                undo.push(grant);
+                return { resource, lease: null };
+              }
+            }
             if (token !== undefined) {
               const data = acquiredData(response, keys[i]!);
               return {
@@ -232,12 +253,25 @@ export class EtcdStore extends StoreBase {
                 lease: withData({ resource, owner, token, expiresAt, ttlMs }, data),
               };
             }
-            const holder = blockingHolder(response, keys[i]!, resource);
+            let holder: LeaseRecord | undefined;
+            try {
+              holder = blockingHolder(response, keys[i]!, resource);
+            } catch (error) {
+              if (!(error instanceof LeaseError) || error.code !== ErrorCode.RECORD_INVALID)
+                throw error;
+              invalid ??= error;
+            }
             return holder ? { resource, lease: null, holder } : { resource, lease: null };
           },
         }),
     );
-    return answer;
+    if (invalid === undefined) return answer;
+    // A record that is not one fails the batch, once what it granted meanwhile is given back:
+    // grants over such keys undone, the others released.
+    if (undo.length > 0) await this.undo(undo, owner, invalid);
+    const granted = answer.flatMap((outcome) => (outcome.lease ? [outcome.lease] : []));
+    if (granted.length > 0) await this.doReleaseMany(granted);
+    throw invalid;
   }
 
   /**
@@ -256,7 +290,23 @@ export class EtcdStore extends StoreBase {
       ttlMs,
       async (leaseId, expiresAt, nonce) => {
         const txn = groupTxn(keys, owner, leaseId, expiresAt, nonce);
-        return groupGrants(await this.rpc.txn(txn), keys, owner, nonce);
+        const response = await this.rpc.txn(txn);
+        const grants = groupGrants(response, keys, owner, nonce);
+        // Refused: RECORD_INVALID when a member's keys read back are not a record.
+        if (!grants && !response.succeeded)
+          resources.forEach((resource, i) => {
+            const read = { succeeded: false, responses: response.responses.slice(i, i + 1) };
+            blockingHolder(read, keys[i]!, resource);
+          });
+        // Granted over a member's keys that are not a record: every member is put back.
+        if (grants && response.succeeded) {
+          const taken = grants.map(({ token }, i) =>
+            grantOf(response.responses[i]?.response_txn ?? NO_WRITES, keys[i]!, token),
+          );
+          const refusal = firstRefusal(taken, resources);
+          if (refusal) throw await this.undo(taken, owner, refusal);
+        }
+        return grants;
       },
     );
     return (
@@ -304,7 +354,15 @@ export class EtcdStore extends StoreBase {
         for (;;) {
           const keys = left.map((r) => this.keys.of(r));
           const txn = firstTxn(keys, owner, leaseId, expiresAt, nonce);
-          const taken = firstTaken(await this.rpc.txn(txn), keys, owner, leaseId, nonce);
+          const response = await this.rpc.txn(txn);
+          const taken = firstTaken(response, keys, owner, leaseId, nonce);
+          const writes =
+            taken && 'index' in taken && firstWrites(response, taken.index, keys.length);
+          if (writes) {
+            const grant = grantOf(writes, keys[taken.index]!, taken.token);
+            const refusal = refusalOf(grant, left[taken.index]!);
+            if (refusal) throw await this.undo([grant], owner, refusal);
+          }
           if (taken === undefined || 'index' in taken)
             return taken && { ...taken, resource: left[taken.index]! };
           const own = new Set(taken.ownHeld);
@@ -482,6 +540,27 @@ export class EtcdStore extends StoreBase {
     }
   }
 
+  /**
+   * Puts back the keys of grants that landed on keys that are not a record (see
+   * etcd-overwrite.ts), in transactions that keep to `maxTxnOps`; answers `refusal`, to throw. If
+   * that fails, the grants stay on the owner's etcd lease, which is then used for nothing new so
+   * that it lapses.
+   */
+  private async undo(
+    grants: readonly Grant[],
+    owner: string,
+    refusal: LeaseError,
+  ): Promise<LeaseError> {
+    const per = Math.max(1, Math.floor(this.options.maxTxnOps / 2));
+    try {
+      for (let start = 0; start < grants.length; start += per)
+        await this.rpc.txn(undoTxn(grants.slice(start, start + per)));
+    } catch {
+      this.leases.dropOwner(owner);
+    }
+    return refusal;
+  }
+
   /** One range read of the resource's keys. */
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
     const { start, end } = this.keys.resource(resource);
@@ -532,4 +611,19 @@ interface Group {
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** A group member's missing answer: no writes seen. */
+const NO_WRITES: EtcdTxnResponse = Object.freeze({ succeeded: false, responses: [] });
+
+/** The first member's refusal among a group's grants (see `refusalOf`). */
+function firstRefusal(
+  grants: readonly Grant[],
+  resources: readonly string[],
+): LeaseError | undefined {
+  for (const [i, grant] of grants.entries()) {
+    const refusal = refusalOf(grant, resources[i]!);
+    if (refusal) return refusal;
+  }
+  return undefined;
 }

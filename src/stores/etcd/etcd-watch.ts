@@ -139,7 +139,7 @@ export class EtcdWatch {
 
 function isBlank(kv: EtcdKeyValue): boolean {
   try {
-    return decodeRecord(kv).owner === '';
+    return decodeRecord(kv, '').owner === '';
   } catch {
     return false;
   }

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/lease.js';
 import { decodeData, withData } from '../../core/lease-data.js';
+import {
+  invalidRecord,
+  recordExpiresAt,
+  recordOwner,
+  recordToken,
+} from '../../core/record-check.js';
 import type { NatsKvEntry } from './nats-driver.js';
 
 /**
@@ -46,7 +51,10 @@ export function newNonce(): string {
 
 /**
  * What an entry holds: the record, or `null` for no entry or a deletion marker (the key was
- * deleted or purged by something other than leasehold).
+ * deleted or purged by something other than leasehold). A value leasehold does not write (not
+ * JSON, a missing or mistyped field, a token that is not a positive safe integer, an owner over
+ * `LIMITS.ownerMaxBytes`, an expiresAt that is not whole non-negative ms) is `RECORD_INVALID`:
+ * every transition reads before it writes, so such a record is never taken nor overwritten.
  */
 export function decodeEntry(resource: string, entry: NatsKvEntry | null): StoredRecord | null {
   if (entry === null || entry.operation !== 'PUT') return null;
@@ -54,31 +62,34 @@ export function decodeEntry(resource: string, entry: NatsKvEntry | null): Stored
   try {
     parsed = JSON.parse(decoder.decode(entry.value));
   } catch {
-    parsed = undefined;
+    throw invalidRecord(resource, 'the value is not JSON text');
   }
-  const { owner, token, expiresAt, nonce, data } = (parsed ?? {}) as Record<string, unknown>;
-  if (
-    typeof owner !== 'string' ||
-    typeof nonce !== 'string' ||
-    (data !== undefined && typeof data !== 'string') ||
-    !Number.isSafeInteger(token) ||
-    (token as number) < 1 ||
-    !Number.isSafeInteger(expiresAt)
-  ) {
-    throw new LeaseError(
-      ErrorCode.STORE_UNAVAILABLE,
-      `NATS KV key for ${JSON.stringify(resource)} holds a value leasehold did not write: is the bucket used by something else?`,
-      { retryable: false, resource },
-    );
-  }
-  const text = (data as string | undefined) ?? null;
-  const record = { resource, owner, token: token as number, expiresAt: expiresAt as number };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw invalidRecord(resource, 'the value is not a JSON object');
+  const { owner, token, expiresAt, nonce, data } = parsed as Record<string, unknown>;
+  const record = {
+    resource,
+    owner: recordOwner(resource, owner),
+    token: recordToken(resource, jsonNumber(resource, 'token', token)),
+    expiresAt: recordExpiresAt(resource, jsonNumber(resource, 'expiresAt', expiresAt)),
+  };
+  if (typeof nonce !== 'string') throw invalidRecord(resource, `nonce is ${typeof nonce}`);
+  if (data !== undefined && typeof data !== 'string')
+    throw invalidRecord(resource, `data is ${data === null ? 'null' : typeof data}`);
+  const text = data ?? null;
   return {
     record: withData(record, decodeData(text, resource)),
     nonce,
     revision: entry.revision,
     data: text === '' ? null : text,
   };
+}
+
+/** A field that must be a JSON number, as leasehold writes it (the checks then take its range). */
+function jsonNumber(resource: string, field: string, value: unknown): unknown {
+  if (typeof value === 'string')
+    throw invalidRecord(resource, `${field} is a string, not a number`);
+  return value;
 }
 
 /**
@@ -90,10 +101,10 @@ export function decodeEntry(resource: string, entry: NatsKvEntry | null): Stored
 export function nextToken(entry: NatsKvEntry | null, stored: StoredRecord | null): number {
   const next = stored ? stored.record.token + 1 : entry ? entry.revision + 1 : 1;
   if (!Number.isSafeInteger(next)) {
-    throw new LeaseError(
-      ErrorCode.STORE_UNAVAILABLE,
-      `the fencing token of ${JSON.stringify(stored?.record.resource ?? '')} would pass the safe integer range`,
-      { retryable: false },
+    const resource = stored?.record.resource ?? '';
+    throw invalidRecord(
+      resource,
+      `token is ${next - 1}, the largest safe integer: none can follow`,
     );
   }
   return next;

@@ -13,7 +13,13 @@ import {
 import { runInOrder } from '../../core/run-in-order.js';
 import { openBucket } from './nats-bucket.js';
 import { connectNats } from './nats-connect.js';
-import { loadNats, type NatsConnectionLike, type NatsKv, type NatsModules } from './nats-driver.js';
+import {
+  loadNats,
+  type NatsConnectionLike,
+  type NatsKv,
+  type NatsKvEntry,
+  type NatsModules,
+} from './nats-driver.js';
 import { mapNatsError } from './nats-errors.js';
 import { filterOf, resourceOf } from './nats-keys.js';
 import { decodeEntry } from './nats-ops.js';
@@ -24,7 +30,7 @@ import {
 } from './nats-options.js';
 import { parseNatsUrl, type NatsTarget } from './nats-url.js';
 import { NatsWatch, type NatsUnwatch } from './nats-watch.js';
-import { NatsTransitions } from './nats-transitions.js';
+import { isRecordInvalid, NatsTransitions } from './nats-transitions.js';
 import { NatsPublisher } from './nats-publish.js';
 import { runBatch } from './nats-batch.js';
 import type { Diagnosis } from '../../core/doctor.js';
@@ -235,17 +241,34 @@ export class NatsStore extends StoreBase {
     return null;
   }
 
-  protected override doAcquireMany(
+  /**
+   * One compare-and-set per resource, `concurrency` in flight. A record leasehold does not write
+   * fails the whole batch with `RECORD_INVALID` once every resource has been tried, and the leases
+   * granted meanwhile are given back first (the records stay as they were; the others' tokens move).
+   */
+  protected override async doAcquireMany(
     resources: readonly string[],
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
-    return runInOrder(
+    let invalid: unknown;
+    const outcomes = await runInOrder(
       resources,
       (resource) => resource,
       this.options.concurrency,
-      (resource) => this.bounded('acquireMany', () => this.records.acquire(resource, owner, ttlMs)),
+      (resource) =>
+        this.bounded('acquireMany', () => this.records.acquire(resource, owner, ttlMs)).catch(
+          (error: unknown): AcquireOutcome => {
+            if (!isRecordInvalid(error)) throw error;
+            invalid ??= error;
+            return { resource, lease: null };
+          },
+        ),
     );
+    if (invalid === undefined) return outcomes;
+    const granted = outcomes.flatMap((o) => (o.lease ? [o.lease] : []));
+    if (granted.length > 0) await this.doReleaseMany(granted);
+    throw invalid;
   }
 
   protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
@@ -311,17 +334,22 @@ export class NatsStore extends StoreBase {
       const waiting = await this.keysNow(prefix);
       const entries = await this.kv.history({ key: filterOf(prefix) });
       iterator = entries;
-      const last = new Map<string, LeaseRecord | null>();
+      // Each key's last entry, decoded once the scan is over: an earlier value of a key (history)
+      // does not count, and a value leasehold does not write fails the list as RECORD_INVALID.
+      const last = new Map<string, NatsKvEntry>();
       for await (const entry of entries) {
         const resource = resourceOf(entry.key);
         if (resource !== undefined && (after === '' || compareResources(resource, after) > 0))
-          last.set(resource, decodeEntry(resource, entry)?.record ?? null);
+          last.set(resource, entry);
         if (waiting?.delete(this.kv.subjectForKey(entry.key)) && waiting.size === 0) {
           entries.stop();
           break;
         }
       }
-      const records = [...last.values()].filter((r): r is LeaseRecord => r !== null);
+      const records = [...last].flatMap(([resource, entry]) => {
+        const stored = decodeEntry(resource, entry);
+        return stored ? [stored.record] : [];
+      });
       return records.sort((a, b) => compareResources(a.resource, b.resource)).slice(0, limit);
     };
     const ms = this.options.timeoutMs;

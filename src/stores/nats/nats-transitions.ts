@@ -206,7 +206,15 @@ export class NatsTransitions {
     let read = false;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       if (!base) {
-        const { stored } = await this.read(resource);
+        // A record that is no longer one leasehold writes is not this lease's: not ours.
+        const stored = await this.read(resource).then(
+          (found) => found.stored,
+          (error: unknown) => {
+            if (isRecordInvalid(error)) return undefined;
+            throw error;
+          },
+        );
+        if (stored === undefined) return null;
         if (!stored || stored.record.owner !== owner || stored.record.token !== token) {
           this.writes.forgetBefore(resource, stored?.revision);
           return null;
@@ -317,4 +325,9 @@ export class NatsTransitions {
   private put(key: string, data: Uint8Array, previousSeq: number): Promise<number | null> {
     return this.publisher.put(key, data, previousSeq);
   }
+}
+
+/** Whether `error` is `RECORD_INVALID`: a record read that leasehold did not write. */
+export function isRecordInvalid(error: unknown): boolean {
+  return error instanceof LeaseError && error.code === ErrorCode.RECORD_INVALID;
 }

@@ -5,7 +5,8 @@ import { TRANSITIONS } from './redis-ops.js';
 /**
  * One single-lease transition waiting for its turn; `onReply` gets what RELEASE would, for an
  * acquisition 0 or its token, expiresAt and data (null when none), and for a first-free one 0 or
- * the position (from 1) of the candidate granted, its token, expiresAt and data.
+ * the position (from 1) of the candidate granted, its token, expiresAt and data; `[null, position,
+ * problem]` for an acquisition refused over a record leasehold does not write (see redis-records.ts).
  */
 export interface Transition {
   readonly kind: 'acquire' | 'release' | 'first';
@@ -102,11 +103,15 @@ export class Coalescer {
           if (t.kind === 'release') {
             t.onReply(reply[at]);
           } else if (t.kind === 'acquire') {
-            const token = reply[at];
-            t.onReply(Number(token) === 0 ? 0 : [token, reply[at + 1], reply[at + 2]]);
+            const token = Number(reply[at]);
+            // -1: the record is not one leasehold writes; handed on as ACQUIRE refuses it
+            if (token === -1) t.onReply([null, 1, reply[at + 1]]);
+            else t.onReply(token === 0 ? 0 : [reply[at], reply[at + 1], reply[at + 2]]);
           } else {
             const position = Number(reply[at++]);
-            t.onReply(position === 0 ? 0 : [position, reply[at], reply[at + 1], reply[at + 2]]);
+            if (Number(reply[at]) === -1) t.onReply([null, position, reply[at + 1]]);
+            else
+              t.onReply(position === 0 ? 0 : [position, reply[at], reply[at + 1], reply[at + 2]]);
           }
           at += 3;
         }

@@ -2,6 +2,7 @@ import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
 import { LIMITS } from '../../core/options.js';
+import { invalidRecord } from '../../core/record-check.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
   StoreBase,
@@ -50,6 +51,7 @@ import {
   WRITE_DATA,
   type Script,
 } from './redis-ops.js';
+import { checkRefusal, isWrongType, redisRecord } from './redis-records.js';
 import { perShard } from './redis-shards.js';
 import { parseRedisUrl, type RedisTarget } from './redis-url.js';
 import { RedisWatch, type Unwatch } from './redis-watch.js';
@@ -188,6 +190,7 @@ export class RedisStore extends StoreBase {
       return this.afterLayout('tryAcquire', () => this.doTryAcquire(resource, owner, ttlMs));
     const reply = (value: unknown): Lease | null => {
       if (value === 0) return null;
+      checkRefusal(value, [resource]);
       // ACQUIRE answers "token expiresAt[ data]"; a coalesced acquisition, the three values.
       if (typeof value === 'string') {
         const { fields, data } = splitReply(value, 2);
@@ -254,6 +257,7 @@ export class RedisStore extends StoreBase {
         [this.keys.index(shard), ...group.map((resource) => recordPrefix + resource)],
         [owner, ttlMs, Buffer.byteLength(recordPrefix)],
       )) as (string | number)[];
+      checkRefusal(reply, group);
       return group.map((resource, k): AcquireOutcome => {
         const holder = String(reply[4 * k]);
         const token = Number(reply[4 * k + 1]);
@@ -285,6 +289,7 @@ export class RedisStore extends StoreBase {
       [owner, ttlMs, ...resources],
       (value) => {
         if (value === 0) return null;
+        checkRefusal(value, resources);
         const reply = value as (string | number | null)[];
         const expiresAt = Number(reply[0]);
         const n = resources.length;
@@ -322,6 +327,7 @@ export class RedisStore extends StoreBase {
         ttlMs,
         (value): Lease | null => {
           if (value === 0) return null;
+          checkRefusal(value, resources);
           const [position, token, expiresAt, data] = value as [number, number, number, string];
           const resource = resources[position - 1]!;
           const lease = {
@@ -344,6 +350,7 @@ export class RedisStore extends StoreBase {
         [owner, ttlMs, ...group],
         (value): Lease | null => {
           if (value === 0) return null;
+          checkRefusal(value, group);
           const { fields, data } = splitReply(String(value), 3);
           const [position, token, expiresAt] = fields;
           const resource = group[position! - 1]!;
@@ -440,16 +447,14 @@ export class RedisStore extends StoreBase {
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
     const [owner, token, expiresAt, data] = await this.call('get', () =>
-      this.client.hmget(this.keys.record(resource), 'owner', 'token', 'expiresAt', 'data'),
+      this.client
+        .hmget(this.keys.record(resource), 'owner', 'token', 'expiresAt', 'data')
+        .catch((error: unknown) => {
+          if (!isWrongType(error)) throw error;
+          throw invalidRecord(resource, 'the key holds another Redis type, not a hash', error);
+        }),
     );
-    if (token === null || token === undefined) return null;
-    const record = {
-      resource,
-      owner: owner ?? '',
-      token: Number(token),
-      expiresAt: Number(expiresAt ?? 0),
-    };
-    return withData(record, decodeData(data, resource));
+    return redisRecord(resource, owner, token, expiresAt, data);
   }
 
   /**
@@ -474,16 +479,19 @@ export class RedisStore extends StoreBase {
       ),
     );
     const pages = (replies as (string | null)[][]).map((reply) => {
+      // LIST answers [null, resource, problem] at a key that is not a hash
+      if (reply[0] === null) throw invalidRecord(String(reply[1]), String(reply[2]));
       const page: LeaseRecord[] = [];
       for (let i = 0; i + 4 < reply.length; i += 5) {
         const resource = reply[i]!;
-        const record = {
+        const record = redisRecord(
           resource,
-          owner: reply[i + 1]!,
-          token: Number(reply[i + 2]),
-          expiresAt: Number(reply[i + 3]),
-        };
-        page.push(withData(record, decodeData(reply[i + 4], resource)));
+          reply[i + 1],
+          reply[i + 2],
+          reply[i + 3],
+          reply[i + 4],
+        );
+        if (record) page.push(record);
       }
       return page;
     });
