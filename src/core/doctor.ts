@@ -1,7 +1,6 @@
 import { ErrorCode, LeaseError } from './errors.js';
 import type { LeaseStore } from './store.js';
-import type { FindingLevel } from './diagnosis.js';
-import { type Diagnosis, type Finding } from './diagnosis.js';
+import type { Diagnosis, Finding, FindingLevel } from './diagnosis.js';
 
 export { FindingLevel, type Diagnosis, type Finding } from './diagnosis.js';
 

@@ -1,5 +1,5 @@
 import { channel } from 'node:diagnostics_channel';
-import { checkIgnore, type Diagnosis, type Finding } from './doctor.js';
+import { FINDING_IDS, type Diagnosis, type Finding } from './doctor.js';
 import type { LeaseStore } from './store.js';
 
 /** The diagnostics channel a store's setup findings go to (`LeaseholdChannel.storeFinding`). */
@@ -29,7 +29,8 @@ const CHANNEL_TOLD = {};
 
 /**
  * Finding ids left out everywhere: `LEASEHOLD_IGNORE_FINDINGS` (comma-separated), for a setup
- * that is known and accepted. An unknown id in it is reported to the logger, once.
+ * that is known and accepted. An unknown id in it comes back as `problem`, which each client made
+ * with a logger warns of.
  */
 export function ignoredByEnvironment(): { ids: Set<string>; problem?: string } {
   const text = process.env.LEASEHOLD_IGNORE_FINDINGS?.trim();
@@ -38,22 +39,13 @@ export function ignoredByEnvironment(): { ids: Set<string>; problem?: string } {
     .split(',')
     .map((id) => id.trim())
     .filter(Boolean);
-  try {
-    return { ids: checkIgnore(ids) };
-  } catch (error) {
-    const known = ids.filter((id) => {
-      try {
-        checkIgnore([id]);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    return {
-      ids: new Set(known),
-      problem: `LEASEHOLD_IGNORE_FINDINGS: ${(error as Error).message}`,
-    };
-  }
+  const unknown = ids.filter((id) => !FINDING_IDS.has(id));
+  const known = new Set(ids.filter((id) => FINDING_IDS.has(id)));
+  if (unknown.length === 0) return { ids: known };
+  return {
+    ids: known,
+    problem: `LEASEHOLD_IGNORE_FINDINGS: ignore names no finding a store reports: ${unknown.join(', ')}`,
+  };
 }
 
 /**
