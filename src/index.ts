@@ -112,6 +112,7 @@ export { HeldGroup } from './client/held-group.js';
 export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';
 export { LeaseManager, type LeaseManagerEvents, type StopOptions } from './fleet/lease-manager.js';
 export type { LeaseManagerOptions, WantedResources } from './fleet/manager-options.js';
+export type { ResourceWeights } from './fleet/load-book.js';
 export {
   elect,
   observeLeader,

@@ -16,16 +16,31 @@ import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
 import { FleetReporter } from '../observability/fleet-reporter.js';
 import { TakeoverTracker } from '../observability/takeover-tracker.js';
-import { assign, type Assignment, type Member } from './assign.js';
+import {
+  assign,
+  assignWeighted,
+  capacityOf,
+  rebalanceWeighted,
+  type Assignment,
+  type Member,
+} from './assign.js';
 import { findFree } from './find-free.js';
 import {
   checkManagerOptions,
   MANAGER_DEFAULTS,
   type LeaseManagerOptions,
 } from './manager-options.js';
-import { MemberView } from './member-view.js';
-import { generationKey, liveMembers, membersKey, membersPrefix, slotsToTry } from './members.js';
-import { plan } from './plan.js';
+import { checkWeight, LoadBook } from './load-book.js';
+import { FULL_READS_PER_SCAN, MemberView } from './member-view.js';
+import {
+  generationKey,
+  liveMemberRecords,
+  liveMembers,
+  membersKey,
+  membersPrefix,
+  slotsToTry,
+} from './members.js';
+import { plan, planWeighted, type Plan } from './plan.js';
 import { Taker } from './taker.js';
 import { commonPrefix, listAll, settleWithin, shuffle } from './util.js';
 
@@ -75,6 +90,16 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private readonly reconcileMs: number;
   private readonly balance: boolean;
   private readonly maxLeases: number;
+  private readonly capacity: number;
+  private readonly tolerance: number;
+  private readonly maxMovesPerScan: number;
+  /** Resource weights: the `weight` option and the loads workers report. */
+  private readonly loads: LoadBook;
+  /** Whether the fleet balances weight (per unit of capacity) rather than counting leases. */
+  private weighted = false;
+  /** This worker's fair load, when weighted. */
+  private fair = 0;
+  private publishing = false;
   private readonly membersPrefix: string;
   private readonly settleMs: number;
   private readonly taker: Taker;
@@ -106,6 +131,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    * worker hears what the others shed for it before it has a share of its own.
    */
   private readonly freedAt = new Map<string, number>();
+  /** When weighing: free resources this worker left for others because they did not fit, with when first (see `fitting`). */
+  private readonly freeSince = new Map<string, number>();
   private reconcileTimer: TimerHandle | undefined;
   private running: Promise<void> | undefined;
   private rerun = false;
@@ -137,6 +164,16 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.reconcileMs = options.reconcileMs ?? MANAGER_DEFAULTS.reconcileMs;
     this.balance = options.balance ?? MANAGER_DEFAULTS.balance;
     this.maxLeases = options.maxLeases ?? Infinity;
+    this.capacity = options.capacity ?? 1;
+    this.tolerance = options.balanceTolerance ?? MANAGER_DEFAULTS.balanceTolerance;
+    this.maxMovesPerScan = options.maxMovesPerScan ?? Infinity;
+    this.loads = new LoadBook(
+      this.client.owner,
+      options.weight,
+      this.tolerance,
+      () => this.clock.monotonic(),
+      this.client.ttlMs,
+    );
     const group = options.group ?? MANAGER_DEFAULTS.group;
     this.membersPrefix = membersPrefix(group);
     this.report = new FleetReporter(this.owner, group, this.clock, options.logger);
@@ -169,8 +206,15 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       clock: this.clock,
       readAll: () => this.readMembers(),
     });
-    this.client.on('lost', (lease, error) => this.leaseLost(lease, error));
-    this.client.on('released', (lease) => lease !== this.member && this.emit('released', lease));
+    this.client.on('lost', (lease, error) => {
+      this.loads.forget(lease.resource);
+      this.leaseLost(lease, error);
+    });
+    this.client.on('released', (lease) => {
+      if (lease === this.member) return;
+      this.loads.forget(lease.resource);
+      this.emit('released', lease);
+    });
   }
 
   /** Listener errors are isolated (see `safeEmit`): they cannot break a reconcile or a handoff. */
@@ -200,7 +244,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       });
     }
     try {
-      await this.resolveWanted(); // a bad wanted set fails start() itself
+      // A bad wanted set or weight fails start() itself.
+      const wanted = await this.resolveWanted();
+      if (this.options.weight !== undefined) this.loads.weights(wanted);
       await this.join();
       await this.settle();
     } catch (error) {
@@ -235,6 +281,35 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   /** Leases held for wanted resources (the membership lease not included). */
   held(): HeldLease[] {
     return this.client.held().filter((lease) => lease !== this.member);
+  }
+
+  /**
+   * Reports the measured load of a resource this worker holds (requests per second, CPU, bytes:
+   * any measure, the same on every worker). Peers read it with the membership, and the fleet
+   * balances by it instead of the `weight` option's weight (see `weight`); it follows the resource
+   * when another worker takes it over, until that worker reports its own. Returns `false`, and
+   * records nothing, when this worker does not hold the resource.
+   */
+  reportLoad(resource: string, load: number): boolean {
+    checkResource(resource);
+    checkWeight(load, resource, 'load');
+    if (!this.client.lease(resource) || this.client.lease(resource) === this.member) return false;
+    this.loads.report(resource, load);
+    return true;
+  }
+
+  /**
+   * How this worker stands in the fleet's balance: the weight of the wanted resources it holds
+   * (leases being handed over not counted), its fair load (`fair`: the fleet's total weight
+   * split by capacity), and whether the fleet is balancing by weight. When counting leases, a
+   * lease weighs 1 and `fair` is this worker's share.
+   */
+  loadStatus(): { load: number; fair: number; weighted: boolean } {
+    return {
+      load: this.weighted ? this.keptLoad() : this.heldCount() - this.leaving(),
+      fair: this.weighted ? this.fair : this.share,
+      weighted: this.weighted,
+    };
   }
 
   /**
@@ -396,12 +471,24 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       );
     }
     const grace = skewMs + (this.store.expiryLagMs ?? 0);
-    for (const slot of slotsToTry(records, this.membersPrefix, this.maxLeases, storeNow, grace)) {
+    const slots = slotsToTry(
+      records,
+      this.membersPrefix,
+      this.maxLeases,
+      storeNow,
+      grace,
+      Math.random,
+      this.capacity,
+    );
+    for (const slot of slots) {
       const member = await this.client.tryAcquire(slot);
       if (!member) continue; // another worker joining took it first
       this.member = member;
       this.observe(member);
-      member.on('renewed', (lease) => this.observe(lease));
+      member.on('renewed', (lease) => {
+        this.observe(lease);
+        void this.publishLoads();
+      });
       // Without watch, peers would hear of an announced change only at their next scan: look at
       // the generation record with each membership heartbeat instead (one record per beat).
       if (!this.store.capabilities.watch) member.on('renewed', () => void this.pollGeneration());
@@ -443,6 +530,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     const storeNow = this.storeNow();
     const skewMs = this.client.maxClockSkewMs;
     const members = liveMembers(records, this.membersPrefix, storeNow, skewMs);
+    this.loads.absorb(liveMemberRecords(records, this.membersPrefix, storeNow, skewMs));
     // Members that died (their record expired rather than being released on stop).
     const generation = generationKey(this.membersPrefix);
     this.takeovers.membersExpired(
@@ -455,7 +543,11 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       ),
     );
     if (!members.some((m) => m.id === this.owner))
-      members.push({ id: this.owner, limit: this.maxLeases });
+      members.push({
+        id: this.owner,
+        limit: this.maxLeases,
+        ...(this.capacity === 1 ? {} : { capacity: this.capacity }),
+      });
     this.armMemberTimers(records);
     return members;
   }
@@ -471,14 +563,25 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.wantedList = wanted;
       this.wanted = new Set(wanted);
       this.takeovers.keepOnly(this.wanted);
+      this.loads.keepOnly(this.wanted);
     }
+    const weighted = this.loads.weighed() || members.some((m) => capacityOf(m) !== 1);
+    const weighing = weighted ? this.loads.weights(this.wantedList) : undefined;
+    const reweighed = weighted !== this.weighted || weighing?.changed === true;
+    this.weighted = weighted;
     let newcomers = new Set<string>();
     const newView = key !== this.membersKey;
-    if (wantedChanged || newView || !this.assignment) {
+    if (wantedChanged || newView || reweighed || !this.assignment) {
       const before = this.assignment;
       newcomers = new Set(this.view.size === 0 ? [] : members.map((m) => m.id));
       for (const id of this.view) newcomers.delete(id);
-      this.assignment = await assign(wanted, members);
+      // A change of weights alone keeps the targets and moves the fewest (`rebalanceWeighted`);
+      // a membership or wanted-set change deals afresh, the same on every worker.
+      this.assignment = !weighing
+        ? await assign(this.wantedList, members)
+        : before?.fair && !newView && !wantedChanged
+          ? rebalanceWeighted(before, this.wantedList, weighing.weights, members, this.tolerance)
+          : await assignWeighted(this.wantedList, weighing.weights, members);
       this.membersKey = key;
       if (before && newView)
         this.takeovers.membersLeft(before.targetOf, new Set(members.map((m) => m.id)));
@@ -492,6 +595,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     const share = this.balance
       ? Math.min(this.maxLeases, assignment.shares.get(this.owner) ?? 0)
       : this.maxLeases;
+    this.fair = assignment.fair?.get(this.owner) ?? 0;
     if (newView) {
       this.report.members(assignment.members, share);
       this.emit('members', assignment.members, share);
@@ -503,15 +607,29 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
         .filter((lease) => !this.leavingSet.has(lease))
         .map((lease) => [lease.resource, lease]),
     );
-    const decided = plan({
-      me: this.owner,
-      wanted: this.wanted,
-      held: [...held.keys()],
-      assignment,
-      newcomers,
-      share: this.share,
-      balance: this.balance,
-    });
+    const decided: Plan = this.weighted
+      ? planWeighted({
+          me: this.owner,
+          wanted: this.wanted,
+          held: [...held.keys()],
+          assignment,
+          newcomers,
+          weightOf: (r) => this.loads.weightOf(r),
+          fair: this.fair,
+          tolerance: this.tolerance,
+          limit: this.maxLeases,
+          maxShed: this.maxMovesPerScan,
+          balance: this.balance,
+        })
+      : plan({
+          me: this.owner,
+          wanted: this.wanted,
+          held: [...held.keys()],
+          assignment,
+          newcomers,
+          share: this.share,
+          balance: this.balance,
+        });
     void this.handOff(
       decided.drop.map((r) => held.get(r)!),
       'unwanted',
@@ -520,7 +638,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       decided.shed.map((r) => held.get(r)!),
       'balance',
     );
-    const room = (): number => this.share - this.heldCount() + this.leaving();
+    const room = (): number => this.room();
     const now = this.clock.monotonic();
     const recent = now - 0.8 * this.reconcileMs;
     for (const [resource, at] of this.refusedAt) if (at < recent) this.refusedAt.delete(resource);
@@ -531,20 +649,26 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     // Still short: what the store announced free lately (others shedding for this worker, before
     // it had a share to take them with), before a search of every record.
     for (const [resource, at] of this.freedAt) if (at < recent) this.freedAt.delete(resource);
-    if (room() > 0 && this.freedAt.size > 0) {
+    for (const [resource, at] of this.freeSince)
+      if (at < now - 4 * this.reconcileMs || held.has(resource)) this.freeSince.delete(resource);
+    if (this.short() && this.freedAt.size > 0) {
       const freed = [...this.freedAt.keys()].filter(
         (r) => this.wanted.has(r) && !held.has(r) && !this.client.lease(r),
       );
       this.freedAt.clear();
-      await this.taker.take(shuffle(freed), room);
+      await this.taker.take(this.fitting(shuffle(freed)), room);
     }
     // Searching every record for free ones waits until the others have had a scan to shed what
     // is over their shares (it would mostly find nothing), and happens at most once per scan period.
-    if (room() > 0 && this.membersGrewAt < recent && this.searchedAt < recent) {
+    // When weighing, workers whose weights disagree for a while (a rolling change of the weight
+    // option, say) can each leave a free resource to the other: a few workers a scan search even
+    // when not short, and take what stayed free (see `fitting`), as the membership is sampled.
+    const sampled = this.weighted && Math.random() * this.view.size < FULL_READS_PER_SCAN;
+    if ((this.short() || sampled) && this.membersGrewAt < recent && this.searchedAt < recent) {
       this.searchedAt = now;
       await this.takeFree(room);
     }
-    const deficit = Math.max(0, room());
+    const deficit = this.weighted ? decided.deficit : Math.max(0, room());
     const interval = this.nextInterval();
     const settled = deficit === 0 && decided.shed.length === 0;
     return settled ? interval : Math.min(interval, 2 * this.client.heartbeatMs);
@@ -572,7 +696,78 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.noteHolder(record);
       this.armTakeover(record);
     }
-    return this.taker.take(shuffle(found.free), room);
+    return this.taker.take(this.fitting(shuffle(found.free)), room);
+  }
+
+  /**
+   * How many more leases this worker takes now: up to its share when counting leases; when
+   * weighing, up to `maxLeases` (what it takes beyond its assigned resources is chosen by `fitting`).
+   */
+  private room(): number {
+    return (this.weighted ? this.maxLeases : this.share) - this.heldCount() + this.leaving();
+  }
+
+  /** Whether this worker would take resources not assigned to it: below its share, or its fair load. */
+  private short(): boolean {
+    if (this.room() <= 0) return false;
+    return !this.weighted || this.keptLoad() < this.fair;
+  }
+
+  /**
+   * Of free resources not assigned to this worker, those it takes: when weighing, those that fit
+   * under its fair load — and any this worker has seen free for half a scan period already. That
+   * is the fleet's guarantee that every wanted resource is held: two workers whose views of the
+   * weights differ for a while may each take a resource for the other's, and neither takes it then;
+   * a free resource means some worker is under its fair load (the loads add up to the total), so
+   * that worker takes it at its next search.
+   */
+  private fitting(candidates: string[]): string[] {
+    if (!this.weighted) return candidates;
+    let load = this.keptLoad();
+    const now = this.clock.monotonic();
+    const out: string[] = [];
+    for (const resource of candidates) {
+      const w = this.loads.weightOf(resource);
+      const since = this.freeSince.get(resource);
+      if (load + w > this.fair && (since === undefined || now - since < this.reconcileMs / 2)) {
+        if (since === undefined) this.freeSince.set(resource, now);
+        continue;
+      }
+      out.push(resource);
+      load += w;
+    }
+    return out;
+  }
+
+  /** The weight of the wanted resources held, leases being handed over not counted. */
+  private keptLoad(): number {
+    let load = 0;
+    for (const lease of this.held())
+      if (!this.leavingSet.has(lease) && this.wanted.has(lease.resource))
+        load += this.loads.weightOf(lease.resource);
+    return load;
+  }
+
+  /**
+   * Publishes this worker's load reports in its membership record when one moved by more than the
+   * tolerance (at most once per membership renewal), then announces it so peers read it.
+   */
+  private async publishLoads(): Promise<void> {
+    const member = this.member;
+    if (!member || member.isTerminal || this.publishing || this.stopping) return;
+    const next = this.loads.toPublish(this.held().map((lease) => lease.resource));
+    if (next === undefined) return;
+    this.publishing = true;
+    try {
+      await member.writeData(next.text);
+      this.loads.published(next.loads);
+      this.requestReconcile();
+      await this.memberView.announce(1);
+    } catch {
+      // Tried again at the next renewal: what was not written is still news then.
+    } finally {
+      this.publishing = false;
+    }
   }
 
   /** The jittered scan period, never longer than a healthy holder's renewal leaves a record unexpired. */
@@ -632,12 +827,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    */
   private released(resource: string): void {
     if (this.stopping || this.client.lease(resource)) return;
-    const short = this.heldCount() - this.leaving() < this.share;
-    if (
-      this.wanted.has(resource) &&
-      (this.assignment?.targetOf.get(resource) === this.owner || short)
-    )
-      this.taker.soon(resource, () => this.share - this.heldCount() + this.leaving());
+    const mine = this.assignment?.targetOf.get(resource) === this.owner;
+    const takes = mine || (this.short() && this.fitting([resource]).length === 1);
+    if (this.wanted.has(resource) && takes) this.taker.soon(resource, () => this.room());
     // Before the first scan the wanted set is not known yet: every announced resource counts.
     else if ((this.wanted.size === 0 || this.wanted.has(resource)) && this.freedAt.size < FREED_MAX)
       this.freedAt.set(resource, this.clock.monotonic());

@@ -13,6 +13,7 @@ import type { Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import type { LeaseError } from '../core/errors.js';
 import { checkLogger, type LeaseholdLogger } from '../observability/logger.js';
+import { checkWeights, type ResourceWeights } from './load-book.js';
 
 /** The resources a fleet wants owned: a fixed list, or a function read again at every reconcile. */
 export type WantedResources =
@@ -36,6 +37,24 @@ export interface LeaseManagerOptions {
   balance?: boolean;
   /** The most leases this worker takes. @default Infinity */
   maxLeases?: number;
+  /**
+   * What each resource weighs, when resources differ in cost: a function of the name, a `Map` or
+   * an object (a name left out weighs 1). Every worker of a group must give the same weights; a
+   * function is asked again at every reconcile, so weights may change. With weights (or
+   * capacities, or loads from `reportLoad`), the fleet balances weight per unit of capacity
+   * instead of counting leases. Weights choose only what a worker tries; the store's
+   * compare-and-set still decides who holds. @default every resource weighs 1
+   */
+  weight?: ResourceWeights;
+  /** How much load this worker carries relative to the others (a worker with 2 takes twice the weight of one with 1). @default 1 */
+  capacity?: number;
+  /**
+   * When weighing: how far above its fair load a worker carries before it hands leases over, as
+   * a fraction of that load (0.1: 10 %). @default 0.1
+   */
+  balanceTolerance?: number;
+  /** When weighing: the most leases this worker hands over at one reconcile. @default Infinity */
+  maxMovesPerScan?: number;
   /** Workers that share this name balance among themselves; a fleet per name. @default 'default' */
   group?: string;
   /** Clock disagreement to allow, in ms (see `LeaseClient`). @default store.maxClockSkewMs */
@@ -75,6 +94,7 @@ export const MANAGER_DEFAULTS = Object.freeze({
   settleMaxMs: 1000,
   batchSize: 500,
   maxInFlight: 2,
+  balanceTolerance: 0.1,
 });
 
 const MANAGER_KEYS = optionKeys<LeaseManagerOptions>({
@@ -86,6 +106,10 @@ const MANAGER_KEYS = optionKeys<LeaseManagerOptions>({
   reconcileMs: true,
   balance: true,
   maxLeases: true,
+  weight: true,
+  capacity: true,
+  balanceTolerance: true,
+  maxMovesPerScan: true,
   group: true,
   maxClockSkewMs: true,
   onAcquired: true,
@@ -117,6 +141,12 @@ export function checkManagerOptions(options: LeaseManagerOptions): void {
   if (balance !== undefined) checkBoolean('balance', balance);
   if (maxLeases !== undefined && maxLeases !== Infinity)
     checkCount('maxLeases', maxLeases, 0, 10_000_000);
+  checkWeights(options.weight);
+  const { capacity, balanceTolerance, maxMovesPerScan } = options;
+  if (capacity !== undefined) checkReal('capacity', capacity, 0, 1e6, false);
+  if (balanceTolerance !== undefined) checkReal('balanceTolerance', balanceTolerance, 0, 1, true);
+  if (maxMovesPerScan !== undefined && maxMovesPerScan !== Infinity)
+    checkCount('maxMovesPerScan', maxMovesPerScan, 1, 10_000_000);
   if (group !== undefined && (typeof group !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(group))) {
     throw invalidArgument('group', 'must be 1 to 64 letters, digits, ".", "_" or "-"');
   }
@@ -132,5 +162,25 @@ function checkCount(field: string, value: unknown, min: number, max: number): vo
     throw invalidArgument(
       field,
       `must be an integer from ${min} to ${max}, got ${describe(value)}`,
+    );
+}
+
+/** A finite number above `min` (or from it, when `minIncluded`) up to `max`. */
+function checkReal(
+  field: string,
+  value: unknown,
+  min: number,
+  max: number,
+  minIncluded: boolean,
+): void {
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    (minIncluded ? value < min : value <= min) ||
+    value > max
+  )
+    throw invalidArgument(
+      field,
+      `must be a number ${minIncluded ? 'from' : 'above'} ${min} up to ${max}, got ${describe(value)}`,
     );
 }

@@ -59,3 +59,112 @@ export function plan(input: PlanInput, random: () => number = Math.random): Plan
   }
   return { drop, shed, deficit, candidates };
 }
+
+/** What one worker knows at a reconcile when resources are weighed. */
+export interface WeightedPlanInput {
+  readonly me: string;
+  readonly wanted: ReadonlySet<string>;
+  /** Resources this worker holds now. */
+  readonly held: readonly string[];
+  readonly assignment: Assignment;
+  /** Members that were not in this worker's previous view: what is shed goes to them first. */
+  readonly newcomers: ReadonlySet<string>;
+  /** Each resource's weight, as every worker reckons it. */
+  readonly weightOf: (resource: string) => number;
+  /** This worker's fair load (see `assignWeighted`). */
+  readonly fair: number;
+  /** How far above its fair load a worker may carry before it sheds, as a fraction (0.1: 10 %). */
+  readonly tolerance: number;
+  /** The most leases this worker holds (`maxLeases`). */
+  readonly limit: number;
+  /** The most leases shed at one reconcile. */
+  readonly maxShed: number;
+  readonly balance: boolean;
+}
+
+export interface WeightedPlan extends Plan {
+  /** The weight of the wanted resources this worker keeps after the shed. */
+  readonly load: number;
+}
+
+/**
+ * One worker's decisions when resources are weighed, as a pure function of what it knows. Leases
+ * stay sticky: a worker sheds only while its load is above `fair × (1 + tolerance)`, and only leases
+ * the assignment gives to other members — the heaviest first that still leave it at or above
+ * `fair × (1 − tolerance)`, so it reaches the band in the fewest moves without falling through it —
+ * at most `maxShed` at a time. It takes every resource assigned to it that it does not hold (the
+ * assignment fits them within its fair load); what others shed that is not assigned to it, it takes
+ * only while it stays under its fair load (`room`). Under constant weights nothing moves once every
+ * worker is inside its band or holds only what is assigned to it: the two bounds keep a fleet
+ * from oscillating.
+ */
+export function planWeighted(
+  input: WeightedPlanInput,
+  random: () => number = Math.random,
+): WeightedPlan {
+  const { me, wanted, held, assignment, newcomers, weightOf, fair, tolerance, limit } = input;
+  const drop = held.filter((r) => !wanted.has(r));
+  const mine = held.filter((r) => wanted.has(r));
+  let load = 0;
+  for (const r of mine) load += weightOf(r);
+  const upper = fair * (1 + tolerance);
+  const lower = fair * (1 - tolerance);
+  const shed: string[] = [];
+  const maxShed = input.balance ? input.maxShed : 0;
+  const toNewcomers = newcomers.size > 0 && load > fair;
+  if (maxShed > 0 && (load > upper || mine.length > limit || toNewcomers)) {
+    const others = mine
+      .filter((r) => assignment.targetOf.get(r) !== me)
+      .map((r) => {
+        const target = assignment.targetOf.get(r);
+        const rank = target !== undefined && newcomers.has(target) ? 0 : 1;
+        return { r, w: weightOf(r), rank, tie: random() };
+      })
+      .sort((a, b) => b.w - a.w || a.rank - b.rank || a.tie - b.tie);
+    const left: typeof others = [];
+    // A member joined: what is assigned to it goes while this worker is above its fair load (a
+    // newcomer's fair load is made of such leases), as a count-balanced fleet sheds to newcomers.
+    if (toNewcomers) {
+      for (const x of others) {
+        if (load <= fair || shed.length >= maxShed) break;
+        if (x.rank === 0 && load - x.w >= lower) {
+          shed.push(x.r);
+          load -= x.w;
+        }
+      }
+    }
+    for (const x of others) {
+      if (shed.includes(x.r)) continue;
+      if (load <= upper || shed.length >= maxShed) left.push(x);
+      else if (load - x.w >= lower) {
+        shed.push(x.r);
+        load -= x.w;
+      } else left.push(x);
+    }
+    // Each one left would take the load below the band: the lightest of them, once, which the
+    // member it is assigned to has room for.
+    if (load > upper && shed.length < maxShed && left.length > 0) {
+      const lightest = left.pop()!;
+      shed.push(lightest.r);
+      load -= lightest.w;
+    }
+    // Over `maxLeases` (a limit lowered, say): the lightest of the rest go too.
+    const keep = new Set(shed);
+    const rest = mine
+      .filter((r) => !keep.has(r))
+      .sort((a, b) => weightOf(a) - weightOf(b) || (a < b ? -1 : 1));
+    for (let i = 0; mine.length - shed.length > limit && i < rest.length; i++) {
+      if (shed.length >= maxShed) break;
+      shed.push(rest[i]!);
+      load -= weightOf(rest[i]!);
+    }
+  }
+  const heldSet = new Set(held);
+  const candidates: string[] = [];
+  const room = Math.max(0, limit - (mine.length - shed.length));
+  for (const [resource, target] of assignment.targetOf) {
+    if (candidates.length >= room) break;
+    if (target === me && !heldSet.has(resource)) candidates.push(resource);
+  }
+  return { drop, shed, deficit: candidates.length, candidates, load };
+}
