@@ -2,7 +2,7 @@
 // it (test/harness/postgres-server.ts), in plain JS for the benchmarks. PostgreSQL refuses to run
 // as root, so as root the server runs as the `postgres` user, in a folder that user owns.
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { chownSync } from 'node:fs';
+import { appendFileSync, chownSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -49,9 +49,15 @@ async function launch({ data, dir, user, port, maxConnections, durable }) {
   const args = ['-D', data, '-p', String(port), '-k', dir.path, '-c', 'listen_addresses=127.0.0.1'];
   if (!durable) args.push('-c', 'fsync=off', '-c', 'full_page_writes=off');
   args.push('-c', `max_connections=${maxConnections}`, '-c', 'shared_buffers=64MB');
+  // LEASEHOLD_BENCH_PG_LOG=FILE: the server's log there, with lock waits and slow statements.
+  const logFile = process.env.LEASEHOLD_BENCH_PG_LOG;
+  if (logFile) args.push('-c', 'log_lock_waits=on', '-c', 'log_min_duration_statement=1000');
   const child = spawn(join(BIN, 'postgres'), args, { stdio: ['ignore', 'pipe', 'pipe'], ...user });
   let output = '';
-  const keep = (chunk) => (output = (output + chunk).slice(-16_384));
+  const keep = (chunk) => {
+    output = (output + chunk).slice(-16_384);
+    if (logFile) appendFileSync(logFile, chunk);
+  };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   // Backends are their own process groups: kill the whole tree, not the group.

@@ -17,8 +17,13 @@ const SAFE_MAX = 9007199254740991;
  * negative expiry; the statements test this before taking or changing a row.
  */
 export function validRow(row: string): string {
-  return `(${row}.token BETWEEN 1 AND ${SAFE_MAX} AND octet_length(${row}.owner) <= ${LIMITS.ownerMaxBytes}
-           AND ${row}.expires_at BETWEEN 0 AND ${SAFE_MAX})`;
+  // One CASE, not three range conditions: the planner estimates each range on a column without
+  // statistics (a new table) at 0.5 %, so ANDed into a join they made it expect one row of the
+  // table and scan it in a nested loop once per lease — a renewMany of 1,250 on a table of
+  // 10,000 took 2.6 s instead of milliseconds. It takes a CASE for a plain condition, at 50 %.
+  return `(CASE WHEN ${row}.token BETWEEN 1 AND ${SAFE_MAX}
+                 AND octet_length(${row}.owner) <= ${LIMITS.ownerMaxBytes}
+                 AND ${row}.expires_at BETWEEN 0 AND ${SAFE_MAX} THEN true ELSE false END)`;
 }
 
 /**
