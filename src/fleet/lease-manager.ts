@@ -586,9 +586,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       if (before && newView)
         this.takeovers.membersLeft(before.targetOf, new Set(members.map((m) => m.id)));
       // When members only left, nobody sheds (every share rises): free records, theirs, may be
-      // searched for at once instead of a scan later.
+      // searched for at once instead of a scan later — even when a member joined shortly before
+      // (a leave right after a join waited out the join's hold for a whole scan period).
       const onlyLeft = !wantedChanged && newcomers.size === 0 && members.length < this.view.size;
-      if (!onlyLeft) this.membersGrewAt = this.clock.monotonic();
+      this.membersGrewAt = onlyLeft ? -Infinity : this.clock.monotonic();
       this.view = new Set(members.map((m) => m.id));
     }
     const assignment = this.assignment;
@@ -640,7 +641,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     );
     const room = (): number => this.room();
     const now = this.clock.monotonic();
-    const recent = now - 0.8 * this.reconcileMs;
+    const recent = now - 0.8 * this.scanMs();
     for (const [resource, at] of this.refusedAt) if (at < recent) this.refusedAt.delete(resource);
     if (decided.deficit > 0) {
       const untried = decided.candidates.filter((r) => !this.refusedAt.has(r));
@@ -650,7 +651,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     // it had a share to take them with), before a search of every record.
     for (const [resource, at] of this.freedAt) if (at < recent) this.freedAt.delete(resource);
     for (const [resource, at] of this.freeSince)
-      if (at < now - 4 * this.reconcileMs || held.has(resource)) this.freeSince.delete(resource);
+      if (at < now - 4 * this.scanMs() || held.has(resource)) this.freeSince.delete(resource);
     if (this.short() && this.freedAt.size > 0) {
       const freed = [...this.freedAt.keys()].filter(
         (r) => this.wanted.has(r) && !held.has(r) && !this.client.lease(r),
@@ -666,7 +667,14 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     const sampled = this.weighted && Math.random() * this.view.size < FULL_READS_PER_SCAN;
     if ((this.short() || sampled) && this.membersGrewAt < recent && this.searchedAt < recent) {
       this.searchedAt = now;
-      await this.takeFree(room);
+      const { asked, taken } = await this.takeFree(room);
+      // Free records found and asked for, some refused, and still short: other workers took them
+      // first (a leaver's leases, announced to every worker at once). Others may still be free:
+      // search again shortly rather than at the next scan period.
+      if (taken < asked && this.short()) {
+        this.searchedAt = -Infinity;
+        return Math.round(Math.min(this.client.heartbeatMs / 2, 500) * (0.5 + Math.random()));
+      }
     }
     const deficit = this.weighted ? decided.deficit : Math.max(0, room());
     const interval = this.nextInterval();
@@ -674,9 +682,12 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     return settled ? interval : Math.min(interval, 2 * this.client.heartbeatMs);
   }
 
-  /** Fills a deficit the assigned resources could not: finds free wanted resources anywhere. */
-  private async takeFree(room: () => number): Promise<number> {
-    if (this.wanted.size === 0) return 0;
+  /**
+   * Fills a deficit the assigned resources could not: finds free wanted resources anywhere.
+   * Resolves to how many free ones it asked for and how many of those it took.
+   */
+  private async takeFree(room: () => number): Promise<{ asked: number; taken: number }> {
+    if (this.wanted.size === 0) return { asked: 0, taken: 0 };
     const storeNow = this.storeNow();
     const skewMs = this.client.maxClockSkewMs;
     const found = await findFree({
@@ -696,7 +707,10 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.noteHolder(record);
       this.armTakeover(record);
     }
-    return this.taker.take(this.fitting(shuffle(found.free)), room);
+    const candidates = this.fitting(shuffle(found.free));
+    const asked = Math.min(candidates.length, Math.max(0, room()));
+    const taken = await this.taker.take(candidates, room);
+    return { asked, taken };
   }
 
   /**
@@ -729,7 +743,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     for (const resource of candidates) {
       const w = this.loads.weightOf(resource);
       const since = this.freeSince.get(resource);
-      if (load + w > this.fair && (since === undefined || now - since < this.reconcileMs / 2)) {
+      if (load + w > this.fair && (since === undefined || now - since < this.scanMs() / 2)) {
         if (since === undefined) this.freeSince.set(resource, now);
         continue;
       }
@@ -768,6 +782,18 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     } finally {
       this.publishing = false;
     }
+  }
+
+  /**
+   * The scan period as scans run: `reconcileMs`, but never longer than a healthy holder's renewal
+   * leaves a record unexpired. What is remembered "for a scan" (refusals, announced releases, the
+   * wait after a join) is measured in it, not in a `reconcileMs` the scans never wait.
+   */
+  private scanMs(): number {
+    return Math.max(
+      10,
+      Math.min(this.reconcileMs, this.client.ttlMs - this.client.heartbeatMs * 1.25),
+    );
   }
 
   /** The jittered scan period, never longer than a healthy holder's renewal leaves a record unexpired. */
