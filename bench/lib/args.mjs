@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_DIST } from './library.mjs';
 
 export const USAGE = `node bench/fleet-scale.mjs [options]   (run \`npm run build\` first)
-  --stores LIST        sqlite,redis,postgres (default: all three)
+  --stores LIST        sqlite,redis,postgres,etcd,zookeeper,nats (default: sqlite,redis,postgres)
   --scales LIST        NxW,… workers × resources (default 8x10000,20x50000,50x100000)
   --quick              8x10000 only and a 10 s steady window
   --ttl-ms N           lease TTL (default 10000)

@@ -1,11 +1,14 @@
 // One private server per store for the whole run; each scale gets its own table, key prefix or
 // file, so a run starts from empty records without restarting the server.
 import { join } from 'node:path';
+import { startEtcd } from './etcd-server.mjs';
+import { startNats } from './nats-server.mjs';
 import { startPostgres } from './postgres-server.mjs';
 import { startRedis } from './redis-server.mjs';
+import { startZookeeper } from './zookeeper-server.mjs';
 import { tempDir } from './processes.mjs';
 
-export const STORES = ['sqlite', 'redis', 'postgres'];
+export const STORES = ['sqlite', 'redis', 'postgres', 'etcd', 'zookeeper', 'nats'];
 
 /** Starts the store's server; `maxWorkers` sizes PostgreSQL's connection limit. */
 export async function startStore(name, { maxWorkers }) {
@@ -30,6 +33,32 @@ export async function startStore(name, { maxWorkers }) {
       urlFor: (tag) => `${server.url}?table=${tag}`,
       coordinatorUrlFor: (tag) =>
         `${server.url}?table=${tag}&statementTimeoutMs=60000&connectTimeoutMs=60000&notify=false`,
+      stop: server.stop,
+    };
+  }
+  if (name === 'etcd') {
+    const server = await startEtcd();
+    return {
+      urlFor: (tag) => `${server.url}?prefix=${tag}/`,
+      coordinatorUrlFor: (tag) => `${server.url}?prefix=${tag}/&timeoutMs=60000`,
+      stop: server.stop,
+    };
+  }
+  if (name === 'zookeeper') {
+    const server = await startZookeeper();
+    return {
+      urlFor: (tag) => `zookeeper://${server.endpoint}/${tag}`,
+      coordinatorUrlFor: (tag) => `zookeeper://${server.endpoint}/${tag}?timeoutMs=60000`,
+      stop: server.stop,
+    };
+  }
+  if (name === 'nats') {
+    const server = await startNats();
+    // A bucket name: letters, digits, - and _.
+    const bucket = (tag) => tag.replace(/[^A-Za-z0-9_-]/g, '_');
+    return {
+      urlFor: (tag) => `${server.url}?bucket=${bucket(tag)}`,
+      coordinatorUrlFor: (tag) => `${server.url}?bucket=${bucket(tag)}&timeoutMs=60000`,
       stop: server.stop,
     };
   }

@@ -88,6 +88,28 @@ export function shares(members: readonly Member[], total: number): Map<string, n
 /** Weight computations between two yields to the event loop, so the lease watchdogs stay on time (rule 6). */
 const CHUNK_OPS = 100_000;
 
+/** Members in a fixed order (by id), so every worker walks them alike. */
+function byId(members: readonly Member[]): Member[] {
+  return [...members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * Visits `order` in slices of about `CHUNK_OPS` weight computations (`members` per entry),
+ * yielding to the event loop between slices when the work is large.
+ */
+async function inSlices(
+  order: readonly number[],
+  members: number,
+  visit: (i: number) => void,
+): Promise<void> {
+  const perChunk = Math.max(1, Math.floor(CHUNK_OPS / Math.max(1, members)));
+  const yielding = order.length * members > CHUNK_OPS;
+  for (let start = 0; start < order.length; start += perChunk) {
+    for (const i of order.slice(start, start + perChunk)) visit(i);
+    if (yielding) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
 /**
  * Assigns every wanted resource to a member: resources in a fixed hashed order, each to the member
  * with the highest rendezvous weight that still has room in its share. `O(W × N)` weight
@@ -97,7 +119,7 @@ export async function assign(
   wanted: readonly string[],
   members: readonly Member[],
 ): Promise<Assignment> {
-  const sorted = [...members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const sorted = byId(members);
   const ids = sorted.map((m) => m.id);
   const quota = shares(sorted, wanted.length);
   const room = Int32Array.from(ids, (id) => quota.get(id)!);
@@ -109,27 +131,22 @@ export async function assign(
       (wanted[a]! < wanted[b]! ? -1 : wanted[a]! > wanted[b]! ? 1 : 0),
   );
   const targetOf = new Map<string, string>();
-  const perChunk = Math.max(1, Math.floor(CHUNK_OPS / Math.max(1, ids.length)));
-  const yielding = wanted.length * ids.length > CHUNK_OPS;
-  for (let start = 0; start < order.length; start += perChunk) {
-    for (const i of order.slice(start, start + perChunk)) {
-      const h = resourceHashes[i]!;
-      let best = -1;
-      let bestWeight = -1;
-      for (let m = 0; m < ids.length; m++) {
-        if (room[m]! <= 0) continue;
-        const w = weight(h, memberHashes[m]!);
-        if (w > bestWeight) {
-          bestWeight = w;
-          best = m;
-        }
+  await inSlices(order, ids.length, (i) => {
+    const h = resourceHashes[i]!;
+    let best = -1;
+    let bestWeight = -1;
+    for (let m = 0; m < ids.length; m++) {
+      if (room[m]! <= 0) continue;
+      const w = weight(h, memberHashes[m]!);
+      if (w > bestWeight) {
+        bestWeight = w;
+        best = m;
       }
-      if (best < 0) continue; // every member is at its limit: nobody is assigned this one
-      room[best]!--;
-      targetOf.set(wanted[i]!, ids[best]!);
     }
-    if (yielding) await new Promise<void>((resolve) => setImmediate(resolve));
-  }
+    if (best < 0) return; // every member is at its limit: nobody is assigned this one
+    room[best]!--;
+    targetOf.set(wanted[i]!, ids[best]!);
+  });
   return { members: ids, shares: quota, targetOf };
 }
 
@@ -149,7 +166,7 @@ export async function assignWeighted(
   weights: ArrayLike<number>,
   members: readonly Member[],
 ): Promise<Assignment> {
-  const sorted = [...members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const sorted = byId(members);
   const ids = sorted.map((m) => m.id);
   let total = 0;
   for (let i = 0; i < wanted.length; i++) total += weights[i]!;
@@ -168,41 +185,36 @@ export async function assignWeighted(
       (wanted[a]! < wanted[b]! ? -1 : wanted[a]! > wanted[b]! ? 1 : 0),
   );
   const targetOf = new Map<string, string>();
-  const perChunk = Math.max(1, Math.floor(CHUNK_OPS / Math.max(1, ids.length)));
-  const yielding = wanted.length * ids.length > CHUNK_OPS;
-  for (let start = 0; start < order.length; start += perChunk) {
-    for (const i of order.slice(start, start + perChunk)) {
-      const h = resourceHashes[i]!;
-      const w = weights[i]!;
-      let best = -1;
-      let bestWeight = -1;
-      let fallback = -1;
-      let fallbackLoad = Infinity;
-      for (let m = 0; m < ids.length; m++) {
-        if (room[m]! <= 0) continue;
-        if (load[m]! + w <= budget[m]!) {
-          const rank = weight(h, memberHashes[m]!);
-          if (rank > bestWeight) {
-            bestWeight = rank;
-            best = m;
-          }
-        } else if (best < 0) {
-          const after = (load[m]! + w) / (capacity[m]! || 1e-9);
-          if (after < fallbackLoad) {
-            fallbackLoad = after;
-            fallback = m;
-          }
+  await inSlices(order, ids.length, (i) => {
+    const h = resourceHashes[i]!;
+    const w = weights[i]!;
+    let best = -1;
+    let bestWeight = -1;
+    let fallback = -1;
+    let fallbackLoad = Infinity;
+    for (let m = 0; m < ids.length; m++) {
+      if (room[m]! <= 0) continue;
+      if (load[m]! + w <= budget[m]!) {
+        const rank = weight(h, memberHashes[m]!);
+        if (rank > bestWeight) {
+          bestWeight = rank;
+          best = m;
+        }
+      } else if (best < 0) {
+        const after = (load[m]! + w) / (capacity[m]! || 1e-9);
+        if (after < fallbackLoad) {
+          fallbackLoad = after;
+          fallback = m;
         }
       }
-      const chosen = best >= 0 ? best : fallback;
-      if (chosen < 0) continue; // every member is at its limit: nobody is assigned this one
-      room[chosen]!--;
-      load[chosen]! += w;
-      count[chosen]!++;
-      targetOf.set(wanted[i]!, ids[chosen]!);
     }
-    if (yielding) await new Promise<void>((resolve) => setImmediate(resolve));
-  }
+    const chosen = best >= 0 ? best : fallback;
+    if (chosen < 0) return; // every member is at its limit: nobody is assigned this one
+    room[chosen]!--;
+    load[chosen]! += w;
+    count[chosen]!++;
+    targetOf.set(wanted[i]!, ids[chosen]!);
+  });
   const shareOf = new Map(ids.map((id, m) => [id, count[m]!] as const));
   return { members: ids, shares: shareOf, targetOf, fair };
 }
@@ -260,7 +272,7 @@ export function rebalanceWeighted(
   members: readonly Member[],
   tolerance: number,
 ): Assignment {
-  const sorted = [...members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const sorted = byId(members);
   const ids = sorted.map((m) => m.id);
   const index = new Map(ids.map((id, m) => [id, m] as const));
   let total = 0;
