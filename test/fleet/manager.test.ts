@@ -101,7 +101,7 @@ describe('LeaseManager', () => {
     });
   });
 
-  it('stop() aborts the work, then releases everything in one releaseMany, and peers take over', async () => {
+  it('stop() aborts the work, then releases its leases in one releaseMany and its membership after, and peers take over', async () => {
     const f = newFleet(names(20));
     const [a, b] = [await f.join(), await f.join()];
     await f.clock.advance(5 * RECONCILE);
@@ -113,11 +113,25 @@ describe('LeaseManager', () => {
       released.push(lease.resource);
       if (a.working.has(lease.resource)) workStillRunningAtRelease++;
     });
-    const { releaseMany, release } = { ...a.link.calls };
+    // Every release call, in order, with the resources it carried.
+    const order: string[][] = [];
+    const link = a.link as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    for (const method of ['release', 'releaseMany'] as const) {
+      const original = link[method]!.bind(a.link);
+      link[method] = (leases: unknown, ...rest: unknown[]) => {
+        const list = (Array.isArray(leases) ? leases : [leases]) as { resource: string }[];
+        order.push(list.map((l) => l.resource));
+        return original(leases, ...rest);
+      };
+    }
     await a.manager.stop();
-    expect(a.link.calls.releaseMany - releaseMany).toBe(1);
-    // The one single release is the brief lease that announces the leave, after the releaseMany.
-    expect(a.link.calls.release - release).toBe(1);
+    // First every wanted lease in one call; then the membership, so a peer that sees this worker
+    // gone finds its records free; then the brief lease that announces the leave.
+    expect(order[0]!.sort()).toEqual(mine.map((l) => l.resource).sort());
+    expect(order[1]).toHaveLength(1);
+    expect(order[1]![0]).toMatch(/^leasehold\/members\/default\/@/);
+    expect(order[2]).toEqual(['leasehold/members/default/~generation']);
+    expect(order).toHaveLength(3);
     expect(workStillRunningAtRelease).toBe(0);
     expect(released.sort()).toEqual(mine.map((l) => l.resource).sort());
     expect(a.working.size).toBe(0);
