@@ -295,7 +295,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   reportLoad(resource: string, load: number): boolean {
     checkResource(resource);
     checkWeight(load, resource, 'load');
-    if (!this.client.lease(resource) || this.client.lease(resource) === this.member) return false;
+    const lease = this.client.lease(resource);
+    if (!lease || lease === this.member) return false;
     this.loads.report(resource, load);
     return true;
   }
@@ -361,8 +362,13 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       // The leases first, the membership after: a peer that sees this worker gone must find its
       // records free, also where a batch is not one atomic write (NATS, S3: a peer that saw the
       // membership change early tried records still held and set them aside for a scan).
-      if (releasing > 0) await this.client.releaseMany(this.held()).catch(() => undefined);
+      // A failed release still closes the client (the membership goes, the heartbeat stops), then
+      // fails the stop as a failed close does.
+      let failed: { error: unknown } | undefined;
+      if (releasing > 0)
+        await this.client.releaseMany(this.held()).catch((error: unknown) => (failed = { error }));
       await this.client.close();
+      if (failed) throw failed.error;
       this.report.stopped(releasing);
       // Peers re-read the membership at their next scan (at once where the store can watch). One
       // attempt: a stop is not held up, and a peer announcing at the same instant or the

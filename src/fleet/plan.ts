@@ -133,8 +133,9 @@ export function planWeighted(
         }
       }
     }
+    const newcomersShed = new Set(shed);
     for (const x of others) {
-      if (shed.includes(x.r)) continue;
+      if (newcomersShed.has(x.r)) continue;
       if (load <= upper || shed.length >= maxShed) left.push(x);
       else if (load - x.w >= lower) {
         shed.push(x.r);
