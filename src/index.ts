@@ -114,6 +114,13 @@ export { LeaseManager, type LeaseManagerEvents, type StopOptions } from './fleet
 export type { LeaseManagerOptions, WantedResources } from './fleet/manager-options.js';
 export type { ResourceWeights } from './fleet/load-book.js';
 export {
+  BucketManager,
+  bucketOf,
+  MAX_BUCKETS,
+  type BucketManagerOptions,
+  type HeldBucket,
+} from './fleet/bucket-manager.js';
+export {
   elect,
   observeLeader,
   type ElectOptions,

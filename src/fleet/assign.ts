@@ -17,6 +17,8 @@ export interface Member {
   readonly limit: number;
   /** How much load this member carries relative to the others (`capacity` option). @default 1 */
   readonly capacity?: number;
+  /** A bucketed fleet member's bucket count (see `BucketManager`); `undefined` in other fleets. */
+  readonly buckets?: number;
 }
 
 export interface Assignment {
@@ -44,7 +46,7 @@ export function hashName(name: string): number {
 }
 
 /** murmur3's finaliser: every input bit affects every output bit. */
-function mix(x: number): number {
+export function mix(x: number): number {
   x ^= x >>> 16;
   x = Math.imul(x, 0x85ebca6b);
   x ^= x >>> 13;

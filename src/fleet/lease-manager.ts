@@ -28,6 +28,7 @@ import { findFree } from './find-free.js';
 import {
   checkManagerOptions,
   MANAGER_DEFAULTS,
+  type FleetLayout,
   type LeaseManagerOptions,
 } from './manager-options.js';
 import { checkWeight, LoadBook } from './load-book.js';
@@ -73,6 +74,8 @@ const STOP_KEYS = optionKeys<StopOptions>({ timeoutMs: true });
 /** Announced-free resources remembered at most (see `freedAt`). */
 const FREED_MAX = 100_000;
 const PAGE = 5000;
+/** Where memberships and bucket leases live: no resource of a plain fleet. */
+const RESERVED = ['leasehold/members/', 'leasehold/bucket-members/', 'leasehold/buckets/'];
 
 /**
  * Keeps a set of wanted resources owned by a fleet of workers: each resource by exactly one live
@@ -84,7 +87,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   /** This worker's id in lease records and in the membership. */
   readonly owner: string;
   private readonly client: LeaseClient;
-  private readonly store: LeaseStore;
+  protected readonly store: LeaseStore;
   private readonly clock: Clock;
   private readonly options: LeaseManagerOptions;
   private readonly reconcileMs: number;
@@ -145,7 +148,11 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private stopping: Promise<void> | undefined;
 
   /** Checks `options` (throws `INVALID_ARGUMENT` naming the field); nothing runs until `start()`. */
-  constructor(options: LeaseManagerOptions) {
+  /** @internal `layout`: set by `BucketManager` (its membership prefix and bucket count). */
+  constructor(
+    options: LeaseManagerOptions,
+    private readonly layout?: FleetLayout,
+  ) {
     super();
     checkManagerOptions(options);
     this.options = options;
@@ -175,7 +182,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       this.client.ttlMs,
     );
     const group = options.group ?? MANAGER_DEFAULTS.group;
-    this.membersPrefix = membersPrefix(group);
+    this.membersPrefix = layout?.membersPrefix ?? membersPrefix(group);
     this.report = new FleetReporter(this.owner, group, this.clock, options.logger);
     this.takeovers = new TakeoverTracker(this.owner, this.report);
     this.settleMs =
@@ -251,6 +258,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       if (this.options.weight !== undefined) this.loads.weights(wanted);
       await this.join();
       await this.settle();
+      this.checkLayout(await this.memberView.current());
     } catch (error) {
       this.unwatch?.();
       clearInterval(this.keepAlive);
@@ -278,6 +286,12 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.keepAlive?.ref();
     this.client.ref();
     return this;
+  }
+
+  /** The held lease of a wanted resource, if this worker holds it (not yet released or lost). */
+  protected leaseOf(resource: string): HeldLease | undefined {
+    const lease = this.client.lease(resource);
+    return lease === this.member ? undefined : lease;
   }
 
   /** Leases held for wanted resources (the membership lease not included). */
@@ -491,6 +505,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       grace,
       Math.random,
       this.capacity,
+      this.layout?.buckets,
     );
     for (const slot of slots) {
       const member = await this.client.tryAcquire(slot);
@@ -559,9 +574,27 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
         id: this.owner,
         limit: this.maxLeases,
         ...(this.capacity === 1 ? {} : { capacity: this.capacity }),
+        ...(this.layout ? { buckets: this.layout.buckets } : {}),
       });
     this.armMemberTimers(records);
     return members;
+  }
+
+  /**
+   * In a bucketed fleet, refuses to take buckets while a live member counts buckets otherwise
+   * (its buckets cover other resources: both could work on one resource). A worker that holds
+   * buckets already goes on: the newcomer saw it in the read after its own join, and refuses.
+   * Two that join at once each read after their own join, so at least one sees the other.
+   */
+  private checkLayout(members: readonly Member[]): void {
+    const mine = this.layout?.buckets;
+    if (mine === undefined || this.heldCount() > 0) return;
+    const other = members.find((m) => m.id !== this.owner && m.buckets !== mine);
+    if (other)
+      throw invalidArgument(
+        'buckets',
+        `is ${mine} here, but live worker ${JSON.stringify(other.id)} of this group uses ${other.buckets ?? 'no buckets'}: every worker of a group must give the same count (a new count needs a new group)`,
+      );
   }
 
   /** One reconcile pass; returns the delay until the next one. */
@@ -569,6 +602,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     const wanted = await this.resolveWanted();
     await this.join();
     const members = await this.memberView.current();
+    this.checkLayout(members);
     const key = membersKey(members);
     const wantedChanged = !sameList(wanted, this.wantedList);
     if (wantedChanged) {
@@ -888,12 +922,12 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     const unique = [...new Set<string>(list)];
     for (const resource of unique) {
       checkResource(resource);
-      if (resource.startsWith('leasehold/members/')) {
+      const reserved = RESERVED.find((prefix) => resource.startsWith(prefix));
+      if (reserved && !this.layout)
         throw new LeaseError(
           ErrorCode.INVALID_ARGUMENT,
-          `resource ${JSON.stringify(resource)} is under the reserved prefix leasehold/members/`,
+          `resource ${JSON.stringify(resource)} is under the reserved prefix ${reserved}`,
         );
-      }
     }
     return unique;
   }

@@ -97,7 +97,7 @@ export const MANAGER_DEFAULTS = Object.freeze({
   balanceTolerance: 0.1,
 });
 
-const MANAGER_KEYS = optionKeys<LeaseManagerOptions>({
+export const MANAGER_KEYS = optionKeys<LeaseManagerOptions>({
   store: true,
   owner: true,
   resources: true,
@@ -183,4 +183,10 @@ function checkReal(
       field,
       `must be a number ${minIncluded ? 'from' : 'above'} ${min} up to ${max}, got ${describe(value)}`,
     );
+}
+
+/** @internal How a `BucketManager` sets up its `LeaseManager`: its own membership and bucket count. */
+export interface FleetLayout {
+  readonly membersPrefix: string;
+  readonly buckets: number;
 }

@@ -19,13 +19,15 @@ export function generationKey(prefix: string): string {
 /** The same members give the same key, in any order. */
 export function membersKey(members: readonly Member[]): string {
   return members
-    .map((m) => `${m.id}\u0000${m.limit}\u0000${m.capacity ?? 1}`)
+    .map((m) => `${m.id}\u0000${m.limit}\u0000${m.capacity ?? 1}\u0000${m.buckets ?? ''}`)
     .sort()
     .join('\u0001');
 }
 
 const LIMIT_MARK = '#max=';
 const CAPACITY_MARK = '#cap=';
+/** A bucketed fleet's bucket count (see `BucketManager`), last of the marks. */
+const BUCKETS_MARK = '#b=';
 /** A membership slot's name: `@` and 8 hex digits, then the limit and capacity marks when set. */
 const SLOT = /^@[0-9a-f]{8}$/;
 
@@ -36,30 +38,40 @@ const SLOT = /^@[0-9a-f]{8}$/;
  * largest membership, however often workers restart with fresh owner ids. A slot's token only
  * counts its own grants; nothing is fenced with it.
  */
-export function newSlot(prefix: string, maxLeases: number, capacity = 1): string {
-  return prefix + '@' + randomBytes(4).toString('hex') + suffix(maxLeases, capacity);
+export function newSlot(prefix: string, maxLeases: number, capacity = 1, buckets?: number): string {
+  return prefix + '@' + randomBytes(4).toString('hex') + suffix(maxLeases, capacity, buckets);
 }
 
 /**
  * The marks after a slot's name: `#max=<n>` for a limit, then `#cap=<x>` for a capacity other
  * than 1. (Managers before capacities existed read a slot with a capacity mark as no member.)
  */
-function suffix(maxLeases: number, capacity: number): string {
+function suffix(maxLeases: number, capacity: number, buckets?: number): string {
   const limit = Number.isFinite(maxLeases) ? `${LIMIT_MARK}${maxLeases}` : '';
-  return capacity === 1 ? limit : `${limit}${CAPACITY_MARK}${capacity}`;
+  const cap = capacity === 1 ? '' : `${CAPACITY_MARK}${capacity}`;
+  return `${limit}${cap}${buckets === undefined ? '' : `${BUCKETS_MARK}${buckets}`}`;
 }
 
 interface Parsed {
   readonly name: string;
   readonly limit: number;
   readonly capacity: number;
+  readonly buckets: number | undefined;
 }
 
 /** A membership record's name part, limit and capacity, or `undefined` for a record no manager wrote. */
 function parse(record: LeaseRecord, prefix: string): Parsed | undefined {
   let rest = record.resource.slice(prefix.length);
   let capacity = 1;
-  const capMark = SLOT.test(rest.slice(0, 9)) ? rest.indexOf(CAPACITY_MARK) : -1;
+  let buckets: number | undefined;
+  const slot = SLOT.test(rest.slice(0, 9));
+  const bucketsMark = slot ? rest.indexOf(BUCKETS_MARK) : -1;
+  if (bucketsMark >= 0) {
+    buckets = Number(rest.slice(bucketsMark + BUCKETS_MARK.length));
+    if (!Number.isSafeInteger(buckets) || buckets <= 0) return undefined;
+    rest = rest.slice(0, bucketsMark);
+  }
+  const capMark = slot ? rest.indexOf(CAPACITY_MARK) : -1;
   if (capMark >= 0) {
     capacity = Number(rest.slice(capMark + CAPACITY_MARK.length));
     if (!Number.isFinite(capacity) || capacity <= 0) return undefined;
@@ -76,7 +88,7 @@ function parse(record: LeaseRecord, prefix: string): Parsed | undefined {
   // A slot, or a record named after its owner (as managers before slots wrote them).
   if (!SLOT.test(name) && (name !== record.owner || record.resource === generationKey(prefix)))
     return undefined;
-  return { name, limit, capacity };
+  return { name, limit, capacity, buckets };
 }
 
 /** Whether a membership record is free to take: released, or expired by `storeNow` (plus `graceMs`). */
@@ -98,10 +110,12 @@ export function liveMembers(
     if (!parsed) continue;
     const known = members.get(record.owner);
     const capacity = Math.min(parsed.capacity, known?.capacity ?? parsed.capacity);
+    const buckets = known?.buckets ?? parsed.buckets;
     members.set(record.owner, {
       id: record.owner,
       limit: Math.min(parsed.limit, known?.limit ?? parsed.limit),
       ...(capacity === 1 ? {} : { capacity }),
+      ...(buckets === undefined ? {} : { buckets }),
     });
   }
   return [...members.values()];
@@ -119,6 +133,7 @@ export function slotsToTry(
   graceMs: number,
   random: () => number = Math.random,
   capacity = 1,
+  buckets?: number,
 ): string[] {
   const free = records
     .filter((r) => {
@@ -128,12 +143,13 @@ export function slotsToTry(
         parsed !== undefined &&
         SLOT.test(parsed.name) &&
         parsed.limit === maxLeases &&
-        parsed.capacity === capacity
+        parsed.capacity === capacity &&
+        parsed.buckets === buckets
       );
     })
     .map((r) => r.resource);
   shuffle(free, random);
-  return [...free.slice(0, 3), newSlot(prefix, maxLeases, capacity)];
+  return [...free.slice(0, 3), newSlot(prefix, maxLeases, capacity, buckets)];
 }
 
 /** The live membership records (the generation record and records no manager wrote left out). */

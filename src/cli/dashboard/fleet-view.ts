@@ -6,6 +6,10 @@ import { isFairLine, parseKey } from '../record-key.js';
 
 /** Where every group's membership records live (`membersPrefix(group)` is under it). */
 const MEMBERS_ROOT = `${INTERNAL_PREFIX}members/`;
+/** A bucketed group's membership (`BucketManager`): shown as the group with "(buckets)". */
+const BUCKET_MEMBERS_ROOT = `${INTERNAL_PREFIX}bucket-members/`;
+/** A bucketed group's bucket leases: work, though under the reserved prefix. */
+const BUCKETS_ROOT = `${INTERNAL_PREFIX}buckets/`;
 
 export interface FleetMember {
   readonly id: string;
@@ -39,13 +43,19 @@ export function fleetView(records: Iterable<LeaseRecord>, now: number, skewMs: n
   let leases = 0;
   let lapsed = 0;
   for (const record of records) {
-    if (record.resource.startsWith(MEMBERS_ROOT)) {
-      const slash = record.resource.indexOf('/', MEMBERS_ROOT.length);
+    const root = record.resource.startsWith(MEMBERS_ROOT)
+      ? MEMBERS_ROOT
+      : record.resource.startsWith(BUCKET_MEMBERS_ROOT)
+        ? BUCKET_MEMBERS_ROOT
+        : undefined;
+    if (root) {
+      const slash = record.resource.indexOf('/', root.length);
       if (slash < 0) continue;
-      const group = record.resource.slice(MEMBERS_ROOT.length, slash);
-      byGroup.set(group, [...(byGroup.get(group) ?? []), record]);
+      const group = record.resource.slice(root.length, slash);
+      const key = `${root}${group}/`;
+      byGroup.set(key, [...(byGroup.get(key) ?? []), record]);
     } else if (
-      record.resource.startsWith(INTERNAL_PREFIX) ||
+      (record.resource.startsWith(INTERNAL_PREFIX) && !record.resource.startsWith(BUCKETS_ROOT)) ||
       record.owner === '' ||
       isFairLine(parseKey(record.resource))
     ) {
@@ -56,9 +66,12 @@ export function fleetView(records: Iterable<LeaseRecord>, now: number, skewMs: n
       held.set(record.owner, (held.get(record.owner) ?? 0) + 1);
     } else lapsed++;
   }
-  const grouped = [...byGroup].flatMap(([group, list]) =>
-    liveMembers(list, `${MEMBERS_ROOT}${group}/`, now, skewMs).map((m) => ({ ...m, group })),
-  );
+  const grouped = [...byGroup].flatMap(([prefix, list]) => {
+    const bucketed = prefix.startsWith(BUCKET_MEMBERS_ROOT);
+    const name = prefix.slice((bucketed ? BUCKET_MEMBERS_ROOT : MEMBERS_ROOT).length, -1);
+    const group = bucketed ? `${name} (buckets)` : name;
+    return liveMembers(list, prefix, now, skewMs).map((m) => ({ ...m, group }));
+  });
   const ids = new Set(grouped.map((m) => m.id));
   // What the members share: what they hold, and what lapsed and is waiting to be taken again.
   let shared = lapsed;
