@@ -1,10 +1,12 @@
-// LeaseManager fleets at scale: N worker processes over W resources on a real store, through a
-// cold start, a worker joining, a worker leaving gracefully and a steady-state window. Starts its
+// LeaseManager fleets at scale: N managers over W resources on a real store, one process each or
+// --per-process of them per process (each with its own store connection), through a cold start, a
+// worker joining (a new process), a worker leaving gracefully, a process SIGKILLed (every manager
+// in it) and a steady-state window. Starts its
 // own servers on free 127.0.0.1 ports and kills them (and every worker) on the way out.
 // Usage: npm run build && node bench/fleet-scale.mjs [--quick] [--stores …] [--scales …] (--help)
 import { parseOptions } from './lib/args.mjs';
 import { Fleet } from './lib/fleet.mjs';
-import { awaitConvergence, eventTotals, measureSteady } from './lib/phases.mjs';
+import { awaitConvergence, eventTotals, measureSteady, spread } from './lib/phases.mjs';
 import { loadLibrary } from './lib/library.mjs';
 import { installCleanupHandlers } from './lib/processes.mjs';
 import { hostInfo, managerVersion, printRun, printSummary, writeResults } from './lib/report.mjs';
@@ -74,22 +76,33 @@ async function runScale(name, server, { workers, resources }) {
     listing,
     log: (l) => log(`${name} ${workers}x${resources} ${l}`),
   };
-  const run = { store: name, workers, resources, ttlMs, heartbeatMs, reconcileMs, phases: {} };
+  const perProcess = options.perProcess;
+  const run = {
+    store: name,
+    workers,
+    resources,
+    ttlMs,
+    heartbeatMs,
+    reconcileMs,
+    managersPerProcess: perProcess,
+    phases: {},
+  };
   try {
-    ctx.log('cold start');
+    ctx.log(`cold start (${perProcess} manager(s) per process)`);
     const cold = Date.now();
-    for (let i = 0; i < workers; i++) fleet.spawn();
-    run.phases.cold = await awaitConvergence(ctx, {
-      since: cold,
-      baseline: eventTotals(new Map()),
-    });
+    for (let i = 0; i < workers; i += perProcess) fleet.spawn(Math.min(perProcess, workers - i));
+    run.phases.cold = await withCpu(ctx, () =>
+      awaitConvergence(ctx, { since: cold, baseline: eventTotals(new Map()) }),
+    );
     if (run.phases.cold.converged || options.continueAfterTimeout) {
-      run.phases.join = await join(ctx, workers);
-      run.phases.leave = await leave(ctx);
+      run.phases.join = await withCpu(ctx, () => join(ctx, workers));
+      run.phases.leave = await withCpu(ctx, () => leave(ctx));
+      run.phases.crash = await withCpu(ctx, () => crash(ctx));
     } else {
       const skipped = 'cold start did not converge (--continue runs it anyway)';
       run.phases.join = { skipped };
       run.phases.leave = { skipped };
+      run.phases.crash = { skipped };
     }
     ctx.log(`steady state for ${options.steadyMs / 1000} s`);
     run.phases.steady = await measureSteady(ctx);
@@ -106,6 +119,27 @@ async function runScale(name, server, { workers, resources }) {
   return run;
 }
 
+/**
+ * A phase, with the CPU-seconds its managers used (each process's CPU split evenly among the
+ * managers it runs) and the largest RSS per manager at its end.
+ */
+async function withCpu(ctx, run) {
+  const before = ctx.fleet.reports();
+  const phase = await run();
+  const after = await ctx.fleet.poll();
+  const seconds = [];
+  for (const owner of ctx.fleet.live) {
+    const [a, b] = [before.get(owner), after.get(owner)];
+    const used = (r) => (r ? r.cpu.user + r.cpu.system : 0);
+    if (b) seconds.push((used(b) - used(a)) / 1e6);
+  }
+  phase.cpuSecondsPerManager = spread(seconds);
+  phase.rssMBPerManager = spread(
+    ctx.fleet.live.filter((o) => after.get(o)).map((o) => after.get(o).rss / 2 ** 20),
+  );
+  return phase;
+}
+
 /** One more worker; the target is ⌈W/(N+1)⌉ + N handoffs. */
 async function join(ctx, workers) {
   ctx.log('join');
@@ -118,7 +152,19 @@ async function join(ctx, workers) {
   return phase;
 }
 
-/** SIGTERM to the oldest worker: it stops its manager, releasing everything to the others. */
+/** SIGKILL of a process: its managers' leases are taken over at about the TTL. */
+async function crash(ctx) {
+  ctx.log('crash');
+  const baseline = eventTotals(await ctx.fleet.poll());
+  ctx.fleet.broadcast({ type: 'reset-loop' });
+  const since = Date.now();
+  const killed = await ctx.fleet.crash(ctx.fleet.live[0]);
+  const phase = await awaitConvergence(ctx, { since, baseline });
+  phase.killedManagers = killed.length;
+  return phase;
+}
+
+/** The oldest manager stops gracefully, releasing everything to the others. */
 async function leave(ctx) {
   ctx.log('leave');
   const baseline = eventTotals(await ctx.fleet.poll());

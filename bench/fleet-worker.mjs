@@ -1,6 +1,7 @@
-// One fleet member for bench/fleet-scale.mjs, in its own OS process: a LeaseManager over
-// r/000000 … whose work only waits for its lease to end. It keeps counters and answers the
-// coordinator's IPC requests; nothing is logged, so 50 of these stay cheap.
+// Fleet members for bench/fleet-scale.mjs, in one OS process: one LeaseManager per owner in
+// `config.owners` (one with --per-process 1), each with its own store connection as a separate
+// worker would have, over r/000000 … with work that only waits for its lease to end. It keeps
+// counters per manager and answers the coordinator's IPC requests; nothing is logged.
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -10,49 +11,63 @@ import { resourceNames } from './lib/resources.mjs';
 
 const config = JSON.parse(process.argv[2]);
 const { LeaseManager, openStore } = await loadLibrary(config.dist);
-const events = {
-  acquired: 0,
-  lost: 0,
-  released: 0,
-  handoff: 0,
-  handoffBalance: 0,
-  handoffUnwanted: 0,
-  workFailed: 0,
-  reconcileFailed: 0,
-};
-let lastError = null;
 const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 
-let manager;
-let counting;
+/** The managers this process hosts (`config.owners`), each with its own store connection. */
+const hosted = new Map();
 let stopping;
 
 // Without the coordinator there is nobody to report to: leave rather than linger as an orphan.
 process.on('disconnect', () => process.exit(1));
-// Handlers before the store opens: a report request or SIGTERM can come at any time.
-process.on('SIGTERM', stop);
+// Handlers before the stores open: a report request or SIGTERM can come at any time.
+process.on('SIGTERM', stopAll);
 process.on('message', (message) => {
   if (message.type === 'report')
-    process.send({ type: 'report', id: message.id, report: manager ? report() : null });
+    process.send({ type: 'report', id: message.id, reports: reportAll() });
   else if (message.type === 'reset-loop') loop.reset();
-  else if (message.type === 'stop') stop();
+  else if (message.type === 'stop') void stopOne(message.owner);
 });
 
 try {
-  counting = countingStore(await openStore(config.url));
-  manager = createManager(counting.store);
-  await manager.start();
+  for (const owner of config.owners) {
+    const counting = countingStore(await openStore(config.url));
+    const entry = newEntry(owner, counting);
+    entry.manager = createManager(owner, counting.store, entry);
+    hosted.set(owner, entry);
+  }
+  await Promise.all([...hosted.values()].map((e) => e.manager.start()));
   process.send({ type: 'started', at: Date.now() });
 } catch (error) {
   const message = String(error?.message ?? error);
   process.send({ type: 'start-failed', error: message }, () => process.exit(1));
 }
 
-function createManager(store) {
+function newEntry(owner, counting) {
+  return {
+    owner,
+    counting,
+    manager: null,
+    lastError: null,
+    stopping: null,
+    events: {
+      acquired: 0,
+      lost: 0,
+      released: 0,
+      handoff: 0,
+      handoffBalance: 0,
+      handoffUnwanted: 0,
+      workFailed: 0,
+      reconcileFailed: 0,
+    },
+  };
+}
+
+function createManager(owner, store, entry) {
+  const { events } = entry;
   const m = new LeaseManager({
     store,
-    owner: config.owner,
+    owner,
     resources: resourceNames(config.resources),
     ttlMs: config.ttlMs,
     heartbeatMs: config.heartbeatMs,
@@ -64,7 +79,7 @@ function createManager(store) {
   const trace = traceDir
     ? (event, lease, detail = '') =>
         appendFileSync(
-          join(traceDir, `${config.owner}.log`),
+          join(traceDir, `${owner}.log`),
           `${Date.now()} ${event} ${lease?.resource ?? '-'} ${m.held().length} ${detail}\n`,
         )
     : () => undefined;
@@ -85,7 +100,7 @@ function createManager(store) {
   m.on('work-failed', () => events.workFailed++);
   m.on('reconcile-failed', (error) => {
     events.reconcileFailed++;
-    lastError = String(error?.message ?? error).slice(0, 300);
+    entry.lastError = String(error?.message ?? error).slice(0, 300);
   });
   return m;
 }
@@ -96,27 +111,52 @@ function untilAborted(lease) {
   return new Promise((resolve) => lease.signal.addEventListener('abort', resolve, { once: true }));
 }
 
-function report() {
+/**
+ * One manager's report. The process's CPU is split evenly among the managers it runs now (they
+ * share one event loop; a per-manager split does not exist), as are its RSS and loop stalls.
+ */
+function report(entry) {
+  const running = Math.max(1, [...hosted.values()].filter((e) => !e.stopping).length);
+  const cpu = process.cpuUsage();
   return {
-    owner: config.owner,
-    held: manager.held().length,
-    events: { ...events },
-    store: counting.snapshot(),
-    rss: process.memoryUsage.rss(),
-    cpu: process.cpuUsage(),
+    owner: entry.owner,
+    held: entry.manager.held().length,
+    events: { ...entry.events },
+    store: entry.counting.snapshot(),
+    rss: process.memoryUsage.rss() / running,
+    cpu: { user: cpu.user / running, system: cpu.system / running },
+    managersInProcess: running,
     loopMaxMs: loop.max / 1e6,
-    lastError,
+    lastError: entry.lastError,
     at: Date.now(),
   };
 }
 
-/** Graceful leave (SIGTERM): stop the manager, which releases everything, then say goodbye. */
-function stop() {
-  stopping ??= (async () => {
+function reportAll() {
+  const out = {};
+  for (const entry of hosted.values())
+    if (entry.manager && !entry.stopping) out[entry.owner] = report(entry);
+  return out;
+}
+
+/** Graceful leave of one manager: it stops (releasing everything), then says goodbye. */
+function stopOne(owner) {
+  const entry = hosted.get(owner);
+  if (!entry) return Promise.resolve();
+  entry.stopping ??= (async () => {
     const started = Date.now();
-    await manager?.stop();
-    const last = manager ? { ...report(), stopMs: Date.now() - started } : null;
-    await counting?.store.close().catch(() => undefined);
-    process.send({ type: 'stopped', report: last }, () => process.exit(0));
+    const last = entry.manager ? report(entry) : null;
+    await entry.manager?.stop();
+    await entry.counting.store.close().catch(() => undefined);
+    const final = last ? { ...last, held: 0, stopMs: Date.now() - started } : null;
+    process.send({ type: 'stopped', owner, report: final });
+    hosted.delete(owner);
+    if (hosted.size === 0) process.exit(0);
   })();
+  return entry.stopping;
+}
+
+/** SIGTERM: every manager leaves gracefully, then the process exits. */
+function stopAll() {
+  stopping ??= Promise.all([...hosted.keys()].map(stopOne)).then(() => process.exit(0));
 }

@@ -14,6 +14,7 @@ export const USAGE = `node bench/fleet-scale.mjs [options]   (run \`npm run buil
   --steady-ms N        steady-state window (default 60000)
   --check-ms N         pause between convergence checks (default 1000)
   --page-size N        records per list page when the coordinator checks (default 10000)
+  --per-process N      managers per worker process, each with its own store connection (default 1)
   --continue           run join and leave even when the cold start did not converge
   --dist DIR           the compiled leasehold to measure (default: ./dist)`;
 
@@ -33,6 +34,7 @@ export function parseOptions(argv) {
       'steady-ms': { type: 'string' },
       'check-ms': { type: 'string', default: '1000' },
       'page-size': { type: 'string', default: '10000' },
+      'per-process': { type: 'string', default: '1' },
       continue: { type: 'boolean', default: false },
       dist: { type: 'string', default: DEFAULT_DIST },
       help: { type: 'boolean', default: false },
@@ -54,6 +56,7 @@ export function parseOptions(argv) {
     steadyMs: int('steady-ms', values['steady-ms'] ?? (quick ? '10000' : '60000')),
     checkMs: int('check-ms', values['check-ms']),
     pageSize: int('page-size', values['page-size']),
+    perProcess: int('per-process', values['per-process']),
     continueAfterTimeout: values.continue,
     dist: resolve(values.dist),
   };

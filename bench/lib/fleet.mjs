@@ -1,5 +1,6 @@
-// The coordinator's side of a fleet of worker processes: spawn, ask for reports over IPC, stop one
-// gracefully, kill the rest. Every child is registered for cleanup, so none outlives the run.
+// The coordinator's side of a fleet of worker processes, each hosting one or more managers: spawn,
+// ask for reports over IPC, stop one manager gracefully, kill a process, kill the rest. Every child
+// is registered for cleanup, so none outlives the run.
 import { fork } from 'node:child_process';
 import { clearTimeout } from 'node:timers';
 import { fileURLToPath } from 'node:url';
@@ -11,114 +12,173 @@ export class Fleet {
   /** `config`: what every worker gets (url, resources, ttlMs, heartbeatMs, reconcileMs). */
   constructor(config) {
     this.config = config;
-    this.workers = new Map(); // owner → { child, spawnedAt, startedAt, alive, last, stderr }
+    this.processes = [];
+    this.workers = new Map(); // owner → { owner, proc, alive, leaving, last }
     this.nextId = 0;
   }
 
-  /** Owners of workers that are running and not leaving. */
+  /** Owners of managers that are running and not leaving. */
   get live() {
-    return [...this.workers.values()].filter((w) => w.alive && !w.leaving).map((w) => w.owner);
+    return [...this.workers.values()]
+      .filter((w) => w.alive && !w.leaving && w.proc.alive)
+      .map((w) => w.owner);
   }
 
-  spawn() {
-    const owner = `w${String(this.nextId++).padStart(3, '0')}`;
-    const child = fork(WORKER, [JSON.stringify({ ...this.config, owner })], {
+  /** A process hosting `count` new managers; returns their owners. */
+  spawn(count = 1) {
+    const owners = Array.from(
+      { length: count },
+      () => `w${String(this.nextId++).padStart(3, '0')}`,
+    );
+    const child = fork(WORKER, [JSON.stringify({ ...this.config, owners })], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
-    const worker = { owner, child, spawnedAt: Date.now(), alive: true, last: null, stderr: '' };
-    child.stderr.on('data', (chunk) => (worker.stderr = (worker.stderr + chunk).slice(-4096)));
-    child.on('message', (message) => this.receive(worker, message));
-    worker.forget = onCleanup(() => worker.alive && child.kill('SIGKILL'));
-    worker.exited = new Promise((resolve) =>
+    const proc = {
+      child,
+      owners,
+      spawnedAt: Date.now(),
+      alive: true,
+      stderr: '',
+      waiting: new Map(),
+    };
+    child.stderr.on('data', (chunk) => (proc.stderr = (proc.stderr + chunk).slice(-4096)));
+    child.on('message', (message) => this.receive(proc, message));
+    proc.forget = onCleanup(() => proc.alive && child.kill('SIGKILL'));
+    proc.exited = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
-        worker.alive = false;
-        worker.exit = code ?? signal;
+        proc.alive = false;
+        proc.exit = code ?? signal;
         resolve();
       }),
     );
-    this.workers.set(owner, worker);
-    return owner;
+    this.processes.push(proc);
+    for (const owner of owners) {
+      let stopped;
+      const done = new Promise((resolve) => (stopped = resolve));
+      this.workers.set(owner, {
+        owner,
+        proc,
+        alive: true,
+        leaving: false,
+        last: null,
+        stopped,
+        done,
+      });
+    }
+    return owners;
   }
 
-  receive(worker, message) {
-    if (message.type === 'started') worker.startedAt = message.at;
-    else if (message.type === 'start-failed') worker.startError = message.error;
-    else if (message.type === 'report' && message.report) worker.last = message.report;
-    else if (message.type === 'stopped' && message.report) worker.last = message.report;
-    if (message.type === 'report') worker.waiting?.get(message.id)?.(true);
+  receive(proc, message) {
+    if (message.type === 'started') proc.startedAt = message.at;
+    else if (message.type === 'start-failed') proc.startError = message.error;
+    else if (message.type === 'report') {
+      for (const [owner, report] of Object.entries(message.reports ?? {})) {
+        const worker = this.workers.get(owner);
+        if (worker) worker.last = report;
+      }
+      proc.waiting.get(message.id)?.(true);
+    } else if (message.type === 'stopped') {
+      const worker = this.workers.get(message.owner);
+      if (!worker) return;
+      if (message.report) worker.last = message.report;
+      worker.alive = false;
+      worker.stopped();
+    }
   }
 
   /**
-   * Asks every live worker for a fresh report and waits up to `timeoutMs` for the answers; a busy
-   * worker that does not answer in time keeps its previous report (marked by its `at`). A worker
-   * answers only between macrotasks, so `lastPoll` (the slowest answer, the silent workers) shows
-   * how long the workers' event loops stay blocked.
+   * Asks every process with a running manager for fresh reports and waits up to `timeoutMs` for
+   * the answers; a busy process that does not answer in time keeps its managers' previous reports
+   * (marked by their `at`). A process answers only between macrotasks, so `lastPoll` (the slowest
+   * answer, the silent managers) shows how long the event loops stay blocked.
    */
   async poll(timeoutMs = 5000) {
     const id = Math.random();
-    // Not a leaving worker: it is stopping, and answers no more (waiting for it would add
-    // `timeoutMs` to a leave).
-    const asked = [...this.workers.values()].filter((w) => w.alive && !w.leaving);
+    // Not a leaving manager: it is stopping, and answers no more.
+    const asked = this.processes.filter((p) => p.alive && this.running(p).length > 0);
     const sent = Date.now();
-    const answered = await Promise.all(asked.map((w) => this.ask(w, id, timeoutMs)));
+    const answered = await Promise.all(asked.map((p) => this.ask(p, id, timeoutMs)));
     this.lastPoll = {
       slowestMs: Date.now() - sent,
-      silent: asked.filter((w, i) => !answered[i]).map((w) => w.owner),
+      silent: asked.filter((p, i) => !answered[i]).flatMap((p) => this.running(p)),
     };
     return this.reports();
   }
 
-  /** Resolves `true` when the worker answered within `timeoutMs`. */
-  ask(worker, id, timeoutMs) {
+  /** The owners of a process's managers that run and are not leaving. */
+  running(proc) {
+    return proc.owners.filter((o) => {
+      const w = this.workers.get(o);
+      return w.alive && !w.leaving;
+    });
+  }
+
+  /** Resolves `true` when the process answered within `timeoutMs`. */
+  ask(proc, id, timeoutMs) {
     return new Promise((resolve) => {
-      worker.waiting ??= new Map();
       const done = (answered = false) => {
         clearTimeout(timer);
-        worker.waiting.delete(id);
+        proc.waiting.delete(id);
         resolve(answered);
       };
       const timer = setTimeout(done, timeoutMs);
-      worker.waiting.set(id, done);
+      proc.waiting.set(id, done);
       try {
-        worker.child.send({ type: 'report', id });
+        proc.child.send({ type: 'report', id });
       } catch {
-        done(); // the channel closed: the worker is exiting
+        done(); // the channel closed: the process is exiting
       }
     });
   }
 
-  /** The latest report of every worker ever spawned (a stopped one's is its final report). */
+  /** The latest report of every manager ever started (a stopped one's is its final report). */
   reports() {
     return new Map([...this.workers.values()].map((w) => [w.owner, w.last]));
   }
 
   broadcast(message) {
-    for (const w of this.workers.values()) if (w.alive) w.child.send(message, () => undefined);
+    for (const p of this.processes) if (p.alive) p.child.send(message, () => undefined);
   }
 
-  /** SIGTERM: the worker stops its manager (releasing everything) and exits; returns its stop time. */
+  /** One manager stops gracefully (releasing everything); returns its stop time. */
   async leave(owner, timeoutMs = 30_000) {
     const worker = this.workers.get(owner);
     worker.leaving = true;
     const sent = Date.now();
-    worker.child.kill('SIGTERM');
-    const timer = setTimeout(() => worker.child.kill('SIGKILL'), timeoutMs);
-    await worker.exited;
+    worker.proc.child.send({ type: 'stop', owner }, () => undefined);
+    const timer = setTimeout(() => worker.proc.child.kill('SIGKILL'), timeoutMs);
+    await Promise.race([worker.done, worker.proc.exited]);
     clearTimeout(timer);
-    worker.forget();
-    return { exit: worker.exit, exitMs: Date.now() - sent, stopMs: worker.last?.stopMs ?? null };
+    return { exitMs: Date.now() - sent, stopMs: worker.last?.stopMs ?? null };
+  }
+
+  /** SIGKILL of the process hosting `owner`: every manager in it dies without a word. */
+  async crash(owner) {
+    const { proc } = this.workers.get(owner);
+    proc.crashed = true;
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    proc.forget();
+    return proc.owners.filter((o) => this.workers.get(o).alive);
   }
 
   async killAll() {
-    for (const w of this.workers.values()) if (w.alive) w.child.kill('SIGKILL');
-    await Promise.all([...this.workers.values()].map((w) => w.exited));
-    for (const w of this.workers.values()) w.forget();
+    for (const p of this.processes) if (p.alive) p.child.kill('SIGKILL');
+    await Promise.all(this.processes.map((p) => p.exited));
+    for (const p of this.processes) p.forget();
   }
 
-  /** Workers that died on their own (a crash, a failed start), with the tail of their stderr. */
+  /** Processes that died on their own (a crash, a failed start), with the tail of their stderr. */
   failures() {
-    return [...this.workers.values()]
-      .filter((w) => w.startError || (!w.alive && !w.leaving && w.exit !== 'SIGKILL'))
-      .map((w) => ({ owner: w.owner, exit: w.exit, error: w.startError, stderr: w.stderr }));
+    return this.processes
+      .filter(
+        (p) => p.startError || (!p.alive && !p.crashed && p.exit !== 0 && p.exit !== 'SIGKILL'),
+      )
+      .map((p) => ({
+        owner: p.owners.join(','),
+        exit: p.exit,
+        error: p.startError,
+        stderr: p.stderr,
+      }));
   }
 }

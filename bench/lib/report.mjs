@@ -70,7 +70,8 @@ const seconds = (ms) => (ms === null || ms === undefined ? '-' : `${(ms / 1000).
 const range = (s) => (s ? `${s.min}..${s.max}` : '-');
 
 function phaseRow(run, name, p) {
-  const base = { store: run.store, scale: `${run.workers}×${run.resources}`, phase: name };
+  const per = run.managersPerProcess > 1 ? ` (${run.managersPerProcess}/proc)` : '';
+  const base = { store: run.store, scale: `${run.workers}×${run.resources}${per}`, phase: name };
   if (!p) return { ...base, result: 'not run' };
   if (p.skipped) return { ...base, result: 'skipped' };
   return {
@@ -91,6 +92,7 @@ function phaseRow(run, name, p) {
       range(p.reached?.reported) + (p.reached?.silent ? ` (${p.reached.silent} silent)` : ''),
     'slowest IPC reply': p.polls?.mostSilent ? '≥5 s (timed out)' : seconds(p.polls?.slowestMs),
     'loop max ms': String(p.loopMaxMs?.max ?? '-'),
+    'CPU s/manager': p.cpuSecondsPerManager ? String(p.cpuSecondsPerManager.median) : '-',
     load1: String(p.loadavg[0]),
   };
 }
@@ -130,7 +132,7 @@ function table(rows) {
 function phaseRows(runs) {
   return runs
     .filter((r) => r.phases)
-    .flatMap((r) => ['cold', 'join', 'leave'].map((p) => phaseRow(r, p, r.phases[p])));
+    .flatMap((r) => ['cold', 'join', 'leave', 'crash'].map((p) => phaseRow(r, p, r.phases[p])));
 }
 
 export function printRun(run) {

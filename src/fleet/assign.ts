@@ -122,6 +122,32 @@ export async function assign(
   members: readonly Member[],
 ): Promise<Assignment> {
   const sorted = byId(members);
+  const key = sorted.map((m) => `${m.id}\u0000${m.limit}`).join('\u0001');
+  const known = recent.find((r) => r.key === key && sameList(r.wanted, wanted));
+  if (known) return known.assignment;
+  const assignment = await dealt(wanted, sorted);
+  recent.unshift({ key, wanted: [...wanted], assignment });
+  recent.length = Math.min(recent.length, RECENT_MAX);
+  return assignment;
+}
+
+/**
+ * The last assignments dealt in this process, newest first: managers of one fleet that share a
+ * process (and one manager whose inputs come back) deal once, not once each. An `Assignment` is
+ * never changed once made.
+ */
+const recent: { key: string; wanted: readonly string[]; assignment: Assignment }[] = [];
+const RECENT_MAX = 2;
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** `assign` itself, members sorted by id. */
+async function dealt(wanted: readonly string[], sorted: readonly Member[]): Promise<Assignment> {
   const ids = sorted.map((m) => m.id);
   const quota = shares(sorted, wanted.length);
   const room = Int32Array.from(ids, (id) => quota.get(id)!);

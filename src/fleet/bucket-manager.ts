@@ -3,7 +3,7 @@ import { checkKnownKeys, checkResource, describe } from '../core/options.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { hashName, mix } from './assign.js';
 import { LeaseManager } from './lease-manager.js';
-import { MANAGER_KEYS, type LeaseManagerOptions } from './manager-options.js';
+import { FLEET_LAYOUT, MANAGER_KEYS, type LeaseManagerOptions } from './manager-options.js';
 import { checkWeight } from './load-book.js';
 
 /** The most buckets a group may have: 2^16 (a membership change costs buckets × workers hashes). */
@@ -140,8 +140,9 @@ export class BucketManager extends LeaseManager {
       ...(onLost && {
         onLost: (lease: HeldLease, error: LeaseError) => onLost(ref.self!.bucketView(lease), error),
       }),
+      [FLEET_LAYOUT]: { membersPrefix: `leasehold/bucket-members/${group}/`, buckets },
     } as LeaseManagerOptions;
-    super(inner, { membersPrefix: `leasehold/bucket-members/${group}/`, buckets });
+    super(inner);
     ref.self = this;
     this.buckets = buckets;
     this.prefix = prefix;

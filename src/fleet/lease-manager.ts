@@ -28,6 +28,7 @@ import { findFree } from './find-free.js';
 import {
   checkManagerOptions,
   MANAGER_DEFAULTS,
+  FLEET_LAYOUT,
   type FleetLayout,
   type LeaseManagerOptions,
 } from './manager-options.js';
@@ -148,13 +149,14 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private stopping: Promise<void> | undefined;
 
   /** Checks `options` (throws `INVALID_ARGUMENT` naming the field); nothing runs until `start()`. */
-  /** @internal `layout`: set by `BucketManager` (its membership prefix and bucket count). */
-  constructor(
-    options: LeaseManagerOptions,
-    private readonly layout?: FleetLayout,
-  ) {
+  /** Set by `BucketManager`: its membership prefix and bucket count. */
+  private readonly layout: FleetLayout | undefined;
+
+  constructor(options: LeaseManagerOptions) {
     super();
     checkManagerOptions(options);
+    const layout = (options as { [FLEET_LAYOUT]?: FleetLayout })[FLEET_LAYOUT];
+    this.layout = layout;
     this.options = options;
     this.client = new LeaseClient({
       store: options.store,

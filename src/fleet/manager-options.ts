@@ -185,7 +185,13 @@ function checkReal(
     );
 }
 
-/** @internal How a `BucketManager` sets up its `LeaseManager`: its own membership and bucket count. */
+/**
+ * How a `BucketManager` sets up its `LeaseManager`: its own membership and bucket count, under a
+ * symbol key of the options (not an option a user can give: `checkKnownKeys` passes symbols).
+ */
+export const FLEET_LAYOUT: unique symbol = Symbol('leasehold.fleetLayout');
+
+/** See `FLEET_LAYOUT`. */
 export interface FleetLayout {
   readonly membersPrefix: string;
   readonly buckets: number;

@@ -4,6 +4,12 @@ interface Pending {
   at: number;
   seq: number;
   fn: () => void;
+  cleared: boolean;
+}
+
+/** Whether `a` falls due before `b` (by time, then by the order they were set). */
+function before(a: Pending, b: Pending): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }
 
 /**
@@ -14,7 +20,9 @@ export class ManualClock implements Clock {
   private mono = 0;
   private wallOffset: number;
   private seq = 0;
-  private readonly timers = new Set<Pending>();
+  /** A binary min-heap of timers by due time; cleared ones stay until they reach the top. */
+  private readonly heap: Pending[] = [];
+  private live = 0;
 
   /**
    * Starts with monotonic time at 0 and the wall clock at `startWallMs` (ms since the epoch;
@@ -38,9 +46,21 @@ export class ManualClock implements Clock {
   }
 
   setTimeout(fn: () => void, ms: number): TimerHandle {
-    const pending: Pending = { at: this.mono + Math.max(0, ms), seq: this.seq++, fn };
-    this.timers.add(pending);
-    return { clear: () => void this.timers.delete(pending) };
+    const pending: Pending = {
+      at: this.mono + Math.max(0, ms),
+      seq: this.seq++,
+      fn,
+      cleared: false,
+    };
+    this.push(pending);
+    this.live++;
+    return {
+      clear: () => {
+        if (pending.cleared) return;
+        pending.cleared = true;
+        this.live--;
+      },
+    };
   }
 
   /**
@@ -53,7 +73,7 @@ export class ManualClock implements Clock {
 
   /** Number of timers waiting to fire. */
   get pendingTimers(): number {
-    return this.timers.size;
+    return this.live;
   }
 
   /** Moves time forward by `ms`, firing due timers in order and settling promises after each. */
@@ -63,7 +83,8 @@ export class ManualClock implements Clock {
     for (;;) {
       const next = this.nextDue(target);
       if (!next) break;
-      this.timers.delete(next);
+      next.cleared = true;
+      this.live--;
       this.mono = Math.max(this.mono, next.at);
       next.fn();
       await settle();
@@ -72,13 +93,44 @@ export class ManualClock implements Clock {
     await settle();
   }
 
+  /** The first live timer due by `target`, taken off the heap; `undefined` when none is. */
   private nextDue(target: number): Pending | undefined {
-    let best: Pending | undefined;
-    for (const t of this.timers) {
-      if (t.at <= target && (!best || t.at < best.at || (t.at === best.at && t.seq < best.seq)))
-        best = t;
+    for (;;) {
+      const top = this.heap[0];
+      if (!top) return undefined;
+      if (!top.cleared && top.at > target) return undefined;
+      this.pop();
+      if (!top.cleared) return top;
     }
-    return best;
+  }
+
+  private push(item: Pending): void {
+    const heap = this.heap;
+    let i = heap.push(item) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(item, heap[parent]!)) break;
+      heap[i] = heap[parent]!;
+      i = parent;
+    }
+    heap[i] = item;
+  }
+
+  private pop(): void {
+    const heap = this.heap;
+    const last = heap.pop()!;
+    if (heap.length === 0) return;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= heap.length) break;
+      const right = left + 1;
+      const child = right < heap.length && before(heap[right]!, heap[left]!) ? right : left;
+      if (!before(heap[child]!, last)) break;
+      heap[i] = heap[child]!;
+      i = child;
+    }
+    heap[i] = last;
   }
 }
 

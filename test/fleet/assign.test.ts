@@ -53,3 +53,24 @@ it('a join changes the target of about W/(N+1) resources, not of everything', as
   // The targets alone move ~15 % more than the ideal; the manager's stickiness moves only the ideal.
   expect(moved).toBeLessThan(1.3 * ideal);
 });
+
+it('deals once per process for the same inputs: managers sharing a process share the answer, a change deals afresh', async () => {
+  const wanted = Array.from({ length: 50 }, (_, i) => `r${i}`);
+  const members = [m('a'), m('b'), m('c')];
+  const first = await assign(wanted, members);
+  // The same names in a new array and the members in another order: the same (unchanged) answer.
+  expect(await assign([...wanted], [...members].reverse())).toBe(first);
+  const limited = await assign(wanted, [m('a', 5), m('b'), m('c')]);
+  expect(limited).not.toBe(first);
+  expect([...limited.targetOf.values()].filter((t) => t === 'a')).toHaveLength(5);
+  const fewer = await assign(wanted.slice(1), members);
+  expect(fewer).not.toBe(first);
+  expect(fewer.targetOf.has('r0')).toBe(false);
+  // A caller changing its array afterwards does not change what was remembered.
+  const mutable = [...wanted];
+  const before = await assign(mutable, [m('x'), m('y')]);
+  mutable[0] = 'other';
+  const after = await assign(mutable, [m('x'), m('y')]);
+  expect(after).not.toBe(before);
+  expect(after.targetOf.has('other')).toBe(true);
+});
