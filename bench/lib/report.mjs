@@ -61,7 +61,9 @@ export function writeResults(result) {
   mkdirSync(RESULTS, { recursive: true });
   const stamp = result.startedAt.replace(/[:.]/g, '-');
   const text = `${JSON.stringify(result, null, 2)}\n`;
-  const files = [`${RESULTS}fleet-${stamp}.json`, `${RESULTS}fleet-latest.json`];
+  // Several managers per process is another benchmark: its latest run is kept apart.
+  const latest = result.options.perProcess > 1 ? 'fleet-per-process-latest' : 'fleet-latest';
+  const files = [`${RESULTS}fleet-${stamp}.json`, `${RESULTS}${latest}.json`];
   for (const file of files) writeFileSync(file, text);
   return files;
 }
