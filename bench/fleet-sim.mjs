@@ -8,7 +8,7 @@
 //                each worker enumerates its buckets' resources in onBucket (a synthetic catalogue:
 //                a bucket's resources are named for it, as a column that keeps bucketOf would give
 //                them) and keeps them while it holds the bucket. Phases: cold start, one join, one
-//                graceful leave, one crash, then a steady minute.
+//                graceful leave, three crashes one after another, then a steady minute.
 //   unbucketed — what a plain LeaseManager would pay at W workers × R' resources: one dealing of
 //                the assignment (every worker does it at every membership change) and the memory of
 //                one worker's wanted set and assignment. A whole fleet of those does not fit in
@@ -20,7 +20,7 @@
 // each manager in its own process would pay it; memory per manager is the heap over W.
 // Usage: npm run build && node --max-old-space-size=16384 bench/fleet-sim.mjs
 //          [--workers 1000] [--buckets 16384] [--resources 10000000]
-//          [--unbucketed-resources 1000000] [--latency-ms 2] [--out FILE]
+//          [--unbucketed-resources 1000000] [--latency-ms 2] [--crashes 3] [--out FILE]
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
@@ -34,6 +34,7 @@ const { values } = parseArgs({
     resources: { type: 'string', default: '10000000' },
     'unbucketed-resources': { type: 'string', default: '1000000' },
     'latency-ms': { type: 'string', default: '2' },
+    crashes: { type: 'string', default: '3' },
     out: { type: 'string' },
     dist: { type: 'string' },
   },
@@ -43,6 +44,7 @@ const BUCKETS = Number(values.buckets);
 const RESOURCES = Number(values.resources);
 const UNBUCKETED = Number(values['unbucketed-resources']);
 const LATENCY = Number(values['latency-ms']);
+const CRASHES = Number(values.crashes);
 const TTL = 10_000;
 const HEARTBEAT = 2_000;
 const STEP = 100;
@@ -235,9 +237,12 @@ await phase('leave', async () => {
   manager.stopped = true;
   await Promise.all([manager.stop(), clock.advance(5 * LATENCY)]);
 });
-await phase('crash', async () => {
-  cut = new Set([managers[2].id]);
-});
+// Crashes, one after another (a different worker each time): when a dead worker is found depends
+// on the membership sampling, so one crash says little.
+for (let i = 0; i < CRASHES; i++)
+  await phase(`crash${i + 1}`, async () => {
+    cut = new Set([...cut, managers[2 + i].id]);
+  });
 
 // A steady minute: what the fleet costs the store when nothing changes.
 {
