@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { BucketManager, SqliteStore } from '../../src/index.js';
-import { tempDir } from '../harness/processes.js';
+import { tempDir, waitFor } from '../harness/processes.js';
 
 // Buckets on a real store (SQLite, real clock, one connection per worker): three workers share 32
 // buckets, each resource is covered by exactly one of them, and when one stops its buckets are
@@ -35,28 +35,20 @@ async function worker(id: string, buckets = 32): Promise<BucketManager> {
   return manager;
 }
 
-async function until(test: () => boolean, within: number): Promise<boolean> {
-  for (const end = Date.now() + within; Date.now() < end;) {
-    if (test()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return test();
-}
-
 it('three workers cover every resource exactly once; a leaver’s buckets go to the others with higher tokens; another count is refused', async () => {
   const ws = [await worker('a'), await worker('b'), await worker('c')];
   await Promise.all(ws.map((w) => w.start()));
   const covering = (r: string, among = ws): BucketManager[] =>
     among.filter((w) => w.leaseFor(r)?.isValid());
   const counts = (among = ws): number[] => among.map((w) => w.heldBuckets().length);
-  expect(await until(() => counts().sort().join() === '10,11,11', 20_000)).toBe(true);
+  await waitFor('three even shares', () => counts().sort().join() === '10,11,11', 20_000);
   for (const r of resources) expect(covering(r), r).toHaveLength(1);
 
   const before = new Map(resources.map((r) => [r, covering(r)[0]!.leaseFor(r)!.token]));
   const left = resources.filter((r) => ws[0]!.leaseFor(r));
   await ws[0]!.stop();
   const rest = ws.slice(1);
-  expect(await until(() => counts(rest).sort().join() === '16,16', 20_000)).toBe(true);
+  await waitFor('the leaver’s buckets taken', () => counts(rest).sort().join() === '16,16', 20_000);
   for (const r of resources) {
     const [holder] = covering(r, rest);
     expect(holder, r).toBeDefined();

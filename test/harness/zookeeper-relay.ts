@@ -24,10 +24,14 @@ export async function countingRelay(targetPort: number): Promise<{
   counts: Map<string, number>;
   /** Bytes of the requests counted in `counts` (frames with their length prefix). */
   sent: { bytes: number };
+  /** The most requests of a type that were awaiting their answer at once, by type. */
+  inFlightMax: Map<string, number>;
   close(): Promise<void>;
 }> {
   const counts = new Map<string, number>();
   const sent = { bytes: 0 };
+  const inFlightMax = new Map<string, number>();
+  const inFlight = new Map<string, number>();
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = connect({ host: '127.0.0.1', port: targetPort });
@@ -41,6 +45,10 @@ export async function countingRelay(targetPort: number): Promise<{
     }
     let pending = Buffer.alloc(0);
     let handshake = true;
+    /** Requests of this connection awaiting their answer: xid → type. */
+    const awaiting = new Map<number, string>();
+    let answers = Buffer.alloc(0);
+    let connected = false;
     client.on('data', (chunk: Buffer) => {
       upstream.write(chunk);
       pending = Buffer.concat([pending, chunk]);
@@ -56,9 +64,29 @@ export async function countingRelay(targetPort: number): Promise<{
         const name = OPS[type] ?? `op${type}`;
         counts.set(name, (counts.get(name) ?? 0) + 1);
         sent.bytes += 4 + frame.length;
+        awaiting.set(frame.readInt32BE(0), name);
+        const now = (inFlight.get(name) ?? 0) + 1;
+        inFlight.set(name, now);
+        inFlightMax.set(name, Math.max(now, inFlightMax.get(name) ?? 0));
       }
     });
-    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    upstream.on('data', (chunk: Buffer) => {
+      client.write(chunk);
+      // Answers carry their request's xid first (notifications carry -1, pings -2).
+      answers = Buffer.concat([answers, chunk]);
+      while (answers.length >= 4 && answers.length >= 4 + answers.readInt32BE(0)) {
+        const frame = answers.subarray(4, 4 + answers.readInt32BE(0));
+        answers = answers.subarray(4 + frame.length);
+        if (!connected) {
+          connected = true; // the connect answer has no reply header
+          continue;
+        }
+        const name = awaiting.get(frame.readInt32BE(0));
+        if (name === undefined) continue;
+        awaiting.delete(frame.readInt32BE(0));
+        inFlight.set(name, (inFlight.get(name) ?? 1) - 1);
+      }
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -67,6 +95,7 @@ export async function countingRelay(targetPort: number): Promise<{
     port: address.port,
     counts,
     sent,
+    inFlightMax,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -5,6 +5,7 @@ import { openZookeeper } from '../../src/stores/zookeeper/open.js';
 import { describeServer } from '../harness/describe-server.js';
 import { ZookeeperServer, zookeeperUnavailable } from '../harness/zookeeper-server.js';
 import { countingRelay } from '../harness/zookeeper-relay.js';
+import { waitFor } from '../harness/processes.js';
 
 describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
   let server: ZookeeperServer;
@@ -190,5 +191,35 @@ describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
       getChildren: 1,
       getData: 2,
     });
+  });
+
+  it('a burst of 600 first acquires is watched with one listing of the records at a time, and none is missed', async () => {
+    const events = new Map<string, string[]>();
+    const watching = store as LeaseStore & { watch: NonNullable<LeaseStore['watch']> };
+    const unwatch = watching.watch('burst/', (event) =>
+      events.set(event.resource, [...(events.get(event.resource) ?? []), event.type]),
+    );
+    await (unwatch as unknown as { ready: Promise<void> }).ready;
+    relay.inFlightMax.clear();
+    relay.counts.clear();
+    // 60 batches of 10 new resources, 20 in flight at once: every batch adds children.
+    const names = Array.from({ length: 600 }, (_, i) => `burst/${i}`);
+    const leases: Lease[] = [];
+    for (let i = 0; i < 60; i += 20)
+      await Promise.all(
+        Array.from({ length: 20 }, async (_, j) => {
+          const batch = names.slice((i + j) * 10, (i + j + 1) * 10);
+          for (const o of await other.acquireMany(batch, 'o', 60_000)) leases.push(o.lease!);
+        }),
+      );
+    await other.releaseMany(leases);
+    await waitFor(
+      'a release of each of the 600',
+      () => names.every((r) => events.get(r)?.includes('released')),
+      20_000,
+    );
+    expect(relay.inFlightMax.get('getChildren')).toBe(1);
+    expect(relay.counts.get('getChildren')).toBeLessThanOrEqual(60);
+    unwatch();
   });
 });
