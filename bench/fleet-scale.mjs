@@ -10,6 +10,7 @@ import { awaitConvergence, eventTotals, measureSteady, spread } from './lib/phas
 import { loadLibrary } from './lib/library.mjs';
 import { installCleanupHandlers } from './lib/processes.mjs';
 import { hostInfo, managerVersion, printRun, printSummary, writeResults } from './lib/report.mjs';
+import { resourceNames } from './lib/resources.mjs';
 import { startStore } from './lib/stores.mjs';
 
 const options = parseOptions(process.argv.slice(2));
@@ -152,6 +153,25 @@ async function join(ctx, workers) {
   return phase;
 }
 
+/**
+ * Resources no live lease holds (at most 20), and what every manager thinks of them: a phase
+ * that did not settle says why.
+ */
+async function inspectUnheld(ctx) {
+  const records = await ctx.store.list({ prefix: 'r/', limit: 1_000_000 });
+  const now = Date.now();
+  const live = new Set(
+    records.filter((r) => r.owner !== '' && r.expiresAt >= now).map((r) => r.resource),
+  );
+  const unheld = resourceNames(ctx.resources)
+    .filter((name) => !live.has(name))
+    .slice(0, 20);
+  const records0 = Object.fromEntries(
+    records.filter((r) => unheld.includes(r.resource)).map((r) => [r.resource, r]),
+  );
+  return { resources: unheld, records: records0, managers: await ctx.fleet.inspect(unheld) };
+}
+
 /** SIGKILL of a process: its managers' leases are taken over at about the TTL. */
 async function crash(ctx) {
   ctx.log('crash');
@@ -174,5 +194,6 @@ async function leave(ctx) {
   const leaving = ctx.fleet.leave(owner);
   const phase = await awaitConvergence(ctx, { since, baseline });
   phase.leaver = { owner, ...(await leaving) };
+  if (!phase.converged) phase.unheld = await inspectUnheld(ctx);
   return phase;
 }

@@ -27,7 +27,48 @@ process.on('message', (message) => {
     process.send({ type: 'report', id: message.id, reports: reportAll() });
   else if (message.type === 'reset-loop') loop.reset();
   else if (message.type === 'stop') void stopOne(message.owner);
+  else if (message.type === 'inspect')
+    process.send({ type: 'inspect', id: message.id, reports: inspectAll(message.resources) });
 });
+
+/**
+ * What each manager here thinks of `resources` (unheld ones, when a phase did not settle): its
+ * share and room, whether it is short, searching or held back, and each resource's target. Reads
+ * the manager's private state: a diagnosis for this benchmark, not an interface.
+ */
+function inspectAll(resources) {
+  const out = {};
+  for (const entry of hosted.values()) {
+    const m = entry.manager;
+    if (!m || entry.stopping) continue;
+    const now = m.clock.monotonic();
+    out[entry.owner] = {
+      share: m.share,
+      held: m.held().length,
+      room: m.room(),
+      short: m.short(),
+      renewalsBehind: m.renewalsBehind(),
+      failures: m.failures,
+      sinceSearchMs: now - m.searchedAt,
+      sinceGrewMs: now - m.membersGrewAt,
+      running: m.running !== undefined,
+      scanMs: m.scanMs(),
+      view: m.view.size,
+      resources: Object.fromEntries(
+        resources.map((r) => [
+          r,
+          {
+            target: m.assignment?.targetOf.get(r),
+            refused: m.refusedAt.has(r),
+            freed: m.freedAt.has(r),
+            timer: m.timers.has(r),
+          },
+        ]),
+      ),
+    };
+  }
+  return out;
+}
 
 try {
   for (const owner of config.owners) {

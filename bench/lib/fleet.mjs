@@ -131,6 +131,32 @@ export class Fleet {
     });
   }
 
+  /** Every running manager's view of `resources` (see the worker's `inspectAll`). */
+  async inspect(resources, timeoutMs = 10_000) {
+    const id = Math.random();
+    const out = {};
+    await Promise.all(
+      this.processes
+        .filter((p) => p.alive)
+        .map(
+          (p) =>
+            new Promise((resolve) => {
+              const timer = setTimeout(resolve, timeoutMs);
+              const onMessage = (message) => {
+                if (message.type !== 'inspect' || message.id !== id) return;
+                Object.assign(out, message.reports);
+                p.child.off('message', onMessage);
+                clearTimeout(timer);
+                resolve();
+              };
+              p.child.on('message', onMessage);
+              p.child.send({ type: 'inspect', id, resources }, () => undefined);
+            }),
+        ),
+    );
+    return out;
+  }
+
   /** The latest report of every manager ever started (a stopped one's is its final report). */
   reports() {
     return new Map([...this.workers.values()].map((w) => [w.owner, w.last]));
