@@ -603,8 +603,14 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private async pass(): Promise<number> {
     const wanted = await this.resolveWanted();
     await this.join();
-    const members = await this.memberView.current();
-    this.checkLayout(members);
+    const seen = await this.memberView.current();
+    this.checkLayout(seen);
+    // A worker of another bucket count refuses to take part (see `checkLayout`): no share for it.
+    const buckets = this.layout?.buckets;
+    const members =
+      buckets === undefined
+        ? seen
+        : seen.filter((m) => m.buckets === buckets || m.id === this.owner);
     const key = membersKey(members);
     const wantedChanged = !sameList(wanted, this.wantedList);
     if (wantedChanged) {
