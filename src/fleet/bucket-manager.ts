@@ -107,6 +107,10 @@ export class BucketManager extends LeaseManager {
   private readonly group: string;
   private readonly views = new WeakMap<HeldLease, HeldBucket>();
 
+  /**
+   * Checks `options` (throws `INVALID_ARGUMENT` naming the field, `buckets` included); nothing
+   * runs until `start()`.
+   */
   constructor(options: BucketManagerOptions) {
     if (typeof options !== 'object' || options === null)
       throw invalidArgument('options', `must be an object, got ${describe(options)}`);

@@ -152,6 +152,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   /** Set by `BucketManager`: its membership prefix and bucket count. */
   private readonly layout: FleetLayout | undefined;
 
+  /** Checks `options` (throws `INVALID_ARGUMENT` naming the field); nothing runs until `start()`. */
   constructor(options: LeaseManagerOptions) {
     super();
     checkManagerOptions(options);
