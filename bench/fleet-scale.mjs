@@ -1,8 +1,8 @@
 // LeaseManager fleets at scale: N managers over W resources on a real store, one process each or
 // --per-process of them per process (each with its own store connection), through a cold start, a
 // worker joining (a new process), a worker leaving gracefully, a process SIGKILLed (every manager
-// in it) and a steady-state window. Starts its
-// own servers on free 127.0.0.1 ports and kills them (and every worker) on the way out.
+// in it) and a steady-state window. Starts its own servers on free 127.0.0.1 ports and kills them
+// (and every worker) on the way out.
 // Usage: npm run build && node bench/fleet-scale.mjs [--quick] [--stores …] [--scales …] (--help)
 import { parseOptions } from './lib/args.mjs';
 import { Fleet } from './lib/fleet.mjs';
@@ -122,7 +122,7 @@ async function runScale(name, server, { workers, resources }) {
 
 /**
  * A phase, with the CPU-seconds its managers used (each process's CPU split evenly among the
- * managers it runs) and the largest RSS per manager at its end.
+ * managers it ran at each moment) and the RSS per manager at its end (min / median / max).
  */
 async function withCpu(ctx, run) {
   const before = ctx.fleet.reports();

@@ -17,6 +17,8 @@ loop.enable();
 /** The managers this process hosts (`config.owners`), each with its own store connection. */
 const hosted = new Map();
 let stopping;
+/** The process's CPU already split among its managers (see `splitCpu`). */
+let cpuSeen = { user: 0, system: 0 };
 
 // Without the coordinator there is nobody to report to: leave rather than linger as an orphan.
 process.on('disconnect', () => process.exit(1));
@@ -91,6 +93,7 @@ function newEntry(owner, counting) {
     manager: null,
     lastError: null,
     stopping: null,
+    cpu: { user: 0, system: 0 },
     events: {
       acquired: 0,
       lost: 0,
@@ -153,19 +156,33 @@ function untilAborted(lease) {
 }
 
 /**
- * One manager's report. The process's CPU is split evenly among the managers it runs now (they
- * share one event loop; a per-manager split does not exist), as are its RSS and loop stalls.
+ * Splits the process's CPU used since the last call evenly among the managers running now (they
+ * share one event loop; a per-manager split does not exist) and adds it to each one's count, so a
+ * manager that stops changes the split from then on, not what the others were counted before.
  */
+function splitCpu() {
+  const running = [...hosted.values()].filter((e) => e.manager && !e.stopping);
+  const now = process.cpuUsage();
+  const [user, system] = [now.user - cpuSeen.user, now.system - cpuSeen.system];
+  cpuSeen = now;
+  for (const e of running) {
+    e.cpu.user += user / running.length;
+    e.cpu.system += system / running.length;
+  }
+  return running.length;
+}
+
+/** One manager's report: its share of the CPU (`splitCpu`), RSS split alike, the loop's stalls. */
 function report(entry) {
-  const running = Math.max(1, [...hosted.values()].filter((e) => !e.stopping).length);
-  const cpu = process.cpuUsage();
+  const running = Math.max(1, splitCpu());
+  const cpu = entry.cpu;
   return {
     owner: entry.owner,
     held: entry.manager.held().length,
     events: { ...entry.events },
     store: entry.counting.snapshot(),
     rss: process.memoryUsage.rss() / running,
-    cpu: { user: cpu.user / running, system: cpu.system / running },
+    cpu: { ...cpu },
     managersInProcess: running,
     loopMaxMs: loop.max / 1e6,
     lastError: entry.lastError,
@@ -184,9 +201,10 @@ function reportAll() {
 function stopOne(owner) {
   const entry = hosted.get(owner);
   if (!entry) return Promise.resolve();
-  entry.stopping ??= (async () => {
+  if (entry.stopping) return entry.stopping;
+  const last = entry.manager ? report(entry) : null; // counts its CPU share up to now
+  entry.stopping = (async () => {
     const started = Date.now();
-    const last = entry.manager ? report(entry) : null;
     await entry.manager?.stop();
     await entry.counting.store.close().catch(() => undefined);
     const final = last ? { ...last, held: 0, stopMs: Date.now() - started } : null;

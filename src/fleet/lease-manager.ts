@@ -148,7 +148,6 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private scanning = false;
   private stopping: Promise<void> | undefined;
 
-  /** Checks `options` (throws `INVALID_ARGUMENT` naming the field); nothing runs until `start()`. */
   /** Set by `BucketManager`: its membership prefix and bucket count. */
   private readonly layout: FleetLayout | undefined;
 
@@ -261,7 +260,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       if (this.options.weight !== undefined) this.loads.weights(wanted);
       await this.join();
       await this.settle();
-      this.checkLayout(await this.memberView.current());
+      // A bucketed worker refuses here, so start() itself fails (one more membership read).
+      if (this.layout) this.checkLayout(await this.memberView.current());
     } catch (error) {
       this.unwatch?.();
       clearInterval(this.keepAlive);
