@@ -15,7 +15,7 @@ import {
 } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import { driftMs, systemClock, type Clock } from '../core/time.js';
-import { checkLogger, type LeaseholdLogger } from '../observability/logger.js';
+import { checkLogger, type LeaseholdLogger } from '../core/logger.js';
 import { checkIgnore } from '../core/doctor.js';
 
 /** How a `LeaseClient` acquires and keeps its leases. */

@@ -3,7 +3,7 @@ import type { Lease } from '../core/lease.js';
 import { withDeadline } from '../core/deadline.js';
 import type { LeaseStore } from '../core/store.js';
 import { validUntil, type Clock, type TimerHandle } from '../core/time.js';
-import type { ClientReporter } from '../observability/client-reporter.js';
+import type { ClientReporter } from './client-reporter.js';
 import type { HeldLease } from './held-lease.js';
 
 export interface HeartbeatOptions {

@@ -5,7 +5,7 @@ import type { LeaseData } from '../core/lease-data.js';
 import { parsePermit } from '../core/permits.js';
 import { safeEmit } from '../core/safe-emit.js';
 import type { Clock } from '../core/time.js';
-import type { LeaseLossCause } from '../observability/channels.js';
+import type { LeaseLossCause } from '../core/channels.js';
 
 /**
  * Where a `HeldLease` is: `held`, `at-risk` (renewals failing or little validity left; back to

@@ -9,8 +9,8 @@ import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { validUntil } from '../core/time.js';
 import { ignoredByEnvironment, reportStoreSetup } from '../core/setup-report.js';
-import { ClientReporter } from '../observability/client-reporter.js';
-import type { StoreOperation } from '../observability/channels.js';
+import { ClientReporter } from './client-reporter.js';
+import type { StoreOperation } from '../core/channels.js';
 import {
   checkAcquireAllOptions,
   checkAcquireOptions,

@@ -1,6 +1,6 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { checkResource } from '../core/options.js';
-import { checkOut } from '../core/pg-checkout.js';
+import { checkOut } from '../drivers/pg-checkout.js';
 import {
   fenceKey,
   writeArgs,

@@ -14,8 +14,8 @@ import type { LeaseStore } from '../core/store.js';
 import { systemClock, type Clock, type TimerHandle } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
-import { FleetReporter } from '../observability/fleet-reporter.js';
-import { TakeoverTracker } from '../observability/takeover-tracker.js';
+import { FleetReporter } from './fleet-reporter.js';
+import { TakeoverTracker } from './takeover-tracker.js';
 import {
   assign,
   assignWeighted,

@@ -12,7 +12,7 @@ import type { LeaseStore } from '../core/store.js';
 import type { Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import type { LeaseError } from '../core/errors.js';
-import { checkLogger, type LeaseholdLogger } from '../observability/logger.js';
+import { checkLogger, type LeaseholdLogger } from '../core/logger.js';
 import { checkWeights, type ResourceWeights } from './load-book.js';
 
 /** The resources a fleet wants owned: a fixed list, or a function read again at every reconcile. */

@@ -15,8 +15,8 @@ export {
   type FleetHandoffMessage,
   type FleetTakeoverMessage,
   type StoreFindingMessage,
-} from './channels.js';
-export type { LeaseholdLogger } from './logger.js';
+} from '../core/channels.js';
+export type { LeaseholdLogger } from '../core/logger.js';
 export type { MetricsSubscription } from './metrics/subscription.js';
 export {
   prometheusMetrics,

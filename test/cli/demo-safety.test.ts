@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkHistory, type Tenure } from '../../src/cli/demo/check-history.js';
-import { checkDownstream, createDownstream } from '../../src/cli/demo/downstream.js';
+import { checkDownstream, createDownstream } from '../../src/cli/harness/downstream.js';
 import { History } from '../../src/cli/demo/history.js';
 import { tempDir } from '../harness/processes.js';
 

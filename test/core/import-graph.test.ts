@@ -2,8 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-// The layering of design.md, checked on the source: `core` knows no store, and no module
-// reaches itself again through its imports, static or lazy (`await import(…)`), type-only or not.
+// The layering of design.md, checked on the source: every import between folders follows an
+// arrow of the table below, and no module reaches itself again through its imports, static or
+// lazy (`await import(…)`), type-only or not.
 
 const SRC = join(import.meta.dirname, '../../src');
 
@@ -58,12 +59,108 @@ function findCycle(graph: Map<string, string[]>): string[] | undefined {
   return undefined;
 }
 
-/** Imports from `src/core/**` into `src/stores/**`, as `from → to`. */
-function coreIntoStores(graph: Map<string, string[]>): string[] {
-  return [...graph].flatMap(([from, targets]) =>
-    from.startsWith('core/')
-      ? targets.filter((to) => to.startsWith('stores/')).map((to) => `${from} → ${to}`)
-      : [],
+/**
+ * The layer a module belongs to: its top folder under `src/`, one level deeper under `cli/` and
+ * `stores/` (each CLI part and each store is a layer of its own), `.` for the public surface
+ * (`index.ts`) and `cli/main` for the command's entry, which sits above every CLI part, while
+ * the other files at the top of `cli/` are helpers every part may use.
+ */
+export function layerOf(file: string): string {
+  const parts = file.split('/');
+  if (parts.length === 1) return '.';
+  if (file === 'cli/main.ts') return 'cli/main';
+  if ((parts[0] === 'cli' || parts[0] === 'stores') && parts.length > 2) {
+    return `${parts[0]}/${parts[1]}`;
+  }
+  return parts[0]!;
+}
+
+const STORES = [
+  'dynamodb',
+  'etcd',
+  'memory',
+  'mysql',
+  'nats',
+  'postgres',
+  'redis',
+  's3',
+  'sqlite',
+  'zookeeper',
+];
+const CLI_PARTS = ['dashboard', 'demo', 'harness', 'live', 'run', 'verify', 'watch'];
+
+/**
+ * Every arrow allowed between layers: a layer imports only from the layers listed beside it (and
+ * from itself). Anything else fails, and so does a layer missing from the table, so a new folder
+ * takes its place here on purpose. The order is design.md's: `core` at the bottom; `drivers`
+ * (helpers around a driver's own objects, shared by a store and a fence) above it; each store
+ * knowing core only; `client`, then `fleet`; `fence`; `observability` (the metrics sinks,
+ * reading the channels core defines); the public surface; the CLI, whose parts share the
+ * helpers at its top and two parts of their own (`live`: watching a store and judging its
+ * records, for the dashboard and `watch`; `harness`: what demo and verify both run), and
+ * `cli/main` over the commands.
+ */
+export const ALLOWED: Record<string, readonly string[]> = {
+  core: [],
+  drivers: [],
+  'stores/aws': [],
+  ...Object.fromEntries(STORES.map((name) => [`stores/${name}`, ['core']])),
+  'stores/postgres': ['core', 'drivers'],
+  'stores/dynamodb': ['core', 'stores/aws'],
+  'stores/s3': ['core', 'stores/aws'],
+  stores: ['core', ...STORES.map((name) => `stores/${name}`)],
+  client: ['core'],
+  fleet: ['core', 'client'],
+  fence: ['core', 'drivers'],
+  observability: ['core'],
+  testing: ['core'],
+  '.': [
+    'core',
+    'client',
+    'fleet',
+    'fence',
+    'observability',
+    'stores',
+    ...STORES.map((name) => `stores/${name}`),
+  ],
+  cli: ['.', 'core', 'client', 'fleet', 'stores', 'stores/sqlite'],
+  'cli/live': ['cli', 'core'],
+  'cli/harness': ['.'],
+  'cli/dashboard': ['cli', 'cli/live', 'core', 'fleet', 'observability'],
+  'cli/watch': ['cli', 'cli/live', 'core'],
+  'cli/demo': ['.', 'cli', 'cli/harness', 'cli/dashboard', 'core'],
+  'cli/verify': ['.', 'cli', 'cli/harness', 'core'],
+  'cli/run': ['.', 'cli'],
+  'cli/commands': ['.', 'cli', 'core', ...CLI_PARTS.map((part) => `cli/${part}`)],
+  'cli/main': ['.', 'cli', 'cli/commands', 'cli/run'],
+};
+
+/** The imports no row of `allowed` lets through, as `from → to (layer → layer)`. */
+function forbidden(
+  graph: Map<string, string[]>,
+  allowed: Record<string, readonly string[]>,
+): string[] {
+  return [...graph].flatMap(([from, targets]) => {
+    const layer = layerOf(from);
+    const row = allowed[layer];
+    if (row === undefined) return [`${from}: its layer ${layer} has no row`];
+    return targets
+      .filter((to) => layerOf(to) !== layer && !row.includes(layerOf(to)))
+      .map((to) => `${from} → ${to} (${layer} → ${layerOf(to)})`);
+  });
+}
+
+/** The allowed arrows no import uses (a row that outlived its reason). */
+function unused(
+  graph: Map<string, string[]>,
+  allowed: Record<string, readonly string[]>,
+): string[] {
+  const used = new Set<string>();
+  for (const [from, targets] of graph) {
+    for (const to of targets) used.add(`${layerOf(from)} → ${layerOf(to)}`);
+  }
+  return Object.entries(allowed).flatMap(([from, row]) =>
+    row.map((to) => `${from} → ${to}`).filter((arrow) => !used.has(arrow)),
   );
 }
 
@@ -80,8 +177,17 @@ describe('the import graph of src/', () => {
     }
   });
 
-  it('has core import no store', () => {
-    expect(coreIntoStores(graph)).toEqual([]);
+  it('has only the arrows of the table', () => {
+    expect(forbidden(graph, ALLOWED)).toEqual([]);
+  });
+
+  it('uses every arrow of the table', () => {
+    expect(unused(graph, ALLOWED)).toEqual([]);
+  });
+
+  it('has core import no store and nothing above it', () => {
+    expect(ALLOWED['core']).toEqual([]);
+    for (const store of STORES) expect(ALLOWED[`stores/${store}`]).not.toContain('client');
   });
 
   it('has no cycle', () => {
@@ -109,12 +215,41 @@ describe('the checks themselves', () => {
   const oldGraph = graphOf([...old.keys()], (file) => old.get(file)!);
 
   it('find the cycle and the upward import of the old layout', () => {
-    expect(coreIntoStores(oldGraph)).toEqual(['core/open-store.ts → stores/memory/open.ts']);
+    expect(forbidden(oldGraph, ALLOWED)).toEqual([
+      'core/open-store.ts → stores/memory/open.ts (core → stores/memory)',
+    ]);
     expect(findCycle(oldGraph)).toEqual([
       'core/open-store.ts',
       'stores/memory/open.ts',
       'core/open-store.ts',
     ]);
+  });
+
+  it('find the arrows that ran up before the layers were enforced', () => {
+    const before = new Map<string, string>([
+      ['client/heartbeat.ts', "import { x } from '../observability/client-reporter.js';"],
+      ['cli/watch/frame.ts', "import { y } from '../dashboard/tracker.js';"],
+      ['cli/demo/worker.ts', "import { z } from '../verify/host-clock.js';"],
+      ['cli/verify/run-verify.ts', "import { w } from '../demo/downstream.js';"],
+      ['tools/new.ts', "import { v } from '../core/errors.js';"],
+    ]);
+    expect(
+      forbidden(
+        graphOf([...before.keys()], (f) => before.get(f)!),
+        ALLOWED,
+      ),
+    ).toEqual([
+      'client/heartbeat.ts → observability/client-reporter.ts (client → observability)',
+      'cli/watch/frame.ts → cli/dashboard/tracker.ts (cli/watch → cli/dashboard)',
+      'cli/demo/worker.ts → cli/verify/host-clock.ts (cli/demo → cli/verify)',
+      'cli/verify/run-verify.ts → cli/demo/downstream.ts (cli/verify → cli/demo)',
+      'tools/new.ts: its layer tools has no row',
+    ]);
+    expect(layerOf('cli/main.ts')).toBe('cli/main');
+    expect(layerOf('cli/format.ts')).toBe('cli');
+    expect(layerOf('cli/demo/tour/run-tour.ts')).toBe('cli/demo');
+    expect(layerOf('stores/open-store.ts')).toBe('stores');
+    expect(layerOf('index.ts')).toBe('.');
   });
 
   it('read static, type-only, re-exported and lazy imports', () => {

@@ -4,7 +4,7 @@
 // Usage: node family-worker.mjs <storeUrl> <workerId> permits <name> <N> <durationMs>
 //        node family-worker.mjs <storeUrl> <workerId> groups <a,b,c,...> <size> <durationMs>
 import { LeaseClient, openStore } from '../../dist/index.js';
-import { hostNow, workerClock } from '../../dist/cli/verify/host-clock.js';
+import { hostNow, workerClock } from '../../dist/cli/harness/host-clock.js';
 
 const [url, id, mode, what, count, durationMs] = process.argv.slice(2);
 // Every process records on the host's CLOCK_MONOTONIC (as verify's workers do): instants from

@@ -1,7 +1,7 @@
 // One OS process racing for leases on a shared SQLite file; prints one JSON line per tenure.
 // Usage: node race-worker.mjs <dbPath> <workerId> <resources> <durationMs>
 import { LeaseClient, SqliteStore } from '../../dist/index.js';
-import { hostNow, workerClock } from '../../dist/cli/verify/host-clock.js';
+import { hostNow, workerClock } from '../../dist/cli/harness/host-clock.js';
 
 const [dbPath, id, resourceCount, durationMs] = process.argv.slice(2);
 // Every process records on the host's CLOCK_MONOTONIC (as verify's workers do): instants from

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { driftIsBeyond, parseDriftRate } from '../../src/cli/verify/drift.js';
 import { driftingClock, type TimeSources } from '../../src/cli/verify/drifting-clock.js';
-import { hostNow, workerClock } from '../../src/cli/verify/host-clock.js';
+import { hostNow, workerClock } from '../../src/cli/harness/host-clock.js';
 
 /** Time sources that move only when told, recording the timers asked for. */
 function fakeTime(host: number, wall: number) {

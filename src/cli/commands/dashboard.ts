@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { redact } from '../../core/store-url.js';
 import { DASHBOARD_DEFAULTS, startDashboard } from '../dashboard/server.js';
-import { untilSignal } from '../dashboard/until-signal.js';
+import { untilSignal } from '../live/until-signal.js';
 import { durationOption, formatDuration } from '../duration.js';
 import { visible } from '../escape.js';
 import { integerOption } from '../numbers.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { DEMO_LIMITS, demoSettings } from '../demo/demo-settings.js';
+import { DEMO_LIMITS, demoSettings } from '../harness/demo-settings.js';
 import { reportText } from '../demo/report.js';
 import { runFleetDemo } from '../demo/run-fleet-demo.js';
 import { durationOption } from '../duration.js';

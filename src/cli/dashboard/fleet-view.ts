@@ -1,7 +1,7 @@
 import { isLive, type LeaseRecord } from '../../core/lease.js';
 import { shares } from '../../fleet/assign.js';
 import { liveMembers } from '../../fleet/members.js';
-import { INTERNAL_PREFIX } from './lease-state.js';
+import { INTERNAL_PREFIX } from '../live/lease-state.js';
 import { isFairLine, parseKey } from '../record-key.js';
 
 /** Where every group's membership records live (`membersPrefix(group)` is under it). */

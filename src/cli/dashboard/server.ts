@@ -8,7 +8,7 @@ import { errorLine, scrubPassword } from '../output.js';
 import { quoted } from '../escape.js';
 import { carriesToken, hostAllowed } from './access.js';
 import { storeMetrics } from './store-metrics.js';
-import { LeaseObserver } from './observer.js';
+import { LeaseObserver } from '../live/observer.js';
 import { pageHtml } from './page.js';
 import { SseHub } from './sse.js';
 import { Wire, type PageSettings } from './wire.js';

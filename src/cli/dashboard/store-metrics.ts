@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { prometheusMetrics } from '../../observability/metrics/prometheus.js';
 import { loadPeer } from '../../observability/metrics/load-peer.js';
-import { INTERNAL_PREFIX, leaseState, type LeaseState } from './lease-state.js';
-import type { LeaseObserver } from './observer.js';
+import { INTERNAL_PREFIX, leaseState, type LeaseState } from '../live/lease-state.js';
+import type { LeaseObserver } from '../live/observer.js';
 
 /** The subset of prom-client the dashboard uses. */
 interface PromClient {

@@ -1,8 +1,8 @@
-import type { ChangeEvent, Span } from './change-event.js';
+import type { ChangeEvent, Span } from '../live/change-event.js';
 import { fleetView, type FleetView } from './fleet-view.js';
 import { dataText, dataView } from '../format.js';
-import { leaseState, type LeaseState } from './lease-state.js';
-import type { LeaseObserver, ObserverUpdate } from './observer.js';
+import { leaseState, type LeaseState } from '../live/lease-state.js';
+import type { LeaseObserver, ObserverUpdate } from '../live/observer.js';
 
 /**
  * A record as the page gets it: `[resource, owner, token, expiresAt, ttlEstimateMs, state, data]`,

@@ -1,4 +1,4 @@
-import { hostNow } from '../verify/host-clock.js';
+import { hostNow } from '../harness/host-clock.js';
 
 /**
  * Milliseconds on the host's CLOCK_MONOTONIC (`process.hrtime.bigint()`), one kernel counter shared

@@ -1,7 +1,7 @@
 import { formatDuration } from '../duration.js';
 import { table } from '../format.js';
 import type { Verdict } from './check-history.js';
-import type { DownstreamVerdict } from './downstream.js';
+import type { DownstreamVerdict } from '../harness/downstream.js';
 import type { PhaseResult } from './scenario.js';
 
 export interface PhaseReport extends Omit<PhaseResult, 'at' | 'endedAt'> {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../duration.js';
-import type { DemoSettings } from './demo-settings.js';
-import { letter } from './demo-settings.js';
+import type { DemoSettings } from '../harness/demo-settings.js';
+import { letter } from '../harness/demo-settings.js';
 import { wallNow } from './events.js';
 import type { Fleet } from './fleet.js';
 import type { Monitor } from './monitor.js';

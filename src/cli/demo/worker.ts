@@ -4,11 +4,11 @@
 // exits right after) and leaves when the demo that started it goes away.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LeaseManager, SqliteFence, type HeldLease } from '../../index.js';
-import { workerClock } from '../verify/host-clock.js';
+import { workerClock } from '../harness/host-clock.js';
 import { openQuietly } from '../open-quietly.js';
-import { insertWrite, openDownstream } from './downstream.js';
+import { insertWrite, openDownstream } from '../harness/downstream.js';
 import { wallNow, type WorkerEvent } from './events.js';
-import { resourceNames } from './demo-settings.js';
+import { resourceNames } from '../harness/demo-settings.js';
 import { decodeWorkerConfig, ownerOf } from './worker-config.js';
 
 const config = decodeWorkerConfig(process.env);

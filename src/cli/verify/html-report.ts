@@ -1,5 +1,5 @@
 import type { CheckResult } from './checker.js';
-import { escapeHtml } from '../dashboard/html-escape.js';
+import { escapeHtml } from '../html-escape.js';
 import { driftBeyondText, formatRate } from './drift.js';
 import type {
   BeliefRecord,

@@ -5,8 +5,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { redact } from '../../core/store-url.js';
-import { resourceNames } from '../demo/demo-settings.js';
-import { createDownstream, WRITES_TABLE } from '../demo/downstream.js';
+import { resourceNames } from '../harness/demo-settings.js';
+import { createDownstream, WRITES_TABLE } from '../harness/downstream.js';
 import { openQuietly } from '../open-quietly.js';
 import { CliFailure, scrubPassword } from '../output.js';
 import { checkTtlFits } from '../ttl-fit.js';
@@ -15,7 +15,7 @@ import { checkRecords, type CheckResult } from './checker.js';
 import { DEFAULT_DRIFT_RATE, driftIsBeyond, drifts, formatRate } from './drift.js';
 import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
 import { VerifyFleet, type VerifyWorker } from './fleet.js';
-import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from './host-clock.js';
+import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from '../harness/host-clock.js';
 import {
   historyLine,
   type FaultRecord,

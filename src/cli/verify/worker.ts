@@ -12,9 +12,9 @@ import {
   type LeaseStore,
 } from '../../index.js';
 import { openQuietly } from '../open-quietly.js';
-import { insertWrite, openDownstream } from '../demo/downstream.js';
+import { insertWrite, openDownstream } from '../harness/downstream.js';
 import { driftingClock } from './drifting-clock.js';
-import { hostNow, workerClock } from './host-clock.js';
+import { hostNow, workerClock } from '../harness/host-clock.js';
 import {
   VERIFY_WORKER_ENV,
   type Progress,

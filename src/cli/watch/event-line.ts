@@ -1,4 +1,4 @@
-import type { ChangeEvent } from '../dashboard/change-event.js';
+import type { ChangeEvent } from '../live/change-event.js';
 import { labelOf, shownOwner } from '../record-key.js';
 import { COLORS, paint } from './color.js';
 

@@ -1,6 +1,6 @@
-import type { ChangeEvent } from '../dashboard/change-event.js';
-import { leaseState, type LeaseState } from '../dashboard/lease-state.js';
-import type { Tracked } from '../dashboard/tracker.js';
+import type { ChangeEvent } from '../live/change-event.js';
+import { leaseState, type LeaseState } from '../live/lease-state.js';
+import type { Tracked } from '../live/tracker.js';
 import { formatDuration } from '../duration.js';
 import { arrange } from '../record-key.js';
 import { COLORS, paint } from './color.js';

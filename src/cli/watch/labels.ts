@@ -1,6 +1,6 @@
 import type { LeaseRecord } from '../../core/lease.js';
-import type { ChangeEvent } from '../dashboard/change-event.js';
-import type { Tracked } from '../dashboard/tracker.js';
+import type { ChangeEvent } from '../live/change-event.js';
+import type { Tracked } from '../live/tracker.js';
 import { arrange, isFairLine, keyFields, parseKey, type Arranged } from '../record-key.js';
 
 /** How a watched record is shown: its label, owner as people read it, and whether it is of a fair line. */

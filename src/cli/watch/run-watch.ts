@@ -1,8 +1,8 @@
 import { isLive } from '../../core/lease.js';
 import type { LeaseStore } from '../../core/store.js';
-import type { ChangeEvent } from '../dashboard/change-event.js';
-import { LeaseObserver, type ObserverUpdate } from '../dashboard/observer.js';
-import { untilSignal } from '../dashboard/until-signal.js';
+import type { ChangeEvent } from '../live/change-event.js';
+import { LeaseObserver, type ObserverUpdate } from '../live/observer.js';
+import { untilSignal } from '../live/until-signal.js';
 import { formatDuration } from '../duration.js';
 import { quoted, visible } from '../escape.js';
 import { colorEnabled } from './color.js';

@@ -9,7 +9,7 @@ import {
   type LeaseMessage,
   type LeaseRenewedMessage,
   type StoreErrorMessage,
-} from '../channels.js';
+} from '../../core/channels.js';
 
 /** What a metrics adapter records; durations in seconds. */
 export interface MetricsSink {

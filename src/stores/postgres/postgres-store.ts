@@ -7,7 +7,7 @@ import type { Diagnosis } from '../../core/doctor.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
 import { recordExpiresAt, recordOwner, recordToken } from '../../core/record-check.js';
-import { checkOut } from '../../core/pg-checkout.js';
+import { checkOut } from '../../drivers/pg-checkout.js';
 import { readPaged } from '../../core/read-paged.js';
 import { ReplySizer } from '../../core/reply-sizer.js';
 import { redact } from '../../core/store-url.js';

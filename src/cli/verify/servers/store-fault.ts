@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreFault } from '../faults.js';
 import type { FaultRecord, HistoryRecord } from '../history-format.js';
-import { hostNow } from '../host-clock.js';
+import { hostNow } from '../../harness/host-clock.js';
 import type { PrivateServer } from './private-server.js';
 
 /**

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { LeaseTracker } from '../../src/cli/dashboard/tracker.js';
+import { LeaseTracker } from '../../src/cli/live/tracker.js';
 import type { LeaseRecord } from '../../src/index.js';
 
 // The rules that turn successive listings into events and spans, on made-up listings.

@@ -1,6 +1,6 @@
-import { invalidArgument } from '../core/errors.js';
-import { describe } from '../core/options.js';
-import { redact } from '../core/store-url.js';
+import { invalidArgument } from './errors.js';
+import { describe } from './options.js';
+import { redact } from './store-url.js';
 
 /**
  * Where leasehold writes its logs: any object with pino's `debug`/`info`/`warn`/`error` methods,

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/time.js';
-import { channels } from './channels.js';
-import type { LeaseFacts } from './client-reporter.js';
-import { errorCode, errorText, logs, type LeaseholdLogger } from './logger.js';
+import { channels } from '../core/channels.js';
+import type { LeaseFacts } from '../client/client-reporter.js';
+import { errorCode, errorText, logs, type LeaseholdLogger } from '../core/logger.js';
 
 /**
  * Tells the diagnostics channels and the logger what one `LeaseManager` does with its fleet. Like

@@ -4,8 +4,14 @@ import {
   type AcquireResult,
   type LeaseLossCause,
   type StoreOperation,
-} from './channels.js';
-import { errorCode, errorText, hideUrlSecrets, logs, type LeaseholdLogger } from './logger.js';
+} from '../core/channels.js';
+import {
+  errorCode,
+  errorText,
+  hideUrlSecrets,
+  logs,
+  type LeaseholdLogger,
+} from '../core/logger.js';
 
 /** What the reporter reads of a held lease (a `HeldLease` fits). */
 export interface LeaseFacts {

@@ -1,5 +1,5 @@
 import type { LeaseRecord } from '../core/lease.js';
-import type { LeaseFacts } from './client-reporter.js';
+import type { LeaseFacts } from '../client/client-reporter.js';
 import type { FleetReporter } from './fleet-reporter.js';
 
 interface PreviousHolder {

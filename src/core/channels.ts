@@ -1,6 +1,6 @@
 import { channel } from 'node:diagnostics_channel';
-import { STORE_FINDING_CHANNEL } from '../core/setup-report.js';
-export type { StoreFindingMessage } from '../core/setup-report.js';
+import { STORE_FINDING_CHANNEL } from './setup-report.js';
+export type { StoreFindingMessage } from './setup-report.js';
 
 /**
  * The `node:diagnostics_channel` names leasehold publishes on. Subscribe with

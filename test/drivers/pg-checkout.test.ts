@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { checkOut } from '../../src/core/pg-checkout.js';
+import { checkOut } from '../../src/drivers/pg-checkout.js';
 
 // The node-postgres side is tested against a real server in postgres-faults.test.ts; these are the
 // two shapes of pool `checkOut` also accepts.

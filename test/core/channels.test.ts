@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LeaseClient } from '../../src/index.js';
 import { LeaseholdChannel } from '../../src/observability/index.js';
 import { Fleet, names } from '../fleet/fleet-rig.js';
-import { clientRig, HEARTBEAT, RENEW_MS, TTL } from './scenarios.js';
+import { clientRig, HEARTBEAT, RENEW_MS, TTL } from '../observability/scenarios.js';
 
 const ALL = Object.values(LeaseholdChannel);
 

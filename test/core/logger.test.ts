@@ -10,7 +10,7 @@ import {
 import { LeaseholdChannel, type LeaseholdLogger } from '../../src/observability/index.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { Fleet, names } from '../fleet/fleet-rig.js';
-import { clientRig, HEARTBEAT, TTL } from './scenarios.js';
+import { clientRig, HEARTBEAT, TTL } from '../observability/scenarios.js';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Level[] = ['debug', 'info', 'warn', 'error'];
