@@ -355,3 +355,11 @@ export function checkConcurrency(value: unknown): number {
     throw invalidArgument('concurrency', `must be from 1 to 256, got ${value}`);
   return value;
 }
+
+/**
+ * `value` without its keys whose value is `undefined`: spread over the options a URL gave, it
+ * overrides only what the caller set.
+ */
+export function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

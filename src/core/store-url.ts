@@ -128,6 +128,17 @@ function redactQuery(query: string): string {
 }
 
 /**
+ * `text` with the whole user part of every URL in it hidden (`//user:pass@host` becomes
+ * `//***@host`), encoded or not: for endpoints a caller passed, whose user part is a credential
+ * of its own (an access key id) even without a password.
+ */
+export function redactEndpoint(text: string): string {
+  return text
+    .replace(/(\/\/)[^/@?&]*@/g, '$1***@')
+    .replace(/(%2F%2F)((?!%2F|&).)*?(%40)/gi, '$1***$3');
+}
+
+/**
  * The error for anything wrong in a store URL: `STORE_URL_INVALID` saying `problem`, then the URL
  * with its password hidden, then `hint`. Neither may quote the URL's credentials.
  */

@@ -1,3 +1,4 @@
+import { stripUndefined } from '../../core/options.js';
 import { withDeadline } from '../../core/deadline.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
@@ -58,7 +59,8 @@ import {
   type WireTarget,
 } from '../aws/aws-wire.js';
 import { DynamodbWire, type WireOperation } from './dynamodb-wire.js';
-import { parseDynamodbUrl, redactEndpoint, type DynamodbTarget } from './dynamodb-url.js';
+import { redactEndpoint } from '../../core/store-url.js';
+import { parseDynamodbUrl, type DynamodbTarget } from './dynamodb-url.js';
 
 /** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
 export interface DynamodbSdkOption {
@@ -603,7 +605,3 @@ const SIGNATURE_REFUSED = new Set([
   'InvalidSignatureException',
   'SignatureDoesNotMatch',
 ]);
-
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}

@@ -5,6 +5,7 @@ import {
   takeParams,
   urlError,
   type StoreUrl,
+  redactEndpoint,
 } from '../../core/store-url.js';
 import {
   resolveConnectOptions,
@@ -67,11 +68,4 @@ export function parseDynamodbUrl(url: StoreUrl): DynamodbTarget {
     return resolveConnectOptions(target.connect);
   });
   return target;
-}
-
-/** Hides credentials someone put into an `endpoint=` parameter, encoded or not. */
-export function redactEndpoint(text: string): string {
-  return text
-    .replace(/(\/\/)[^/@?&]*@/g, '$1***@')
-    .replace(/(%2F%2F)((?!%2F|&).)*?(%40)/gi, '$1***$3');
 }

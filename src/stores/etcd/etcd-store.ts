@@ -1,3 +1,4 @@
+import { stripUndefined } from '../../core/options.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
@@ -607,10 +608,6 @@ interface Group {
   readonly owner: string;
   readonly ttlMs: number;
   readonly lease: Promise<OwnerLease>;
-}
-
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** A group member's missing answer: no writes seen. */

@@ -1,3 +1,4 @@
+import { stripUndefined } from '../../core/options.js';
 import { withDeadline } from '../../core/deadline.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import { isLive, type Lease, type LeaseRecord, type LeaseRef } from '../../core/lease.js';
@@ -414,8 +415,4 @@ function noAnswer(operation: string, bucket: string, ms: number): LeaseError {
 function editPrefix(kv: NatsKv): string {
   const probe = 'k';
   return kv.subjectForKey(probe, true).slice(0, -probe.length);
-}
-
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -1,7 +1,7 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
 import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
-import { LIMITS } from '../../core/options.js';
+import { LIMITS, stripUndefined } from '../../core/options.js';
 import { invalidRecord } from '../../core/record-check.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
@@ -687,7 +687,3 @@ function splitReply(text: string, count: number): { fields: number[]; data: stri
 const itself = (resource: string): string => resource;
 const isReleased = (reply: unknown): boolean => Number(reply) === 1;
 const resourceOf = (lease: LeaseRef): string => lease.resource;
-
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}

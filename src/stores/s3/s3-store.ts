@@ -28,7 +28,8 @@ import {
 import type { EtagForm } from './s3-ops.js';
 import { probeConditionalWrites } from './s3-probe.js';
 import { Transitions } from './s3-transitions.js';
-import { parseS3Url, redactEndpoint, type S3Target } from './s3-url.js';
+import { redactEndpoint } from '../../core/store-url.js';
+import { parseS3Url, type S3Target } from './s3-url.js';
 
 /** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
 export interface S3SdkOption {

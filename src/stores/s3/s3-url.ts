@@ -6,6 +6,7 @@ import {
   urlError,
   urlPassword,
   type StoreUrl,
+  redactEndpoint,
 } from '../../core/store-url.js';
 import {
   resolveS3Connect,
@@ -111,16 +112,9 @@ function decode(url: Pick<StoreUrl, 'redacted'>, text: string, what: string): st
  * credentials someone put into an `endpoint=` parameter, encoded or not.
  */
 export function redactS3(redacted: string): string {
-  return redacted
-    .replace(/^(\s*s3:\/\/)[^@/?#]*@/i, '$1***@')
-    .replace(/^(\s*s3:\/\/)[^@]*:\*\*\*@/i, '$1***@')
-    .replace(/(\/\/)[^/@?&]*@/g, (match, slashes: string, offset: number) =>
-      offset < 8 ? match : `${slashes}***@`,
-    )
-    .replace(/(%2F%2F)((?!%2F|&).)*?(%40)/gi, '$1***$3');
-}
-
-/** An endpoint for messages, without any credentials in it. */
-export function redactEndpoint(endpoint: string): string {
-  return endpoint.replace(/(\/\/)[^/@?&]*@/g, '$1***@');
+  return redactEndpoint(
+    redacted
+      .replace(/^(\s*s3:\/\/)[^@/?#]*@/i, '$1***@')
+      .replace(/^(\s*s3:\/\/)[^@]*:\*\*\*@/i, '$1***@'),
+  );
 }

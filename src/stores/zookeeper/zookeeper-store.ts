@@ -3,7 +3,7 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
 import { loadDriver } from '../../core/load-driver.js';
-import { LIMITS } from '../../core/options.js';
+import { LIMITS, stripUndefined } from '../../core/options.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
   compareResources,
@@ -411,8 +411,4 @@ export class ZookeeperStore extends StoreBase {
     });
     return groups;
   }
-}
-
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
