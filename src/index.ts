@@ -11,6 +11,7 @@ export type {
   WatchListener,
 } from './core/store.js';
 export { StoreBase } from './core/store.js';
+export { warnWatchError, type Unwatch, type WatchErrorHandler } from './core/watch-hub.js';
 export {
   diagnoseStore,
   FindingLevel,
@@ -52,7 +53,6 @@ export {
   type RedisStoreOptions,
   type RedisClient,
   type RedisSubscriber,
-  type Unwatch,
 } from './stores/redis/index.js';
 export {
   NatsStore,

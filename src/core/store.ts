@@ -66,6 +66,15 @@ export interface WatchEvent {
   readonly resource: string;
 }
 
+/** The unsubscribe function `watch` returns; `ready` settles once the watch is in place. */
+export type Unwatch = (() => void) & {
+  /**
+   * Resolves once the store's watch covers the prefix; rejects (a `STORE_UNAVAILABLE` LeaseError)
+   * if that failed or took too long. The watch itself keeps trying either way.
+   */
+  readonly ready: Promise<void>;
+};
+
 /** Called by `watch` with each event for a resource under the watched prefix. */
 export type WatchListener = (event: WatchEvent) => void;
 
@@ -152,7 +161,7 @@ export interface LeaseStore {
   /** Records in resource order; `prefix` is matched literally; `after` starts past a resource (paging). */
   list(options?: ListOptions): Promise<LeaseRecord[]>;
   /** Calls `listener` when a lease under `prefix` is released or expires; returns the unsubscribe function. */
-  watch?(prefix: string, listener: WatchListener): () => void;
+  watch?(prefix: string, listener: WatchListener): Unwatch;
   /**
    * Reads the settings that decide whether acknowledged compare-and-sets survive restarts, crashes,
    * power losses and failovers (what `leasehold doctor` and `diagnoseStore` report). Read-only.

@@ -6,6 +6,7 @@ import {
   type Lease,
   type LeaseRef,
   type StoreCapabilities,
+  type Unwatch,
   type WatchListener,
 } from '../../src/index.js';
 import { ManualClock } from '../../src/testing/index.js';
@@ -30,10 +31,12 @@ class AnnouncingStore extends MemoryStore {
     this.capabilities = Object.freeze({ ...new MemoryStore().capabilities, watch: true, ordered });
   }
 
-  watch(prefix: string, listener: WatchListener): () => void {
+  watch(prefix: string, listener: WatchListener): Unwatch {
     const entry = { prefix, listener };
     this.watchers.add(entry);
-    return () => this.watchers.delete(entry);
+    // No `ready`: a watch live at once, as a custom store written before `ready` was in the
+    // contract returns it (the client treats such a watch as live).
+    return (() => void this.watchers.delete(entry)) as Unwatch;
   }
 
   get watching(): number {

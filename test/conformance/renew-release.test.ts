@@ -145,4 +145,27 @@ describeStores('renew and release', ({ open, reopen, factory, shortTtl }) => {
     expect(await store.release(ghost)).toBe(false);
     expect(await store.get('ghost')).toBeNull();
   });
+
+  it('watch: the store has it exactly when it says so; ready resolves and a release elsewhere is heard', async () => {
+    const watcher = await open();
+    if (!watcher.capabilities.watch) {
+      expect(watcher.watch).toBeUndefined();
+      return;
+    }
+    const heard: string[] = [];
+    const unwatch = watcher.watch!('jobs/', (event) => {
+      if (event.type === 'released') heard.push(event.resource);
+    });
+    await expect(unwatch.ready).resolves.toBeUndefined();
+    const other = await reopen(watcher);
+    const outside = await other.tryAcquire('other/1', 'b', 5000);
+    const lease = await other.tryAcquire('jobs/1', 'b', 5000);
+    expect(await other.release(outside!)).toBe(true);
+    expect(await other.release(lease!)).toBe(true);
+    const deadline = Date.now() + 10_000;
+    while (!heard.includes('jobs/1') && Date.now() < deadline) await sleep(10);
+    expect(heard).toEqual(['jobs/1']); // the release under another prefix was not delivered
+    unwatch();
+    unwatch(); // twice is harmless
+  });
 });

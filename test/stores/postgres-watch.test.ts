@@ -216,18 +216,34 @@ describeServer('PostgresStore.watch', unavailable, () => {
     await waitFor('the release after reconnecting', () => heard.includes('after'));
   });
 
-  it('reports a throwing listener and still calls the others', async () => {
+  it('still calls the others when a listener throws, and throws its error again', async () => {
     const problems: unknown[] = [];
-    const { watcher, other, table } = await pair({ onWatchError: (e) => problems.push(e) });
+    const { watcher, other } = await pair({ onWatchError: (e) => problems.push(e) });
     const heard: string[] = [];
-    watcher.watch('', () => {
-      throw new Error('listener bug');
-    });
-    watcher.watch('', (event) => heard.push(event.resource));
-    await registered(table, ['']);
-    await cycle(other, 'r');
-    await waitFor('the event', () => heard.length === 1);
-    expect(problems).toEqual([new Error('listener bug')]);
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown): void => void uncaught.push(e);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      await watcher.watch('', () => {
+        throw new Error('listener bug');
+      }).ready;
+      await watcher.watch('', (event) => heard.push(event.resource)).ready;
+      await cycle(other, 'r');
+      await waitFor('the event', () => heard.length === 1);
+      await waitFor('the error thrown again', () => uncaught.length === 1);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    expect(uncaught).toEqual([new Error('listener bug')]);
+    expect(problems).toEqual([]); // a listener's bug is not the store's failure
+  });
+
+  it("settles ready once the registration of the listener's prefix committed", async () => {
+    const { watcher, table } = await pair();
+    await watcher.watch('a/', () => {}).ready;
+    expect((await registrations(table)).map((r) => r.prefix)).toEqual(['a/']);
+    await watcher.watch('b/', () => {}).ready;
+    expect((await registrations(table)).map((r) => r.prefix)).toEqual(['a/', 'b/']);
   });
 
   it('checks its arguments and refuses after close', async () => {

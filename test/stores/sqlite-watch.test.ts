@@ -1,6 +1,8 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SqliteStore, type Lease, type WatchEvent } from '../../src/index.js';
+import { SqliteStore, type Lease, type LeaseError, type WatchEvent } from '../../src/index.js';
 import {
   EVENTS_KEPT,
   EVENTS_PRUNE_EVERY,
@@ -94,11 +96,11 @@ describe('SqliteStore.watch across connections', () => {
     expect(jobs).toEqual(['jobs/1']);
   });
 
-  it('keeps delivering when a listener throws, and warns about it', async () => {
+  it('keeps delivering when a listener throws, and throws its error again', async () => {
     const { watcher, other } = await pair();
-    const warnings: string[] = [];
-    const onWarning = (w: Error): void => void warnings.push(w.message);
-    process.on('warning', onWarning);
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown): void => void uncaught.push(e);
+    process.prependListener('uncaughtException', onUncaught);
     try {
       const heard: string[] = [];
       watcher.watch('', () => {
@@ -109,10 +111,30 @@ describe('SqliteStore.watch across connections', () => {
       await other.release(a!);
       await other.release(b!);
       await waitFor('both events', () => heard.length === 2, 5000);
-      await waitFor('a warning', () => warnings.length > 0, 5000);
-      expect(warnings[0]).toMatch(/a SQLite watch listener threw: listener bug/);
+      await waitFor('the errors thrown again', () => uncaught.length === 2, 5000);
     } finally {
-      process.off('warning', onWarning);
+      process.off('uncaughtException', onUncaught);
+    }
+    expect(uncaught).toEqual([new Error('listener bug'), new Error('listener bug')]);
+  });
+
+  it('reports failed polls through onWatchError, once per run of them', async () => {
+    const dir = tempDir('leasehold-sqlite-watch-');
+    const problems: LeaseError[] = [];
+    const watcher = await SqliteStore.open(join(dir.path, 'w.db'), {
+      onWatchError: (e) => problems.push(e),
+      watchPollMs: 5,
+    });
+    try {
+      await watcher.watch('', () => {}).ready;
+      rmSync(join(dir.path, 'w.db'));
+      await waitFor('the report', () => problems.length > 0, 5000);
+      await new Promise((r) => setTimeout(r, 100)); // about twenty more failed polls
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    } finally {
+      await watcher.close();
+      dir.cleanup();
     }
   });
 

@@ -1,4 +1,5 @@
-import { invalidArgument, type LeaseError } from '../../core/errors.js';
+import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
+import { invalidArgument } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 
 /** The key namespace, timeouts and batch limits of an `EtcdStore`. */
@@ -27,7 +28,7 @@ export interface EtcdStoreOptions {
    * Called when the stream that serves `watch` fails; it reconnects and resumes by itself.
    * @default emits a process warning
    */
-  onWatchError?: (error: LeaseError) => void;
+  onWatchError?: WatchErrorHandler;
 }
 
 export const ETCD_DEFAULTS = Object.freeze({
@@ -47,14 +48,14 @@ export interface ResolvedEtcdOptions {
   readonly prefix: string;
   readonly timeoutMs: number;
   readonly maxTxnOps: number;
-  readonly onWatchError: (error: LeaseError) => void;
+  readonly onWatchError: WatchErrorHandler;
 }
 
 export function resolveEtcdOptions(options: EtcdStoreOptions = {}): ResolvedEtcdOptions {
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('EtcdStore options', options, ETCD_KEYS);
-  const onWatchError = options.onWatchError ?? warn;
+  const onWatchError = options.onWatchError ?? warnWatchError;
   if (typeof onWatchError !== 'function')
     throw invalidArgument('onWatchError', 'must be a function');
   return {
@@ -85,8 +86,4 @@ function checkCount(field: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 100_000)
     throw invalidArgument(field, `must be an integer from ${min} to 100000, got ${String(value)}`);
   return value;
-}
-
-function warn(error: LeaseError): void {
-  process.emitWarning(error.message, { type: 'LeaseholdWarning', code: error.code });
 }

@@ -40,7 +40,8 @@ import {
 } from './etcd-options.js';
 import { EtcdRpc } from './etcd-rpc.js';
 import { parseEtcdUrl, type EtcdTarget } from './etcd-url.js';
-import { EtcdWatch, type EtcdUnwatch } from './etcd-watch.js';
+import type { Unwatch } from '../../core/store.js';
+import { EtcdWatch } from './etcd-watch.js';
 
 /**
  * Leases in etcd (one server or a cluster) through etcd3, on etcd's own leases: a resource is held
@@ -174,7 +175,7 @@ export class EtcdStore extends StoreBase {
    * its lease), through any store on this namespace. The returned function unsubscribes; its
    * `ready` promise settles once the etcd watch is in place.
    */
-  watch(prefix: string, listener: WatchListener): EtcdUnwatch {
+  watch(prefix: string, listener: WatchListener): Unwatch {
     const checked = this.checkWatch(prefix, listener);
     return this.watcher.add(checked, listener);
   }

@@ -1,19 +1,14 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { WatchEvent, WatchListener } from '../../core/store.js';
+import {
+  WatchHub,
+  type Unwatch,
+  type WatchErrorHandler,
+  type WatchSource,
+} from '../../core/watch-hub.js';
 import type { EtcdClient, EtcdKeyValue, EtcdWatchResponse, EtcdWatcher } from './etcd-driver.js';
 import { mapEtcdError } from './etcd-errors.js';
 import { decodeRecord, KIND, type EtcdKeys } from './etcd-keys.js';
-
-interface Entry {
-  readonly prefix: string;
-  readonly listener: WatchListener;
-}
-
-/** The unsubscribe function `watch` returns; `ready` settles once the etcd watch is in place. */
-export type EtcdUnwatch = (() => void) & {
-  /** Resolves once the etcd watch is in place; rejects if it could not be set up. */
-  readonly ready: Promise<void>;
-};
 
 /**
  * Lease events from one etcd watch over the store's whole key prefix, made on the first `watch`
@@ -23,33 +18,37 @@ export type EtcdUnwatch = (() => void) & {
  * the lease it was attached to). etcd3 resumes a broken stream from the last revision it
  * saw, so events are not lost across a reconnect unless etcd compacted them meanwhile.
  */
-export class EtcdWatch {
+export class EtcdWatch implements WatchSource {
   private watcher: EtcdWatcher | undefined;
   private ready: Promise<void> = Promise.resolve();
-  private readonly entries = new Set<Entry>();
-  /** One report per failure, not one per reconnect attempt. */
-  private reported = false;
+  private readonly hub: WatchHub;
   private restartTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly client: EtcdClient,
     private readonly keys: EtcdKeys,
     private readonly timeoutMs: number,
-    private readonly onError: (error: LeaseError) => void,
-  ) {}
+    onError: WatchErrorHandler,
+  ) {
+    this.hub = new WatchHub(onError);
+    this.hub.attach(this);
+  }
 
-  add(prefix: string, listener: WatchListener): EtcdUnwatch {
-    const entry: Entry = { prefix, listener };
-    this.entries.add(entry);
+  add(prefix: string, listener: WatchListener): Unwatch {
+    return this.hub.add(prefix, listener);
+  }
+
+  added(): Promise<void> {
     if (!this.watcher) this.start();
-    const unwatch = (): void => {
-      if (this.entries.delete(entry) && this.entries.size === 0) this.stop();
-    };
-    return Object.assign(unwatch, { ready: this.ready });
+    return this.ready;
+  }
+
+  removed({ last }: { last: boolean }): void {
+    if (last) this.stop();
   }
 
   stop(): void {
-    this.entries.clear();
+    this.hub.clear();
     clearTimeout(this.restartTimer);
     const watcher = this.watcher;
     this.watcher = undefined;
@@ -73,7 +72,7 @@ export class EtcdWatch {
       timer.unref();
       watcher.on('connected', () => {
         clearTimeout(timer);
-        this.reported = false;
+        this.hub.recovered();
         resolve();
       });
     });
@@ -88,7 +87,7 @@ export class EtcdWatch {
       if (this.watcher !== watcher) return;
       this.watcher = undefined;
       this.restartTimer = setTimeout(() => {
-        if (!this.watcher && this.entries.size > 0) this.start();
+        if (!this.watcher && this.hub.active) this.start();
       }, 100);
       this.restartTimer.unref();
     });
@@ -116,24 +115,11 @@ export class EtcdWatch {
         events.push({ type: how, resource });
       }
     }
-    for (const event of events) {
-      for (const { prefix, listener } of [...this.entries]) {
-        if (!event.resource.startsWith(prefix)) continue;
-        try {
-          listener(event);
-        } catch (error) {
-          setImmediate(() => {
-            throw error; // a listener's own bug surfaces as it would from an EventEmitter
-          });
-        }
-      }
-    }
+    for (const event of events) this.hub.deliver(event);
   }
 
   private report(watcher: EtcdWatcher, error: unknown): void {
-    if (this.reported || this.watcher !== watcher) return;
-    this.reported = true;
-    this.onError(mapEtcdError(error, 'watch'));
+    if (this.watcher === watcher) this.hub.failed(mapEtcdError(error, 'watch'));
   }
 }
 

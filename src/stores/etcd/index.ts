@@ -1,3 +1,4 @@
+import type { Unwatch } from '../../core/store.js';
 export { EtcdStore } from './etcd-store.js';
 export type {
   EtcdClient,
@@ -6,4 +7,6 @@ export type {
   EtcdKeepAliveStream,
 } from './etcd-driver.js';
 export type { EtcdStoreOptions } from './etcd-options.js';
-export type { EtcdUnwatch } from './etcd-watch.js';
+
+/** @deprecated The same type as `Unwatch`, which every store's `watch` returns. */
+export type EtcdUnwatch = Unwatch;

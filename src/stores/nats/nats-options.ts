@@ -1,5 +1,6 @@
+import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import type { NatsModules } from './nats-driver.js';
-import { invalidArgument, type LeaseError } from '../../core/errors.js';
+import { invalidArgument } from '../../core/errors.js';
 import {
   checkBoolean,
   checkConcurrency,
@@ -49,7 +50,7 @@ export interface NatsStoreOptions {
    * Called when the KV watch that serves `watch` fails; it is started again by itself.
    * @default emits a process warning
    */
-  onWatchError?: (error: LeaseError) => void;
+  onWatchError?: WatchErrorHandler;
   /**
    * The three driver modules, imported by you, for bundled programs (a bundler cannot see the
    * store load them by name at run time): `{ transport: await import('@nats-io/transport-node'),
@@ -74,7 +75,7 @@ export interface ResolvedNatsOptions {
   readonly createBucket: boolean;
   readonly concurrency: number;
   readonly clock: Pick<Clock, 'now'>;
-  readonly onWatchError: (error: LeaseError) => void;
+  readonly onWatchError: WatchErrorHandler;
   readonly modules: NatsModules | undefined;
 }
 
@@ -108,7 +109,7 @@ export function resolveNatsOptions(options: NatsStoreOptions = {}): ResolvedNats
     options.createBucket ?? NATS_DEFAULTS.createBucket,
   );
   const clock = checkNowClock(options.clock ?? systemClock);
-  const onWatchError = options.onWatchError ?? warn;
+  const onWatchError = options.onWatchError ?? warnWatchError;
   if (typeof onWatchError !== 'function')
     throw invalidArgument('onWatchError', 'must be a function');
   return {
@@ -147,8 +148,4 @@ function checkModules(value: unknown): NatsModules | undefined {
     );
   }
   return value as NatsModules;
-}
-
-function warn(error: LeaseError): void {
-  process.emitWarning(error.message, { type: 'LeaseholdWarning', code: error.code });
 }

@@ -30,7 +30,8 @@ import {
   type ResolvedNatsOptions,
 } from './nats-options.js';
 import { parseNatsUrl, type NatsTarget } from './nats-url.js';
-import { NatsWatch, type NatsUnwatch } from './nats-watch.js';
+import type { Unwatch } from '../../core/store.js';
+import { NatsWatch } from './nats-watch.js';
 import { isRecordInvalid, NatsTransitions } from './nats-transitions.js';
 import { NatsPublisher } from './nats-publish.js';
 import { runBatch } from './nats-batch.js';
@@ -199,7 +200,7 @@ export class NatsStore extends StoreBase {
    * `expiresAt + maxClockSkewMs` passed with no renewal), through any store on this bucket. The
    * returned function unsubscribes; its `ready` promise settles once the KV watch is in place.
    */
-  watch(prefix: string, listener: WatchListener): NatsUnwatch {
+  watch(prefix: string, listener: WatchListener): Unwatch {
     const checked = this.checkWatch(prefix, listener);
     return this.watcher.add(checked, listener);
   }

@@ -1,21 +1,16 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Clock } from '../../core/time.js';
 import type { WatchEvent, WatchListener } from '../../core/store.js';
+import {
+  WatchHub,
+  type Unwatch,
+  type WatchErrorHandler,
+  type WatchSource,
+} from '../../core/watch-hub.js';
 import type { NatsKv, NatsKvEntry, NatsKvIterator } from './nats-driver.js';
 import { mapNatsError } from './nats-errors.js';
 import { resourceOf } from './nats-keys.js';
 import { decodeEntry } from './nats-ops.js';
-
-interface Entry {
-  readonly prefix: string;
-  readonly listener: WatchListener;
-}
-
-/** The unsubscribe function `watch` returns; `ready` settles once the KV watch is in place. */
-export type NatsUnwatch = (() => void) & {
-  /** Resolves once the KV watch is in place; rejects if it could not be set up in time. */
-  readonly ready: Promise<void>;
-};
 
 /** What the watch knows of a held record: enough to tell a renewal from a new grant, and when it lapses. */
 interface Held {
@@ -29,7 +24,7 @@ export interface NatsWatchSettings {
   readonly timeoutMs: number;
   readonly maxClockSkewMs: number;
   readonly clock: Pick<Clock, 'now'>;
-  readonly onError: (error: LeaseError) => void;
+  readonly onError: WatchErrorHandler;
 }
 
 /** How soon a failed KV watch is started again. */
@@ -44,33 +39,37 @@ const RESTART_MS = 250;
  * its next poll. A watch that fails is started again; it first replays each key's last value, so
  * a release missed meanwhile is still reported.
  */
-export class NatsWatch {
+export class NatsWatch implements WatchSource {
   private iterator: NatsKvIterator<NatsKvEntry> | undefined;
   private running = false;
   private ready: Promise<void> = Promise.resolve();
-  private readonly entries = new Set<Entry>();
+  private readonly hub: WatchHub;
   private readonly held = new Map<string, Held>();
   private restartTimer: NodeJS.Timeout | undefined;
-  /** One report per failure, not one per attempt to start the watch again. */
-  private reported = false;
 
   constructor(
     private readonly kv: NatsKv,
     private readonly settings: NatsWatchSettings,
-  ) {}
+  ) {
+    this.hub = new WatchHub(settings.onError);
+    this.hub.attach(this);
+  }
 
-  add(prefix: string, listener: WatchListener): NatsUnwatch {
-    const entry: Entry = { prefix, listener };
-    this.entries.add(entry);
+  add(prefix: string, listener: WatchListener): Unwatch {
+    return this.hub.add(prefix, listener);
+  }
+
+  added(): Promise<void> {
     if (!this.running) this.start();
-    const unwatch = (): void => {
-      if (this.entries.delete(entry) && this.entries.size === 0) this.stop();
-    };
-    return Object.assign(unwatch, { ready: this.ready });
+    return this.ready;
+  }
+
+  removed({ last }: { last: boolean }): void {
+    if (last) this.stop();
   }
 
   stop(): void {
-    this.entries.clear();
+    this.hub.clear();
     this.running = false;
     clearTimeout(this.restartTimer);
     this.iterator?.stop();
@@ -115,7 +114,7 @@ export class NatsWatch {
       const iterator = await opened;
       if (!this.running) return iterator.stop();
       this.iterator = iterator;
-      this.reported = false;
+      this.hub.recovered();
       for await (const entry of iterator) {
         if (!this.running || this.iterator !== iterator) break;
         this.take(entry);
@@ -123,11 +122,10 @@ export class NatsWatch {
       if (this.running && this.iterator === iterator) throw new Error('the watch ended');
     } catch (error) {
       if (!this.running) return;
-      if (!this.reported) this.settings.onError(mapNatsError(error, 'watch', this.settings.bucket));
-      this.reported = true;
+      this.hub.failed(mapNatsError(error, 'watch', this.settings.bucket));
       this.iterator = undefined;
       this.restartTimer = setTimeout(() => {
-        if (this.running && this.entries.size > 0) this.start();
+        if (this.running && this.hub.active) this.start();
       }, RESTART_MS);
       this.restartTimer.unref();
     }
@@ -171,15 +169,6 @@ export class NatsWatch {
   }
 
   private emit(event: WatchEvent): void {
-    for (const { prefix, listener } of [...this.entries]) {
-      if (!event.resource.startsWith(prefix)) continue;
-      try {
-        listener(event);
-      } catch (error) {
-        setImmediate(() => {
-          throw error; // a listener's own bug surfaces as it would from an EventEmitter
-        });
-      }
-    }
+    this.hub.deliver(event);
   }
 }

@@ -1,3 +1,4 @@
+import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import { invalidArgument } from '../../core/errors.js';
 import {
   checkIdentifier as checkName,
@@ -37,17 +38,16 @@ export interface PostgresStoreOptions {
    */
   notify?: boolean;
   /**
-   * Told when the `watch` connection fails (a `STORE_UNAVAILABLE` LeaseError; it reconnects by
-   * itself) or a watch listener throws (what it threw).
-   * @default a process warning (`process.emitWarning`) once per outage and per listener error
+   * Told when the `watch` connection fails (a `STORE_UNAVAILABLE` LeaseError, once per outage; it
+   * reconnects by itself).
+   * @default emits a process warning
    */
-  onWatchError?: (error: unknown) => void;
+  onWatchError?: WatchErrorHandler;
   /** Names the store in error messages; `openStore` passes the URL with its password hidden. @default 'PostgreSQL' */
   label?: string;
 }
 
-export type ResolvedPostgresOptions = Required<Omit<PostgresStoreOptions, 'onWatchError'>> &
-  Pick<PostgresStoreOptions, 'onWatchError'>;
+export type ResolvedPostgresOptions = Required<PostgresStoreOptions>;
 
 export const POSTGRES_DEFAULTS = Object.freeze({
   schema: 'public',
@@ -86,8 +86,8 @@ export function resolvePostgresOptions(
   checkKnownKeys('PostgresStore options', options, POSTGRES_KEYS);
   const notify = checkBoolean('notify', options.notify ?? POSTGRES_DEFAULTS.notify);
   const prepare = checkBoolean('prepare', options.prepare ?? POSTGRES_DEFAULTS.prepare);
-  const { onWatchError } = options;
-  if (onWatchError !== undefined && typeof onWatchError !== 'function')
+  const onWatchError = options.onWatchError ?? warnWatchError;
+  if (typeof onWatchError !== 'function')
     throw invalidArgument('onWatchError', 'must be a function');
   const label = options.label ?? POSTGRES_DEFAULTS.label;
   if (typeof label !== 'string') throw invalidArgument('label', 'must be a string');

@@ -17,6 +17,7 @@ import {
   StoreBase,
   type AcquireOutcome,
   type StoreCapabilities,
+  type Unwatch,
   type WatchListener,
 } from '../../core/store.js';
 import type {
@@ -163,7 +164,8 @@ export class PostgresStore extends StoreBase {
           channel: this.channel,
           sql: watchStatements(schema, table),
           queryTimeoutMs: this.options.statementTimeoutMs,
-          onError: (error, during, streak) => this.watchFailed(error, during, streak),
+          onError: this.options.onWatchError,
+          mapError: (error, during) => this.mapError(error, during),
         })
       : undefined;
   }
@@ -185,7 +187,7 @@ export class PostgresStore extends StoreBase {
    * reconnects, are not heard, and expiry is not announced (PostgreSQL has no timer to do it):
    * treat events as hints and keep a periodic scan. Returns the unsubscribe function.
    */
-  watch(prefix: string, listener: WatchListener): () => void {
+  watch(prefix: string, listener: WatchListener): Unwatch {
     this.checkWatch(prefix, listener);
     if (!this.notifier) {
       throw new LeaseError(
@@ -567,16 +569,6 @@ export class PostgresStore extends StoreBase {
     } finally {
       // After a failure the connection is closed, which also rolls back an open transaction.
       client.release(failure);
-    }
-  }
-
-  private watchFailed(error: unknown, during: string, streak: number): void {
-    const reported = streak === 0 ? error : this.mapError(error, `watch (${during}; reconnecting)`);
-    if (this.options.onWatchError) {
-      this.options.onWatchError(reported);
-    } else if (streak <= 1) {
-      const message = reported instanceof Error ? reported.message : String(reported);
-      process.emitWarning(`leasehold: ${message}`, { code: 'LEASEHOLD_WATCH' });
     }
   }
 }

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { WatchListener } from '../../core/store.js';
+import type { LeaseError } from '../../core/errors.js';
+import type { Unwatch, WatchListener } from '../../core/store.js';
+import { WatchHub, type WatchErrorHandler, type WatchSource } from '../../core/watch-hub.js';
 import type { PgNotification, PgPoolClient } from './postgres-driver.js';
 
 export interface NotifierOptions {
@@ -12,11 +14,10 @@ export interface NotifierOptions {
   readonly sql: { readonly register: string; readonly unregister: string };
   /** Deadline of the LISTEN and of each registration. */
   readonly queryTimeoutMs: number;
-  /**
-   * Called when the connection fails (it reconnects by itself; `streak` counts the failures in a
-   * row) or a listener throws (`streak` 0).
-   */
-  readonly onError: (error: unknown, during: string, streak: number) => void;
+  /** Told when the connection fails, once per run of failures (it reconnects by itself). */
+  readonly onError: WatchErrorHandler;
+  /** The store's error mapping, `during` saying what failed. */
+  readonly mapError: (error: unknown, during: string) => LeaseError;
 }
 
 /**
@@ -27,11 +28,6 @@ export const PROBE_EVERY_MS = 10_000;
 /** How long a registration counts unless refreshed: a watcher that vanished stops costing releases a NOTIFY after this. */
 export const REGISTRATION_TTL_MS = 3 * PROBE_EVERY_MS;
 const RETRY_MAX_MS = 5000;
-
-interface Subscription {
-  readonly prefix: string;
-  readonly listener: WatchListener;
-}
 
 /**
  * One LISTEN connection per store, opened on the first subscription and closed after the last.
@@ -44,8 +40,10 @@ interface Subscription {
  * (the watch was just starting, or a new prefix was being registered), or that happens while the
  * connection is down, is not heard: its record is free in the table for the next scan.
  */
-export class Notifier {
-  private readonly subscriptions = new Set<Subscription>();
+export class Notifier implements WatchSource {
+  private readonly hub: WatchHub;
+  /** Settled by the next registration that commits (or the next failure): the `ready` of new listeners. */
+  private waiting: { resolve: () => void; reject: (error: LeaseError) => void }[] = [];
   private client: PgPoolClient | undefined;
   /** The registration id of `client`: a new one per connection, so a late unregister of an old connection cannot remove the rows of the new one. */
   private id = '';
@@ -57,34 +55,49 @@ export class Notifier {
   private registering: PgPoolClient | undefined;
   private again = false;
 
-  constructor(private readonly options: NotifierOptions) {}
+  constructor(private readonly options: NotifierOptions) {
+    this.hub = new WatchHub(options.onError);
+    this.hub.attach(this);
+  }
 
-  add(prefix: string, listener: WatchListener): () => void {
-    const subscription = { prefix, listener };
-    const isNew = !this.prefixes().includes(prefix);
-    this.subscriptions.add(subscription);
+  /** Adds a listener; its `ready` settles once a registration covering its prefix committed. */
+  add(prefix: string, listener: WatchListener): Unwatch {
+    return this.hub.add(prefix, listener);
+  }
+
+  added({ newPrefix }: { newPrefix: boolean }): Promise<void> {
+    const ready = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
     if (!this.client && !this.connecting && !this.timer) void this.open();
-    else if (this.client && isNew) void this.register(this.client);
-    return () => {
-      if (!this.subscriptions.delete(subscription)) return;
-      if (this.subscriptions.size === 0) this.unregister();
-      else if (this.client && !this.prefixes().includes(prefix)) void this.register(this.client);
-    };
+    else if (this.client && newPrefix) void this.register(this.client);
+    else if (this.client && !this.registering) this.settle(undefined); // its prefix is registered
+    return ready;
+  }
+
+  removed({ last, prefixGone }: { last: boolean; prefixGone: boolean }): void {
+    if (last) this.unregister();
+    else if (this.client && prefixGone) void this.register(this.client);
   }
 
   close(): void {
     this.closed = true;
-    this.subscriptions.clear();
+    this.hub.clear();
+    this.settle(this.options.mapError(new Error('the store was closed'), 'watch'));
     // The rows lapse by themselves: closing does not wait for a server that may not answer.
     this.drop(undefined);
   }
 
   private get wanted(): boolean {
-    return !this.closed && this.subscriptions.size > 0;
+    return !this.closed && this.hub.active;
   }
 
-  private prefixes(): string[] {
-    return [...new Set([...this.subscriptions].map((s) => s.prefix))];
+  /** Settles the `ready` of the listeners added so far: resolved, or rejected with `error`. */
+  private settle(error: LeaseError | undefined): void {
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const { resolve, reject } of waiting) {
+      if (error) reject(error);
+      else resolve();
+    }
   }
 
   private async open(): Promise<void> {
@@ -123,7 +136,7 @@ export class Notifier {
       client?.release(error instanceof Error ? error : true);
       if (!this.wanted) return;
       this.failures++;
-      this.options.onError(error, 'connecting the watch connection', this.failures);
+      this.failed(error, 'connecting the watch connection');
       this.schedule(this.retryDelay(), () => void this.open());
     }
   }
@@ -144,10 +157,14 @@ export class Notifier {
         this.again = false;
         await client.query({
           text: this.options.sql.register,
-          values: [this.id, this.prefixes(), REGISTRATION_TTL_MS],
+          values: [this.id, this.hub.prefixes(), REGISTRATION_TTL_MS],
           query_timeout: this.options.queryTimeoutMs,
         });
       } while (this.again);
+      if (this.client === client) {
+        this.hub.recovered();
+        this.settle(undefined);
+      }
       if (this.client === client) this.schedule(PROBE_EVERY_MS, () => void this.register(client));
     } catch (error) {
       if (this.client === client) this.lost(error);
@@ -179,8 +196,15 @@ export class Notifier {
     this.drop(error instanceof Error ? error : new Error(String(error)));
     if (!this.wanted) return;
     this.failures++;
-    this.options.onError(error, 'on the watch connection', this.failures);
+    this.failed(error, 'on the watch connection');
     this.schedule(this.retryDelay(), () => void this.open());
+  }
+
+  /** Reports a failure (once per run of them) and fails the `ready` of whoever waits. */
+  private failed(error: unknown, during: string): void {
+    const mapped = this.options.mapError(error, `watch (${during}; reconnecting)`);
+    this.hub.failed(mapped);
+    this.settle(mapped);
   }
 
   /** Gives the connection back to the pool to be closed (never reused: it is LISTENing). */
@@ -194,15 +218,7 @@ export class Notifier {
 
   private deliver(message: PgNotification): void {
     if (message.channel !== this.options.channel || message.payload === undefined) return;
-    const resource = message.payload;
-    for (const { prefix, listener } of [...this.subscriptions]) {
-      if (!resource.startsWith(prefix)) continue;
-      try {
-        listener({ type: 'released', resource });
-      } catch (error) {
-        this.options.onError(error, 'in a watch listener', 0);
-      }
-    }
+    this.hub.deliver({ type: 'released', resource: message.payload });
   }
 
   private schedule(ms: number, fn: () => void): void {

@@ -1,6 +1,6 @@
+import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import { invalidArgument } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
-import type { LeaseError } from '../../core/errors.js';
 
 /** The key namespace, sharding and timeouts of a `RedisStore`. */
 export interface RedisStoreOptions {
@@ -27,7 +27,7 @@ export interface RedisStoreOptions {
    * Called when the connection that serves `watch` fails; it reconnects and resubscribes by itself.
    * @default emits a process warning
    */
-  onWatchError?: (error: LeaseError) => void;
+  onWatchError?: WatchErrorHandler;
 }
 
 export const REDIS_DEFAULTS = Object.freeze({
@@ -42,7 +42,7 @@ export interface ResolvedRedisOptions {
   readonly prefix: string;
   readonly shards: number;
   readonly commandTimeoutMs: number;
-  readonly onWatchError: (error: LeaseError) => void;
+  readonly onWatchError: WatchErrorHandler;
 }
 
 const REDIS_KEYS = optionKeys<RedisStoreOptions>({
@@ -71,7 +71,7 @@ export function resolveRedisOptions(
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('RedisStore options', options, REDIS_KEYS);
-  const onWatchError = options.onWatchError ?? warn;
+  const onWatchError = options.onWatchError ?? warnWatchError;
   if (typeof onWatchError !== 'function')
     throw invalidArgument('onWatchError', 'must be a function');
   return {
@@ -94,8 +94,4 @@ function checkCount(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1024)
     throw invalidArgument(field, `must be an integer from 1 to 1024, got ${String(value)}`);
   return value;
-}
-
-function warn(error: LeaseError): void {
-  process.emitWarning(error.message, { type: 'LeaseholdWarning', code: error.code });
 }

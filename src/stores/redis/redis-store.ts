@@ -54,7 +54,8 @@ import {
 import { checkRefusal, isWrongType, redisRecord } from './redis-records.js';
 import { perShard } from './redis-shards.js';
 import { parseRedisUrl, type RedisTarget } from './redis-url.js';
-import { RedisWatch, type Unwatch } from './redis-watch.js';
+import type { Unwatch } from '../../core/store.js';
+import { RedisWatch } from './redis-watch.js';
 
 /**
  * Leases in Redis (a single server or a Redis Cluster) through ioredis or node-redis. Every

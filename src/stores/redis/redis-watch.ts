@@ -1,48 +1,46 @@
-import type { LeaseError } from '../../core/errors.js';
 import type { WatchListener } from '../../core/store.js';
+import {
+  WatchHub,
+  type Unwatch,
+  type WatchErrorHandler,
+  type WatchSource,
+} from '../../core/watch-hub.js';
 import type { RedisClient, RedisSubscriber } from './redis-driver.js';
 import { mapRedisError } from './redis-errors.js';
-
-interface Entry {
-  readonly prefix: string;
-  readonly listener: WatchListener;
-}
-
-/** The unsubscribe function `watch` returns; `ready` settles once the subscription is in place. */
-export type Unwatch = (() => void) & {
-  /** Resolves once the subscription is in place; rejects with `STORE_UNAVAILABLE` if it failed. */
-  readonly ready: Promise<void>;
-};
 
 /**
  * Release notifications: one subscriber connection (`duplicate()`), made on the first `watch` and
  * closed with the last. The release scripts PUBLISH each released resource on the store's channel.
  */
-export class RedisWatch {
+export class RedisWatch implements WatchSource {
   private subscriber: RedisSubscriber | undefined;
   private subscribed: Promise<void> = Promise.resolve();
-  private readonly entries = new Set<Entry>();
-  /** One report per connection failure, not one per reconnect attempt. */
-  private reported = false;
+  private readonly hub: WatchHub;
 
   constructor(
     private readonly client: RedisClient,
     private readonly channel: string,
-    private readonly onError: (error: LeaseError) => void,
-  ) {}
+    onError: WatchErrorHandler,
+  ) {
+    this.hub = new WatchHub(onError);
+    this.hub.attach(this);
+  }
 
   add(prefix: string, listener: WatchListener): Unwatch {
-    const entry: Entry = { prefix, listener };
-    this.entries.add(entry);
-    if (!this.subscriber) this.start();
-    const unwatch = (): void => {
-      if (this.entries.delete(entry) && this.entries.size === 0) this.stop();
-    };
-    return Object.assign(unwatch, { ready: this.subscribed });
+    return this.hub.add(prefix, listener);
+  }
+
+  added({ first }: { first: boolean }): Promise<void> {
+    if (first && !this.subscriber) this.start();
+    return this.subscribed;
+  }
+
+  removed({ last }: { last: boolean }): void {
+    if (last) this.stop();
   }
 
   stop(): void {
-    this.entries.clear();
+    this.hub.clear();
     this.subscriber?.disconnect();
     this.subscriber = undefined;
   }
@@ -53,15 +51,11 @@ export class RedisWatch {
     subscriber.on('error', (error) => this.report(error));
     subscriber.on('message', (channel, resource) => {
       if (channel !== this.channel) return;
-      this.reported = false;
-      for (const { prefix, listener } of [...this.entries]) {
-        if (resource.startsWith(prefix)) listener({ type: 'released', resource });
-      }
+      this.hub.recovered();
+      this.hub.deliver({ type: 'released', resource });
     });
     this.subscribed = subscriber.subscribe(this.channel).then(
-      () => {
-        this.reported = false;
-      },
+      () => this.hub.recovered(),
       (error: unknown) => {
         this.report(error);
         throw mapRedisError(error, 'watch');
@@ -71,8 +65,6 @@ export class RedisWatch {
   }
 
   private report(error: unknown): void {
-    if (this.reported || !this.subscriber) return;
-    this.reported = true;
-    this.onError(mapRedisError(error, 'watch'));
+    if (this.subscriber) this.hub.failed(mapRedisError(error, 'watch'));
   }
 }

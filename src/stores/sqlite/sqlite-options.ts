@@ -1,3 +1,4 @@
+import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import { invalidArgument } from '../../core/errors.js';
 import {
   checkIdentifier as checkName,
@@ -38,6 +39,12 @@ export interface SqliteStoreOptions {
   watchPollMs?: number;
   /** Where "now" comes from when deciding expiry, and what times the watch's polls. @default the system clock */
   clock?: Clock;
+  /**
+   * Told when the watch's polls start failing (a `STORE_UNAVAILABLE` LeaseError, once per run of
+   * failures; polling goes on), or when releases may have gone unheard.
+   * @default emits a process warning
+   */
+  onWatchError?: WatchErrorHandler;
 }
 
 export const SQLITE_DEFAULTS = Object.freeze({
@@ -55,6 +62,7 @@ const SQLITE_KEYS = optionKeys<SqliteStoreOptions>({
   synchronous: true,
   watchPollMs: true,
   clock: true,
+  onWatchError: true,
 });
 
 export function checkIdentifier(field: string, value: unknown): string {
@@ -70,6 +78,9 @@ export function resolveSqliteOptions(
   const synchronous = options.synchronous ?? SQLITE_DEFAULTS.synchronous;
   if (synchronous !== 'full' && synchronous !== 'normal')
     throw invalidArgument('synchronous', "must be 'full' or 'normal'");
+  const onWatchError = options.onWatchError ?? warnWatchError;
+  if (typeof onWatchError !== 'function')
+    throw invalidArgument('onWatchError', 'must be a function');
   return {
     table: checkIdentifier('table', options.table ?? SQLITE_DEFAULTS.table),
     busyTimeoutMs: checkInteger(
@@ -92,5 +103,6 @@ export function resolveSqliteOptions(
       60_000,
     ),
     clock: options.clock ?? systemClock,
+    onWatchError,
   };
 }

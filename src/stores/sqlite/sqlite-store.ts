@@ -8,6 +8,7 @@ import {
   StoreBase,
   type AcquireOutcome,
   type StoreCapabilities,
+  type Unwatch,
   type WatchListener,
 } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
@@ -155,12 +156,8 @@ export class SqliteStore extends StoreBase {
         busyTimeoutMs: resolved.busyTimeoutMs,
         checkFile: () => identity?.peek('watch'),
         clock: resolved.clock,
-        onPollError: (error) =>
-          this.warn(this.mapError(error, 'watch (reading the release log; retrying)').message),
-        onListenerError: (error) =>
-          this.warn(
-            `a SQLite watch listener threw: ${error instanceof Error ? error.message : String(error)}`,
-          ),
+        onError: resolved.onWatchError,
+        mapError: (error, during) => this.mapError(error, during),
       });
     } catch (error) {
       throw this.mapError(error, 'open');
@@ -222,7 +219,7 @@ export class SqliteStore extends StoreBase {
    * falls more than ~10,000 releases behind misses some: treat events as hints and keep a periodic
    * scan. Returns the unsubscribe function.
    */
-  watch(prefix: string, listener: WatchListener): () => void {
+  watch(prefix: string, listener: WatchListener): Unwatch {
     this.checkWatch(prefix, listener);
     return this.releases.add(prefix, listener);
   }
@@ -484,9 +481,6 @@ export class SqliteStore extends StoreBase {
   }
 
   /** Watch trouble is reported as a process warning, like the other stores' watches. */
-  private warn(message: string): void {
-    process.emitWarning(`leasehold: ${message}`, { code: 'LEASEHOLD_WATCH' });
-  }
 }
 
 /** What the acquire statement returns for a grant: the record's data comes back with it. */

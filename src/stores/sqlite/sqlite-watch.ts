@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { WatchListener } from '../../core/store.js';
+import type { Unwatch, WatchListener } from '../../core/store.js';
+import { WatchHub, type WatchErrorHandler, type WatchSource } from '../../core/watch-hub.js';
 import type { Clock, TimerHandle } from '../../core/time.js';
 import type { SqliteStatement } from './sqlite-driver.js';
 import { isBusy } from './sqlite-errors.js';
@@ -24,15 +25,10 @@ export interface ReleaseWatchOptions {
   readonly checkFile: () => void;
   /** Schedules the polls (background timers: they never keep the process alive). */
   readonly clock: Clock;
-  /** The first failed poll of a run of them (polling goes on). */
-  readonly onPollError: (error: unknown) => void;
-  /** A listener threw (the others are still called). */
-  readonly onListenerError: (error: unknown) => void;
-}
-
-interface Subscription {
-  readonly prefix: string;
-  readonly listener: WatchListener;
+  /** Told the first failed poll of a run of them (polling goes on), and a watchers row found gone. */
+  readonly onError: WatchErrorHandler;
+  /** The store's error mapping, `during` saying what failed. */
+  readonly mapError: (error: unknown, during: string) => LeaseError;
 }
 
 /** Log entries read per step; a longer backlog is read in several steps, yielding in between. */
@@ -51,15 +47,15 @@ const CHUNK = 1000;
  * last listener goes. A store whose own row was deleted meanwhile (its process was stopped that
  * long) writes it again and reports that releases in between may have gone unreported.
  */
-export class ReleaseWatch {
-  private readonly subscriptions = new Set<Subscription>();
+export class ReleaseWatch implements WatchSource {
+  private readonly hub: WatchHub;
   private timer: TimerHandle | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private version = 0;
   /** The last log entry seen; `undefined` until the starting point is read. */
   private lastSeq: number | undefined;
-  /** The last poll failed: one report per run of failures, not one per poll. */
-  private failing = false;
+  /** What the last poll failed with, while polls fail. */
+  private failure: LeaseError | undefined;
   /** When polls started finding the file locked (`performance.now()`), while they do. */
   private busySince: number | undefined;
   /** Bumped by `stop`, so a delivery loop that a listener's unsubscribe ended stops too. */
@@ -69,21 +65,33 @@ export class ReleaseWatch {
   /** When the row was last written or marked (the clock's `now()`); `undefined` while it is not there. */
   private markedAt: number | undefined;
 
-  constructor(private readonly options: ReleaseWatchOptions) {}
+  constructor(private readonly options: ReleaseWatchOptions) {
+    this.hub = new WatchHub(options.onError);
+    this.hub.attach(this);
+  }
 
-  add(prefix: string, listener: WatchListener): () => void {
-    const subscription = { prefix, listener };
-    const first = this.subscriptions.size === 0;
-    this.subscriptions.add(subscription);
+  /**
+   * Adds a listener. The first poll runs at once, so `ready` is settled on return: resolved when
+   * this store's row is in the watchers table, rejected while polls fail (polling goes on).
+   */
+  add(prefix: string, listener: WatchListener): Unwatch {
+    return this.hub.add(prefix, listener);
+  }
+
+  added({ first }: { first: boolean }): Promise<void> {
     if (first) this.poll(false);
-    return () => {
-      if (this.subscriptions.delete(subscription) && this.subscriptions.size === 0) this.stop();
-    };
+    return this.lastSeq !== undefined
+      ? Promise.resolve()
+      : Promise.reject(this.failure ?? this.options.mapError(new Error('not polling'), 'watch'));
+  }
+
+  removed({ last }: { last: boolean }): void {
+    if (last) this.stop();
   }
 
   /** Reads the log soon without waiting for the counter: this connection just released. */
   poke(): void {
-    if (this.subscriptions.size === 0 || this.immediate) return;
+    if (!this.hub.active || this.immediate) return;
     this.immediate = setImmediate(() => {
       this.immediate = undefined;
       this.poll(true);
@@ -101,7 +109,7 @@ export class ReleaseWatch {
         // release meanwhile.
       }
     }
-    this.subscriptions.clear();
+    this.hub.clear();
     this.timer?.clear();
     clearImmediate(this.immediate);
     this.timer = this.immediate = undefined;
@@ -110,7 +118,7 @@ export class ReleaseWatch {
   }
 
   private poll(force: boolean): void {
-    if (this.subscriptions.size === 0) return;
+    if (!this.hub.active) return;
     const generation = this.generation;
     let more = false;
     try {
@@ -130,7 +138,8 @@ export class ReleaseWatch {
           this.version = version;
         }
       }
-      this.failing = false;
+      this.failure = undefined;
+      this.hub.recovered();
       this.busySince = undefined;
     } catch (error) {
       // A poll blocks for a few milliseconds at most on a locked file; the next one tries again,
@@ -140,9 +149,9 @@ export class ReleaseWatch {
       else this.busySince = undefined;
       const tolerated =
         this.busySince !== undefined && now - this.busySince < this.options.busyTimeoutMs;
-      if (!this.failing && !tolerated) {
-        this.options.onPollError(error);
-        this.failing = true;
+      if (!tolerated) {
+        this.failure = this.options.mapError(error, 'watch (reading the release log; retrying)');
+        this.hub.failed(this.failure);
       }
     }
     if (generation !== this.generation) return;
@@ -168,7 +177,7 @@ export class ReleaseWatch {
     try {
       if (this.options.sql.refresh.run(now, this.id).changes === 0) {
         this.register();
-        this.options.onPollError(
+        this.options.onError(
           new LeaseError(
             ErrorCode.STORE_UNAVAILABLE,
             `this store's row in the watchers table was gone (unmarked for over ${WATCHER_STALE_MS / 1000} s: was the process stopped?), so releases by other connections meanwhile may not have been reported`,
@@ -204,20 +213,13 @@ export class ReleaseWatch {
     for (const { seq, resource } of rows) {
       if (generation !== this.generation) return false;
       this.lastSeq = seq;
-      for (const { prefix, listener } of [...this.subscriptions]) {
-        if (!resource.startsWith(prefix)) continue;
-        try {
-          listener({ type: 'released', resource });
-        } catch (error) {
-          this.options.onListenerError(error);
-        }
-      }
+      this.hub.deliver({ type: 'released', resource });
     }
     return rows.length === CHUNK;
   }
 
   private schedule(): void {
-    if (this.subscriptions.size === 0) return;
+    if (!this.hub.active) return;
     this.timer?.clear();
     this.timer = this.options.clock.setTimeout(() => {
       this.timer = undefined;

@@ -1,3 +1,6 @@
+import type { Unwatch } from '../../core/store.js';
 export { ZookeeperStore } from './zookeeper-store.js';
 export type { ZookeeperStoreOptions } from './zookeeper-options.js';
-export type { ZookeeperUnwatch } from './zookeeper-watch.js';
+
+/** @deprecated The same type as `Unwatch`, which every store's `watch` returns. */
+export type ZookeeperUnwatch = Unwatch;

@@ -1,5 +1,6 @@
+import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import type { ZkModule } from './zookeeper-driver.js';
-import { invalidArgument, type LeaseError } from '../../core/errors.js';
+import { invalidArgument } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 import { refusedInName } from './zookeeper-paths.js';
 
@@ -31,7 +32,7 @@ export interface ZookeeperStoreOptions {
    * Called when the watch that serves `watch` fails; it sets itself up again by itself.
    * @default emits a process warning
    */
-  onWatchError?: (error: LeaseError) => void;
+  onWatchError?: WatchErrorHandler;
   /**
    * The `node-zookeeper-client` module to connect with (`import zookeeper from
    * 'node-zookeeper-client'`), for bundled programs: a bundler cannot see the store load it by
@@ -59,7 +60,7 @@ export interface ResolvedZookeeperOptions {
   readonly chroot: string;
   readonly timeoutMs: number;
   readonly maxClockSkewMs: number;
-  readonly onWatchError: (error: LeaseError) => void;
+  readonly onWatchError: WatchErrorHandler;
   readonly driver: ZkModule | undefined;
 }
 
@@ -69,7 +70,7 @@ export function resolveZookeeperOptions(
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('ZookeeperStore options', options, ZOOKEEPER_KEYS);
-  const onWatchError = options.onWatchError ?? warn;
+  const onWatchError = options.onWatchError ?? warnWatchError;
   if (typeof onWatchError !== 'function')
     throw invalidArgument('onWatchError', 'must be a function');
   return {
@@ -132,8 +133,4 @@ function checkChroot(value: unknown): string {
     );
   }
   return value;
-}
-
-function warn(error: LeaseError): void {
-  process.emitWarning(error.message, { type: 'LeaseholdWarning', code: error.code });
 }

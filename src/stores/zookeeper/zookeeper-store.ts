@@ -29,7 +29,8 @@ import type { ZkSession } from './zookeeper-session.js';
 import { ZkSessions } from './zookeeper-sessions.js';
 import { rounds, ZkUpdates, type Item } from './zookeeper-update.js';
 import { parseZookeeperUrl, type ZookeeperTarget } from './zookeeper-url.js';
-import { ZkWatch, type ZookeeperUnwatch } from './zookeeper-watch.js';
+import type { Unwatch } from '../../core/store.js';
+import { ZkWatch } from './zookeeper-watch.js';
 
 /** How many records `list` reads at once. */
 const LIST_READS = 1000;
@@ -171,7 +172,7 @@ export class ZookeeperStore extends StoreBase {
    * store on this path. The returned function unsubscribes; its `ready` promise settles once the
    * watches are in place.
    */
-  watch(prefix: string, listener: WatchListener): ZookeeperUnwatch {
+  watch(prefix: string, listener: WatchListener): Unwatch {
     const checked = this.checkWatch(prefix, listener);
     return this.watcher.add(checked, listener);
   }

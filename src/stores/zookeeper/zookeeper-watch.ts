@@ -1,22 +1,11 @@
-import type { LeaseError } from '../../core/errors.js';
-import type { WatchEvent, WatchListener } from '../../core/store.js';
+import type { Unwatch, WatchEvent, WatchListener } from '../../core/store.js';
+import { WatchHub, type WatchErrorHandler, type WatchSource } from '../../core/watch-hub.js';
 import { ZK_EVENT, type ZkEvent } from './zookeeper-driver.js';
 import { mapZookeeperError } from './zookeeper-errors.js';
 import { decodeRecord } from './zookeeper-ops.js';
 import { decodeName, type ZkPaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
 import type { ZkSessions } from './zookeeper-sessions.js';
-
-interface Entry {
-  readonly prefix: string;
-  readonly listener: WatchListener;
-}
-
-/** The unsubscribe function `watch` returns; `ready` settles once the watches are in place. */
-export type ZookeeperUnwatch = (() => void) & {
-  /** Resolves once every matching hold znode is watched; rejects if that failed (it keeps trying). */
-  readonly ready: Promise<void>;
-};
 
 /** How soon the watches are set up again after a failure. */
 const RETRY_MS = 250;
@@ -29,35 +18,42 @@ const RETRY_MS = 250;
  * was taken over); a hold created is `acquired`. The driver sets the watches again on a new
  * connection by itself; after the session expired, they are set up afresh on a new one.
  */
-export class ZkWatch {
-  private readonly entries = new Set<Entry>();
+export class ZkWatch implements WatchSource {
+  private readonly hub: WatchHub;
   /** Resources whose hold znode has a watch armed. */
   private readonly armed = new Set<string>();
   private generation = 0;
   private ready: Promise<void> = Promise.resolve();
-  private reported = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private stopExpiry: (() => void) | undefined;
 
   constructor(
     private readonly sessions: ZkSessions,
     private readonly paths: ZkPaths,
-    private readonly onError: (error: LeaseError) => void,
-  ) {}
+    onError: WatchErrorHandler,
+  ) {
+    this.hub = new WatchHub(onError);
+    this.hub.attach(this);
+  }
 
-  add(prefix: string, listener: WatchListener): ZookeeperUnwatch {
-    const entry: Entry = { prefix, listener };
-    this.entries.add(entry);
+  /** Adds a listener; its `ready` settles once every matching hold znode is watched. */
+  add(prefix: string, listener: WatchListener): Unwatch {
+    return this.hub.add(prefix, listener);
+  }
+
+  added(): Promise<void> {
+    // Every new listener lists the resources again: its prefix may cover ones not armed yet.
     this.ready = this.start();
     this.ready.catch(() => {}); // for whoever awaits `ready`; the watch itself keeps trying
-    const unwatch = (): void => {
-      if (this.entries.delete(entry) && this.entries.size === 0) this.stop();
-    };
-    return Object.assign(unwatch, { ready: this.ready });
+    return this.ready;
+  }
+
+  removed({ last }: { last: boolean }): void {
+    if (last) this.stop();
   }
 
   stop(): void {
-    this.entries.clear();
+    this.hub.clear();
     this.generation++;
     this.armed.clear();
     clearTimeout(this.retryTimer);
@@ -73,7 +69,7 @@ export class ZkWatch {
       this.stopExpiry?.();
       this.stopExpiry = session.onExpired(() => this.restart());
       await this.scan(session, generation, false);
-      this.reported = false;
+      this.hub.recovered();
     } catch (error) {
       this.fail(error);
       throw mapZookeeperError(error, 'watch');
@@ -182,26 +178,16 @@ export class ZkWatch {
   }
 
   private matches(resource: string): boolean {
-    for (const { prefix } of this.entries) if (resource.startsWith(prefix)) return true;
-    return false;
+    return this.hub.matches(resource);
   }
 
   private dispatch(event: WatchEvent): void {
-    for (const { prefix, listener } of [...this.entries]) {
-      if (!event.resource.startsWith(prefix)) continue;
-      try {
-        listener(event);
-      } catch (error) {
-        setImmediate(() => {
-          throw error; // a listener's own bug surfaces as it would from an EventEmitter
-        });
-      }
-    }
+    this.hub.deliver(event);
   }
 
   /** The session expired and its watches with it: everything is set up again on a new one. */
   private restart(): void {
-    if (this.entries.size === 0) return;
+    if (!this.hub.active) return;
     this.generation++;
     this.armed.clear();
     this.ready = this.start();
@@ -209,10 +195,7 @@ export class ZkWatch {
   }
 
   private fail(error: unknown): void {
-    if (!this.reported) {
-      this.reported = true;
-      this.onError(mapZookeeperError(error, 'watch'));
-    }
+    this.hub.failed(mapZookeeperError(error, 'watch'));
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.restart(), RETRY_MS);
     this.retryTimer.unref();
