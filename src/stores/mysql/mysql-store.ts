@@ -1,3 +1,4 @@
+import { stepsToRun } from '../../core/migrations.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { LIMITS } from '../../core/options.js';
 import { recordExpiresAt, recordOwner, recordToken } from '../../core/record-check.js';
@@ -503,15 +504,8 @@ export class MysqlStore extends StoreBase {
       try {
         await c.query(q(metaTable(table)));
         current = (await readVersion(c, this.sql.readVersion, 0)).version;
-        if (current > SCHEMA_VERSION) {
-          throw new LeaseError(
-            ErrorCode.STORE_UNAVAILABLE,
-            `table ${table} has schema version ${current}, newer than this leasehold understands (${SCHEMA_VERSION}); upgrade leasehold`,
-            { retryable: false },
-          );
-        }
-        const steps = migrations(table);
-        for (let v = current; v < SCHEMA_VERSION; v++) await step(c, steps[v]!);
+        const steps = stepsToRun(`table ${table}`, current, SCHEMA_VERSION, migrations(table));
+        for (const sql of steps) await step(c, sql);
         if (current !== SCHEMA_VERSION) {
           await c.query(q(this.sql.writeVersion), [SCHEMA_VERSION, SCHEMA_VERSION]);
         }

@@ -1,3 +1,4 @@
+import { stepsToRun } from '../../core/migrations.js';
 import { createHash } from 'node:crypto';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
@@ -552,15 +553,9 @@ export class PostgresStore extends StoreBase {
       if (exists.rows.length === 0) await run(setup.createSchema);
       await run(setup.createMeta);
       const current = (await readVersion(() => run(setup.readVersion))) ?? 0;
-      if (current > SCHEMA_VERSION) {
-        throw new LeaseError(
-          ErrorCode.STORE_UNAVAILABLE,
-          `table "${schema}"."${table}" has schema version ${current}, newer than this leasehold understands (${SCHEMA_VERSION}); upgrade leasehold`,
-          { retryable: false },
-        );
-      }
-      const steps = migrations(schema, table);
-      for (let v = current; v < SCHEMA_VERSION; v++) await run(steps[v]!);
+      const what = `table "${schema}"."${table}"`;
+      const steps = stepsToRun(what, current, SCHEMA_VERSION, migrations(schema, table));
+      for (const step of steps) await run(step);
       await run(setup.writeVersion, [SCHEMA_VERSION]);
       await run('COMMIT');
     } catch (error) {

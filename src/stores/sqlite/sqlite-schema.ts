@@ -1,4 +1,4 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { stepsToRun } from '../../core/migrations.js';
 import type { SqliteDatabase } from './sqlite-driver.js';
 import { isBusy } from './sqlite-errors.js';
 import { metaTable, migrations, SCHEMA_VERSION, versionStatements } from './sqlite-ops.js';
@@ -57,23 +57,14 @@ export async function setUpFileRetrying(db: SqliteDatabase, settings: FileSettin
 function migrate(db: SqliteDatabase, table: string): void {
   const sql = versionStatements(table);
   db.exec(metaTable(table));
-  const read = (): number => {
+  const read = (): readonly string[] => {
     const row = db.prepare(sql.readVersion).get() as { value: number } | undefined;
-    const current = row?.value ?? 0;
-    if (current > SCHEMA_VERSION) {
-      throw new LeaseError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `table "${table}" has schema version ${current}, newer than this leasehold understands (${SCHEMA_VERSION}); upgrade leasehold`,
-        { retryable: false },
-      );
-    }
-    return current;
+    return stepsToRun(`table "${table}"`, row?.value ?? 0, SCHEMA_VERSION, migrations(table));
   };
-  if (read() === SCHEMA_VERSION) return;
-  const steps = migrations(table);
+  if (read().length === 0) return;
   db.transaction(() => {
-    const current = read();
-    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(steps[v]!);
-    if (current !== SCHEMA_VERSION) db.prepare(sql.writeVersion).run(SCHEMA_VERSION);
+    const steps = read();
+    for (const step of steps) db.exec(step);
+    if (steps.length > 0) db.prepare(sql.writeVersion).run(SCHEMA_VERSION);
   }).immediate();
 }
