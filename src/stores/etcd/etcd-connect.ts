@@ -1,27 +1,7 @@
 import type * as Cockatiel from 'cockatiel';
-import { loadDriver } from '../../core/load-driver.js';
-import type { EtcdClient } from './etcd-driver.js';
+import { loadEtcd3, type EtcdClient, type Policy } from './etcd-driver.js';
 import { isUnreachable } from './etcd-errors.js';
 import type { EtcdTarget } from './etcd-url.js';
-
-/** A cockatiel policy as etcd3 runs each call through it. */
-type Policy = Cockatiel.IPolicy<Cockatiel.IDefaultPolicyContext, never>;
-
-/** The part of the `etcd3` module this store uses. */
-interface Etcd3Module {
-  Etcd3: new (options: {
-    hosts: string[];
-    auth?: { username: string; password: string };
-    grpcOptions?: Readonly<Record<string, number>>;
-    faultHandling?: {
-      host?: (host: string) => Policy;
-      global?: Policy;
-      /** etcd3 takes each watch's first delay from `next()`, so this is a backoff factory. */
-      watchBackoff?: Cockatiel.IBackoffFactory<unknown>;
-    };
-  }) => EtcdClient;
-  isRecoverableError(error: Error): boolean;
-}
 
 /**
  * How soon gRPC dials an endpoint again after a connection attempt failed: 100 ms, growing to
@@ -64,10 +44,7 @@ const WATCH_RETRY_MS = { first: 100, max: 2000 };
  * retried release answers `false` ("already gone").
  */
 export async function connectEtcd(target: EtcdTarget): Promise<EtcdClient> {
-  const [etcd3, cockatiel] = await Promise.all([
-    loadDriver<Etcd3Module>('etcd3', 'etcd'),
-    loadDriver<typeof Cockatiel>('cockatiel', 'etcd'),
-  ]);
+  const [etcd3, cockatiel] = await loadEtcd3();
   const hosts = [...target.hosts];
   return new etcd3.Etcd3({
     hosts,

@@ -1,3 +1,5 @@
+import type * as Cockatiel from 'cockatiel';
+import { loadDriver } from '../../core/load-driver.js';
 /**
  * The part of an `etcd3` client (`Etcd3`) this store uses, typed structurally so that `etcd3`
  * stays an optional peer dependency. Keys and values are bytes; revisions, versions and lease ids
@@ -142,4 +144,31 @@ export interface EtcdClient {
   watch(): EtcdWatchBuilder;
   /** Closes the client; the store calls it on `close()` only for a client it created. */
   close(): void;
+}
+
+/** A cockatiel policy as etcd3 runs each call through it. */
+export type Policy = Cockatiel.IPolicy<Cockatiel.IDefaultPolicyContext, never>;
+
+/** The part of the `etcd3` module this store uses. */
+export interface Etcd3Module {
+  Etcd3: new (options: {
+    hosts: string[];
+    auth?: { username: string; password: string };
+    grpcOptions?: Readonly<Record<string, number>>;
+    faultHandling?: {
+      host?: (host: string) => Policy;
+      global?: Policy;
+      /** etcd3 takes each watch's first delay from `next()`, so this is a backoff factory. */
+      watchBackoff?: Cockatiel.IBackoffFactory<unknown>;
+    };
+  }) => EtcdClient;
+  isRecoverableError(error: Error): boolean;
+}
+
+/** Loads `etcd3` and `cockatiel` (its fault-handling policies), or fails with `DRIVER_MISSING`. */
+export function loadEtcd3(): Promise<[Etcd3Module, typeof Cockatiel]> {
+  return Promise.all([
+    loadDriver<Etcd3Module>('etcd3', 'etcd'),
+    loadDriver<typeof Cockatiel>('cockatiel', 'etcd'),
+  ]);
 }

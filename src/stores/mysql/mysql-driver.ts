@@ -1,3 +1,4 @@
+import { loadDriver } from '../../core/load-driver.js';
 import { withDeadline } from '../../core/deadline.js';
 /** Per-call settings this store passes with every statement, whatever the pool's defaults are. */
 export interface MysqlQueryOptions {
@@ -111,4 +112,9 @@ export function deadline<T>(
   onLate?: (value: T) => void,
 ): Promise<T> {
   return withDeadline(promise, ms, () => new StoreTimeoutError(message), { onLate });
+}
+
+/** Loads `mysql2`, or fails with `DRIVER_MISSING` naming it. */
+export function loadMysql2(): Promise<MysqlDriver> {
+  return loadDriver<MysqlDriver>('mysql2', 'mysql');
 }

@@ -1,3 +1,4 @@
+import { loadMysql2 } from './mysql-driver.js';
 import { stepsToRun } from '../../core/migrations.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { LIMITS } from '../../core/options.js';
@@ -5,7 +6,6 @@ import { recordExpiresAt, recordOwner, recordToken } from '../../core/record-che
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
 import type { Diagnosis } from '../../core/doctor.js';
-import { loadDriver } from '../../core/load-driver.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
 import { yieldToLoop } from '../../core/time.js';
 import { planBatch, planNames, planRanked } from './mysql-batch.js';
@@ -15,7 +15,6 @@ import {
   queryOptions as q,
   withConnection,
   type MysqlConnection,
-  type MysqlDriver,
   type MysqlPool,
   type OkPacket,
   type SqlValue,
@@ -99,7 +98,7 @@ export class MysqlStore extends StoreBase {
   static async open(options: MysqlConnectionOptions): Promise<MysqlStore> {
     const resolved = resolveMysqlOptions(options);
     const config = poolConfig(options, resolved);
-    const driver = await loadDriver<MysqlDriver>('mysql2', 'mysql');
+    const driver = await loadMysql2();
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const store = new MysqlStore(driver.createPool(config).promise(), resolved);
     store.ownsPool = true;

@@ -1,3 +1,4 @@
+import { loadDriver } from '../../core/load-driver.js';
 /** A statement as the store sends it: text plus bound values, never values spliced into text. */
 export interface PgQueryConfig {
   text: string;
@@ -53,4 +54,9 @@ export interface PgModule {
   Pool: new (config: Record<string, unknown>) => PgPool & {
     on(event: 'error', listener: (error: Error) => void): unknown;
   };
+}
+
+/** Loads `pg` (node-postgres), or fails with `DRIVER_MISSING` naming it. */
+export function loadPg(): Promise<PgModule> {
+  return loadDriver<PgModule>('pg', 'postgres');
 }

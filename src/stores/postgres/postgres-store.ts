@@ -1,3 +1,4 @@
+import { loadPg } from './postgres-driver.js';
 import { stepsToRun } from '../../core/migrations.js';
 import { createHash } from 'node:crypto';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
@@ -5,7 +6,6 @@ import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
 import type { Diagnosis } from '../../core/doctor.js';
-import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
 import { recordExpiresAt, recordOwner, recordToken } from '../../core/record-check.js';
 import { checkOut } from '../../drivers/pg-checkout.js';
@@ -21,13 +21,7 @@ import {
   type Unwatch,
   type WatchListener,
 } from '../../core/store.js';
-import type {
-  PgConnection,
-  PgModule,
-  PgPool,
-  PgPoolClient,
-  PgQueryResult,
-} from './postgres-driver.js';
+import type { PgConnection, PgPool, PgPoolClient, PgQueryResult } from './postgres-driver.js';
 import { fromBytea, toBytea } from './postgres-data.js';
 import { diagnosePostgres } from './postgres-doctor.js';
 import { isGroupRefusal, isInvalidRefusal, mapPgError } from './postgres-errors.js';
@@ -104,7 +98,7 @@ export class PostgresStore extends StoreBase {
       resolved.label = `PostgreSQL (${redact(connection)})`;
     if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null))
       throw invalidArgument('connection', 'must be a postgres:// URL or a pg PoolConfig object');
-    const pg = await loadDriver<PgModule>('pg', 'postgres');
+    const pg = await loadPg();
     const pool = new pg.Pool({
       max: resolved.poolSize,
       connectionTimeoutMillis: resolved.connectTimeoutMs,

@@ -1,20 +1,7 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import { loadDriver } from '../../core/load-driver.js';
-import { withDeadline, type RedisClient } from './redis-driver.js';
+import { loadIoredis, withDeadline, type RedisClient } from './redis-driver.js';
 import { mapRedisError } from './redis-errors.js';
-import type { RedisNode, RedisTarget } from './redis-url.js';
-
-/** A client this store made: it connects explicitly and reports errors as events. */
-interface OwnedClient extends RedisClient {
-  connect(): Promise<unknown>;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-}
-
-/** The part of the `ioredis` module this store uses. */
-interface IoredisModule {
-  Redis: new (options: object) => OwnedClient;
-  Cluster: new (nodes: RedisNode[], options: object) => OwnedClient;
-}
+import type { RedisTarget } from './redis-url.js';
 
 /**
  * Connects to what a URL names, failing with `STORE_UNAVAILABLE` within `connectTimeoutMs`.
@@ -23,7 +10,7 @@ interface IoredisModule {
  * own deadline (one timer for all of them), so the driver sets no timer per command.
  */
 export async function connectRedis(target: RedisTarget): Promise<RedisClient> {
-  const ioredis = await loadDriver<IoredisModule>('ioredis', 'redis');
+  const ioredis = await loadIoredis();
   const connection = {
     username: target.username,
     password: target.password,

@@ -1,3 +1,5 @@
+import { loadDriver } from '../../core/load-driver.js';
+import type { RedisNode } from './redis-url.js';
 import { withDeadline as deadline } from '../../core/deadline.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Script } from './redis-ops.js';
@@ -157,4 +159,21 @@ export function noAnswer(operation: string, ms: number): LeaseError {
     ErrorCode.STORE_UNAVAILABLE,
     `Redis ${operation} failed: no answer within ${ms} ms (the server may be paused, overloaded or unreachable; the call may still take effect)`,
   );
+}
+
+/** A client this store made: it connects explicitly and reports errors as events. */
+export interface OwnedClient extends RedisClient {
+  connect(): Promise<unknown>;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/** The part of the `ioredis` module this store uses. */
+export interface IoredisModule {
+  Redis: new (options: object) => OwnedClient;
+  Cluster: new (nodes: RedisNode[], options: object) => OwnedClient;
+}
+
+/** Loads `ioredis`, or fails with `DRIVER_MISSING` naming it. */
+export function loadIoredis(): Promise<IoredisModule> {
+  return loadDriver<IoredisModule>('ioredis', 'redis');
 }

@@ -1,3 +1,4 @@
+import { loadDriver } from '../../core/load-driver.js';
 /** The part of better-sqlite3's `Statement` this store uses. */
 export interface SqliteStatement {
   run(...params: unknown[]): { changes: number };
@@ -25,3 +26,13 @@ export interface SqliteDatabase {
 
 /** better-sqlite3 runs a transaction function as BEGIN IMMEDIATE through `.immediate`. */
 export type Transaction<F> = F & { immediate: F };
+
+/** Loads `better-sqlite3`'s `Database` constructor, or fails with `DRIVER_MISSING` naming it. */
+export function loadBetterSqlite3(): Promise<
+  new (path: string, options?: object) => SqliteDatabase
+> {
+  return loadDriver<new (path: string, options?: object) => SqliteDatabase>(
+    'better-sqlite3',
+    'sqlite',
+  );
+}

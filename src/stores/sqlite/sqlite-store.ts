@@ -1,3 +1,4 @@
+import { loadBetterSqlite3 } from './sqlite-driver.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { diagnoseSqlite } from './sqlite-doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
@@ -12,7 +13,6 @@ import {
   type WatchListener,
 } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
-import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS } from '../../core/options.js';
 import { dataSize, ReplySizer } from '../../core/reply-sizer.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
@@ -97,10 +97,7 @@ export class SqliteStore extends StoreBase {
    */
   static async open(path: string, options?: SqliteStoreOptions): Promise<SqliteStore> {
     const resolved = resolveSqliteOptions(options);
-    const Database = await loadDriver<new (path: string, options?: object) => SqliteDatabase>(
-      'better-sqlite3',
-      'sqlite',
-    );
+    const Database = await loadBetterSqlite3();
     let db: SqliteDatabase;
     try {
       db = new Database(path, {

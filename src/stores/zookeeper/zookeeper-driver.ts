@@ -1,3 +1,4 @@
+import { loadDriver } from '../../core/load-driver.js';
 /**
  * The part of `node-zookeeper-client` this store uses, typed structurally so that the package
  * stays an optional peer dependency. ZooKeeper's 64-bit fields (`mtime`, `ephemeralOwner`, zxids)
@@ -126,3 +127,8 @@ export const ZK_EVENT = Object.freeze({
 
 /** The driver's connection state while it closes: a closed socket is then not reopened. */
 export const ZK_CLOSING_STATE = -1;
+
+/** Loads `node-zookeeper-client`, or fails with `DRIVER_MISSING` naming it. */
+export function loadZookeeperClient(): Promise<ZkModule> {
+  return loadDriver<ZkModule>('node-zookeeper-client', 'zookeeper');
+}

@@ -1,8 +1,8 @@
+import { loadZookeeperClient } from './zookeeper-driver.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
-import { loadDriver } from '../../core/load-driver.js';
 import { LIMITS, stripUndefined } from '../../core/options.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
@@ -127,8 +127,7 @@ export class ZookeeperStore extends StoreBase {
   ): Promise<ZookeeperStore> {
     const merged = { ...stripUndefined(target.store), ...stripUndefined(options) };
     const resolved = resolveZookeeperOptions(merged); // bad options fail before connecting
-    const zk =
-      resolved.driver ?? (await loadDriver<ZkModule>('node-zookeeper-client', 'zookeeper'));
+    const zk = resolved.driver ?? (await loadZookeeperClient());
     const store = new ZookeeperStore(zk, target, merged);
     try {
       await store.init();
