@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { safeEmit } from '../core/safe-emit.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
-import { isLive, liveUntil, type LeaseRecord } from '../core/lease.js';
+import { isLive, type LeaseRecord } from '../core/lease.js';
 import {
   checkInteger,
   checkKnownKeys,
@@ -14,6 +14,7 @@ import type { LeaseStore } from '../core/store.js';
 import { systemClock, type Clock, type TimerHandle } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
+import { ExpiryTimers } from './expiry-timers.js';
 import { FleetReporter } from './fleet-reporter.js';
 import { TakeoverTracker } from './takeover-tracker.js';
 import {
@@ -30,6 +31,7 @@ import {
   MANAGER_DEFAULTS,
   FLEET_LAYOUT,
   type FleetLayout,
+  type LeaseManagerEvents,
   type LeaseManagerOptions,
 } from './manager-options.js';
 import { checkWeight, LoadBook } from './load-book.js';
@@ -44,25 +46,11 @@ import {
 } from './members.js';
 import { plan, planWeighted, type Plan } from './plan.js';
 import { Taker } from './taker.js';
+import { checkWanted } from './wanted.js';
+import { WorkRunner } from './work-runner.js';
 import { commonPrefix, listAll, settleWithin, shuffle } from './util.js';
 
-/** The events a `LeaseManager` emits, with their listener arguments; listener errors are isolated. */
-export interface LeaseManagerEvents {
-  /** A wanted resource's lease was taken, just before `onAcquired` runs. */
-  acquired: [lease: HeldLease];
-  /** A lease for a resource was lost (its signal aborted with `error`), just before `onLost` runs. */
-  lost: [lease: HeldLease, error: LeaseError];
-  /** A lease for a resource was given up (handed off, no longer wanted, or on `stop()`). */
-  released: [lease: HeldLease];
-  /** A lease given up so another worker can take it: `reason` is `'balance'` or `'unwanted'`. */
-  handoff: [lease: HeldLease, reason: 'balance' | 'unwanted'];
-  /** `onAcquired` threw or rejected; the lease is handed back so a worker can try again. */
-  'work-failed': [lease: HeldLease, error: unknown];
-  /** A reconcile pass failed (the store was unreachable, say); the next one is scheduled sooner. */
-  'reconcile-failed': [error: unknown];
-  /** This worker's view of the live members changed: who they are, and its own share now. */
-  members: [members: readonly string[], share: number];
-}
+export type { LeaseManagerEvents } from './manager-options.js';
 
 /** How `stop()` winds the worker down. */
 export interface StopOptions {
@@ -75,8 +63,6 @@ const STOP_KEYS = optionKeys<StopOptions>({ timeoutMs: true });
 /** Announced-free resources remembered at most (see `freedAt`). */
 const FREED_MAX = 100_000;
 const PAGE = 5000;
-/** Where memberships and bucket leases live: no resource of a plain fleet. */
-const RESERVED = ['leasehold/members/', 'leasehold/bucket-members/', 'leasehold/buckets/'];
 
 /**
  * Keeps a set of wanted resources owned by a fleet of workers: each resource by exactly one live
@@ -111,8 +97,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   /** Tells takeovers of expired leases apart, for the diagnostics channels and the logger. */
   private readonly takeovers: TakeoverTracker;
   private readonly memberView: MemberView;
-  private readonly work = new Map<HeldLease, Promise<void>>();
-  private readonly timers = new Map<string, TimerHandle>();
+  private readonly runner: WorkRunner;
+  private readonly timers: ExpiryTimers;
   private wantedList: readonly string[] = [];
   private wanted = new Set<string>();
   private assignment: Assignment | undefined;
@@ -122,8 +108,6 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private member: HeldLease | undefined;
   private storeOffset = 0;
   private failures = 0;
-  /** Leases being handed over (revoked, not yet released): they no longer count toward the share. */
-  private readonly leavingSet = new Set<HeldLease>();
   /** When each assigned resource was last refused: not asked again for a scan, unless it is freed. */
   private readonly refusedAt = new Map<string, number>();
   /** When the view last gained a member (whose share others then shed to it). */
@@ -202,11 +186,33 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
         this.refusedAt.set(resource, this.clock.monotonic());
         if (holder) {
           this.noteHolder(holder);
-          this.armTakeover(holder);
+          this.timers.armTakeover(holder);
         }
       },
       onError: (error) => !this.stopping && this.reconcileFailed(error),
     });
+    this.runner = new WorkRunner({
+      client: this.client,
+      clock: this.clock,
+      report: this.report,
+      work: options.onAcquired,
+      emit: (event, ...args) => void this.emit(event, ...args),
+      failed: (error) => this.reconcileFailed(error),
+    });
+    this.timers = new ExpiryTimers(
+      this.clock,
+      {
+        ttlMs: this.client.ttlMs,
+        heartbeatMs: this.client.heartbeatMs,
+        graceMs: this.client.maxClockSkewMs + (this.store.expiryLagMs ?? 0),
+        storeNow: () => this.storeNow(),
+      },
+      (resource, member) => {
+        if (!member) return this.released(resource);
+        this.memberView.markDirty();
+        this.requestReconcile();
+      },
+    );
     this.memberView = new MemberView({
       store: this.store,
       prefix: this.membersPrefix,
@@ -265,7 +271,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     } catch (error) {
       this.unwatch?.();
       clearInterval(this.keepAlive);
-      this.clearTimers();
+      this.timers.clear(true);
       await this.client.close().catch(() => undefined);
       throw error;
     }
@@ -326,7 +332,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    */
   loadStatus(): { load: number; fair: number; weighted: boolean } {
     return {
-      load: this.weighted ? this.keptLoad() : this.heldCount() - this.leaving(),
+      load: this.weighted ? this.keptLoad() : this.heldCount() - this.runner.leavingCount(),
       fair: this.weighted ? this.fair : this.share,
       weighted: this.weighted,
     };
@@ -368,13 +374,13 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
 
   private async shutdown(timeoutMs: number): Promise<void> {
     this.reconcileTimer?.clear();
-    this.clearTimers();
+    this.timers.clear(true);
     this.taker.stop();
     this.unwatch?.();
     try {
       await settleWithin([this.running], timeoutMs, this.clock);
       for (const lease of this.held()) lease.revoke('the manager is stopping');
-      await settleWithin([...this.work.values()], timeoutMs, this.clock);
+      await this.runner.settle(timeoutMs);
       const releasing = this.held().length;
       // The leases first, the membership after: a peer that sees this worker gone must find its
       // records free, also where a batch is not one atomic write (NATS, S3: a peer that saw the
@@ -412,18 +418,6 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       if (now - renewedFrom > twoBeats) return true;
     }
     return false;
-  }
-
-  /**
-   * Leases being handed over that the client still counts as held. A lease leaves the client's
-   * count when its `releaseMany` is sent, before the store answers and the handoff ends: counting
-   * it here until then would make room for as many new leases, taken while the old ones are still
-   * on their way out.
-   */
-  private leaving(): number {
-    let n = 0;
-    for (const lease of this.leavingSet) if (!lease.isTerminal) n++;
-    return n;
   }
 
   private heldCount(): number {
@@ -579,7 +573,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
         ...(this.capacity === 1 ? {} : { capacity: this.capacity }),
         ...(this.layout ? { buckets: this.layout.buckets } : {}),
       });
-    this.armMemberTimers(records);
+    this.timers.armMembers(records, this.owner);
     return members;
   }
 
@@ -660,7 +654,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     // Leases already being handed over are decided: a scan while they go must not shed again.
     const held = new Map(
       this.held()
-        .filter((lease) => !this.leavingSet.has(lease))
+        .filter((lease) => !this.runner.isLeaving(lease))
         .map((lease) => [lease.resource, lease]),
     );
     const decided: Plan = this.weighted
@@ -686,11 +680,11 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
           share: this.share,
           balance: this.balance,
         });
-    void this.handOff(
+    void this.runner.handOff(
       decided.drop.map((r) => held.get(r)!),
       'unwanted',
     );
-    void this.handOff(
+    void this.runner.handOff(
       decided.shed.map((r) => held.get(r)!),
       'balance',
     );
@@ -764,7 +758,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     });
     for (const record of found.live) {
       this.noteHolder(record);
-      this.armTakeover(record);
+      this.timers.armTakeover(record);
     }
     const candidates = this.fitting(shuffle(found.free));
     const asked = Math.min(candidates.length, Math.max(0, room()));
@@ -777,7 +771,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    * weighing, up to `maxLeases` (what it takes beyond its assigned resources is chosen by `fitting`).
    */
   private room(): number {
-    return (this.weighted ? this.maxLeases : this.share) - this.heldCount() + this.leaving();
+    return (
+      (this.weighted ? this.maxLeases : this.share) - this.heldCount() + this.runner.leavingCount()
+    );
   }
 
   /** Whether this worker would take resources not assigned to it: below its share, or its fair load. */
@@ -816,7 +812,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   private keptLoad(): number {
     let load = 0;
     for (const lease of this.held())
-      if (!this.leavingSet.has(lease) && this.wanted.has(lease.resource))
+      if (!this.runner.isLeaving(lease) && this.wanted.has(lease.resource))
         load += this.loads.weightOf(lease.resource);
     return load;
   }
@@ -864,48 +860,6 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     );
   }
 
-  /** Records that are not being renewed expire before a healthy holder's would (≥ ttl − heartbeat ahead). */
-  private expiresSoon(record: LeaseRecord): boolean {
-    const horizon = this.client.ttlMs - this.client.heartbeatMs * 1.5;
-    return record.owner !== '' && record.expiresAt < this.storeNow() + horizon;
-  }
-
-  private armMemberTimers(records: readonly LeaseRecord[]): void {
-    for (const record of records)
-      if (record.owner !== this.owner && this.expiresSoon(record)) this.armTimer(record, true);
-  }
-
-  /** A resource someone else holds: if its record is not being renewed, try again when it expires. */
-  private armTakeover(record: LeaseRecord): void {
-    if (this.expiresSoon(record)) this.armTimer(record, false);
-  }
-
-  private armTimer(record: LeaseRecord, member: boolean): void {
-    if (this.stopping || this.timers.has(record.resource)) return;
-    const jitter = Math.random() * Math.min(50, this.client.heartbeatMs / 10);
-    const at = liveUntil(record, this.client.maxClockSkewMs + (this.store.expiryLagMs ?? 0));
-    let delay = at - this.storeNow() + 1;
-    if (delay <= 0) {
-      // Expired by our reckoning already: a member is out of the view by now; a resource the
-      // store still refused (our estimate of its clock is off) is tried again a little later.
-      if (member) return;
-      delay = this.client.heartbeatMs / 4;
-    }
-    const timer = this.clock.setTimeout(() => {
-      this.timers.delete(record.resource);
-      if (member) {
-        this.memberView.markDirty();
-        this.requestReconcile();
-      } else this.released(record.resource);
-    }, delay + jitter);
-    this.timers.set(record.resource, timer);
-  }
-
-  private clearTimers(): void {
-    for (const timer of this.timers.values()) timer.clear();
-    this.timers.clear();
-  }
-
   /**
    * A wanted resource became free (released, or its record expired): take it if it is assigned to
    * this worker, or if this worker is short of its share. Takes are gathered into batches.
@@ -922,76 +876,20 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
 
   private async resolveWanted(): Promise<string[]> {
     const resources = this.options.resources;
-    const list = typeof resources === 'function' ? await resources() : resources;
-    if (!Array.isArray(list))
-      throw new LeaseError(
-        ErrorCode.INVALID_ARGUMENT,
-        'resources() must return an array of resource names',
-      );
-    const unique = [...new Set<string>(list)];
-    for (const resource of unique) {
-      checkResource(resource);
-      const reserved = RESERVED.find((prefix) => resource.startsWith(prefix));
-      if (reserved && !this.layout)
-        throw new LeaseError(
-          ErrorCode.INVALID_ARGUMENT,
-          `resource ${JSON.stringify(resource)} is under the reserved prefix ${reserved}`,
-        );
-    }
-    return unique;
+    return checkWanted(
+      typeof resources === 'function' ? await resources() : resources,
+      !this.layout,
+    );
   }
 
-  /** Starts the work of a lease just taken. */
+  /** Starts the work of a lease just taken, unless it is not wanted (any more). */
   private begin(lease: HeldLease): void {
     this.takeovers.granted(lease);
     if (this.stopping || !this.wanted.has(lease.resource)) {
       void lease.release().catch(() => undefined);
       return;
     }
-    this.emit('acquired', lease);
-    if (!this.options.onAcquired) return;
-    const work = this.options.onAcquired;
-    const running = Promise.resolve()
-      .then(() => work(lease))
-      .catch((error: unknown) => {
-        this.report.workFailed(lease, error);
-        this.emit('work-failed', lease, error);
-        if (!lease.isTerminal) return lease.release().catch(() => undefined);
-      })
-      .finally(() => this.work.delete(lease));
-    this.work.set(lease, running);
-  }
-
-  /** Aborts the leases' work, lets it settle, then releases them for another worker in one call. */
-  private async handOff(leases: HeldLease[], reason: 'balance' | 'unwanted'): Promise<void> {
-    if (leases.length === 0) return;
-    for (const lease of leases) this.leavingSet.add(lease);
-    try {
-      await this.handOver(leases, reason);
-    } finally {
-      for (const lease of leases) this.leavingSet.delete(lease);
-    }
-  }
-
-  private async handOver(leases: HeldLease[], reason: 'balance' | 'unwanted'): Promise<void> {
-    const why = reason === 'balance' ? 'handed to a less loaded worker' : 'no longer wanted';
-    const startedAt = this.clock.monotonic();
-    for (const lease of leases) lease.revoke(why);
-    await settleWithin(
-      leases.map((lease) => this.work.get(lease)),
-      this.client.ttlMs / 2,
-      this.clock,
-    );
-    const live = leases.filter((lease) => !lease.isTerminal);
-    for (const lease of live) this.emit('handoff', lease, reason);
-    try {
-      await this.client.releaseMany(live);
-    } catch (error) {
-      this.reconcileFailed(error);
-      return;
-    }
-    for (const lease of live)
-      if (lease.state === 'released') this.report.handoff(lease, reason, startedAt);
+    this.runner.start(lease);
   }
 
   private reconcileFailed(error: unknown): void {

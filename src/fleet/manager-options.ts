@@ -196,3 +196,21 @@ export interface FleetLayout {
   readonly membersPrefix: string;
   readonly buckets: number;
 }
+
+/** The events a `LeaseManager` emits, with their listener arguments; listener errors are isolated. */
+export interface LeaseManagerEvents {
+  /** A wanted resource's lease was taken, just before `onAcquired` runs. */
+  acquired: [lease: HeldLease];
+  /** A lease for a resource was lost (its signal aborted with `error`), just before `onLost` runs. */
+  lost: [lease: HeldLease, error: LeaseError];
+  /** A lease for a resource was given up (handed off, no longer wanted, or on `stop()`). */
+  released: [lease: HeldLease];
+  /** A lease given up so another worker can take it: `reason` is `'balance'` or `'unwanted'`. */
+  handoff: [lease: HeldLease, reason: 'balance' | 'unwanted'];
+  /** `onAcquired` threw or rejected; the lease is handed back so a worker can try again. */
+  'work-failed': [lease: HeldLease, error: unknown];
+  /** A reconcile pass failed (the store was unreachable, say); the next one is scheduled sooner. */
+  'reconcile-failed': [error: unknown];
+  /** This worker's view of the live members changed: who they are, and its own share now. */
+  members: [members: readonly string[], share: number];
+}

@@ -8,5 +8,8 @@ export type {
 } from './etcd-driver.js';
 export type { EtcdStoreOptions } from './etcd-options.js';
 
-/** @deprecated The same type as `Unwatch`, which every store's `watch` returns. */
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
 export type EtcdUnwatch = Unwatch;

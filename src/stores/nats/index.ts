@@ -3,5 +3,8 @@ export { NatsStore } from './nats-store.js';
 export type { NatsConnectionLike, NatsKv, NatsKvEntry } from './nats-driver.js';
 export type { NatsStoreOptions } from './nats-options.js';
 
-/** @deprecated The same type as `Unwatch`, which every store's `watch` returns. */
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
 export type NatsUnwatch = Unwatch;

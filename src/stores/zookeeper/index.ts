@@ -2,5 +2,8 @@ import type { Unwatch } from '../../core/store.js';
 export { ZookeeperStore } from './zookeeper-store.js';
 export type { ZookeeperStoreOptions } from './zookeeper-options.js';
 
-/** @deprecated The same type as `Unwatch`, which every store's `watch` returns. */
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
 export type ZookeeperUnwatch = Unwatch;
