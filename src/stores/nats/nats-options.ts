@@ -56,7 +56,14 @@ export interface NatsStoreOptions {
    * jetstream: await import('@nats-io/jetstream'), kv: await import('@nats-io/kv') }`.
    * @default the installed packages, loaded when the store opens
    */
-  modules?: { readonly transport: object; readonly jetstream: object; readonly kv: object };
+  modules?: {
+    /** `@nats-io/transport-node`. */
+    readonly transport: object;
+    /** `@nats-io/jetstream`. */
+    readonly jetstream: object;
+    /** `@nats-io/kv`. */
+    readonly kv: object;
+  };
 }
 
 export const NATS_DEFAULTS = Object.freeze({

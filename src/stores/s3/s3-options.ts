@@ -63,7 +63,12 @@ export interface S3ConnectOptions {
   /** TCP connect deadline of each attempt, in ms. @default 5000 */
   connectTimeoutMs?: number;
   /** Static keys; the URL's user info (`s3://KEY_ID:SECRET@BUCKET/…`) gives them too. @default the SDK's default chain */
-  credentials?: { accessKeyId: string; secretAccessKey: string };
+  credentials?: {
+    /** The access key id. */
+    accessKeyId: string;
+    /** The secret access key (never shown in messages). */
+    secretAccessKey: string;
+  };
 }
 
 export const S3_DEFAULTS = Object.freeze({
