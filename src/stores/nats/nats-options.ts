@@ -21,7 +21,7 @@ export interface NatsStoreOptions {
   /**
    * Clock disagreement, in ms, a contender allows before treating a record as expired. NATS KV has
    * no clock a conditional write can compare with, so expiry is judged on the callers' clocks: set
-   * this to twice the worst offset of any one host from true time (see the README). @default 1000
+   * this to twice the worst offset of any one host from true time (see docs/stores/dynamodb.md). @default 1000
    */
   maxClockSkewMs?: number;
   /**
