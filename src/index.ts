@@ -1,3 +1,8 @@
+/**
+ * Distributed leases with fencing tokens on the store you already run: clients, fleets, stores,
+ * fences and metrics. The guide is in the repository's `docs/` folder.
+ * @module leasehold
+ */
 export { ErrorCode, LeaseError, isLeaseError, type LeaseErrorOptions } from './core/errors.js';
 export type { Lease, LeaseRecord, LeaseRef } from './core/lease.js';
 export type { LeaseData } from './core/lease-data.js';

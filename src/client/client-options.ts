@@ -159,7 +159,7 @@ export interface TryAcquireOptions {
   /**
    * Take one of this many permits of the name (a counting lease: at most `permits` holders at
    * once); `1` is the exclusive lease. Every caller of one name should ask with the same number
-   * (see the README on changing it). @default 1
+   * (see docs/lease-family.md on changing it). @default 1
    */
   permits?: number;
 }

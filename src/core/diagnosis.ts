@@ -9,8 +9,11 @@
  *   report it): what to check by hand is in `fix`.
  */
 export const FindingLevel = {
+  /** An acknowledged compare-and-set can be lost: exclusivity and fencing can break. */
   UNSAFE: 'unsafe',
+  /** Leases stay exclusive; something else is weaker than it may look. */
   WARNING: 'warning',
+  /** The store did not say; check by hand. */
   UNKNOWN: 'unknown',
 } as const;
 

@@ -47,7 +47,12 @@ function makePermitResources(name: string, permits: number): string[] {
 }
 
 /** The name and permit index a record stands for: `{ name: resource, permit: 0 }` for a plain record. */
-export function parsePermit(resource: string): { name: string; permit: number } {
+export function parsePermit(resource: string): {
+  /** The name the permit belongs to (the record key itself for a plain record). */
+  name: string;
+  /** The permit's index, 0 for the name's own record. */
+  permit: number;
+} {
   const mark = resource.lastIndexOf(PERMIT_MARK);
   if (mark > 0) {
     const digits = resource.slice(mark + PERMIT_MARK.length);

@@ -190,18 +190,24 @@ export abstract class StoreBase implements LeaseStore {
    */
   protected readonly batchPiece: number = Infinity;
 
+  /** `tryAcquire` once its input is checked: the new lease, or `null` while a live lease exists. */
   protected abstract doTryAcquire(
     resource: string,
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null>;
+  /** `renewMany` once its input is checked, in pieces of `batchPiece`: results in input order. */
   protected abstract doRenewMany(
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]>;
+  /** `releaseMany` once its input is checked, in pieces of `batchPiece`: results in input order. */
   protected abstract doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]>;
+  /** `get` once its input is checked: the record, live or not; `null` when the store holds none. */
   protected abstract doGet(resource: string): Promise<LeaseRecord | null>;
+  /** Up to `limit` records in resource order under `prefix` (literal), starting past `after`. */
   protected abstract doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]>;
+  /** Closes the store's connections, for `close()`. */
   protected abstract doClose(): Promise<void>;
 
   /**
@@ -281,6 +287,7 @@ export abstract class StoreBase implements LeaseStore {
     return result ?? null;
   }
 
+  /** One release; the default is a `doReleaseMany` of one. */
   protected async doRelease(lease: LeaseRef): Promise<boolean> {
     const [result] = await this.doReleaseMany([lease]);
     return result ?? false;

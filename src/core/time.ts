@@ -6,7 +6,7 @@ export interface TimerHandle {
 
 /**
  * Where leasehold reads time and schedules work. The system clock is the default;
- * tests inject a {@link ManualClock} so that no test waits on real time.
+ * tests inject a {@link "leasehold/testing"!ManualClock} so that no test waits on real time.
  */
 export interface Clock {
   /** Wall-clock time in ms since the epoch: what a local-clock store writes into `expiresAt`. */

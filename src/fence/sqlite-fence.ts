@@ -27,7 +27,10 @@ export interface SqliteFenceDatabase {
   /** Runs SQL text (the table's creation). */
   exec(sql: string): unknown;
   /** Wraps `fn` in a transaction; `.immediate` runs it as `BEGIN IMMEDIATE`. */
-  transaction(fn: AdvanceFn): { immediate: AdvanceFn };
+  transaction(fn: AdvanceFn): {
+    /** Runs `fn` in a `BEGIN IMMEDIATE` transaction. */
+    immediate: AdvanceFn;
+  };
 }
 
 /** The fence's transaction: advance the token, then run the caller's write. */

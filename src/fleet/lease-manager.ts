@@ -74,6 +74,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
   /** This worker's id in lease records and in the membership. */
   readonly owner: string;
   private readonly client: LeaseClient;
+  /** The store the manager's client holds its leases in. */
   protected readonly store: LeaseStore;
   private readonly clock: Clock;
   private readonly options: LeaseManagerOptions;
@@ -330,7 +331,14 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    * split by capacity), and whether the fleet is balancing by weight. When counting leases, a
    * lease weighs 1 and `fair` is this worker's share.
    */
-  loadStatus(): { load: number; fair: number; weighted: boolean } {
+  loadStatus(): {
+    /** What this worker holds: total weight by weight, else its lease count. */
+    load: number;
+    /** Its fair load: the total weight split by capacity, or its share when counting. */
+    fair: number;
+    /** Whether the fleet balances by weight rather than by count. */
+    weighted: boolean;
+  } {
     return {
       load: this.weighted ? this.keptLoad() : this.heldCount() - this.runner.leavingCount(),
       fair: this.weighted ? this.fair : this.share,

@@ -12,7 +12,10 @@ export interface OpenTelemetryInstrumentOptions {
   /** Its unit (UCUM: `s`, `{lease}`). */
   unit?: string;
   /** Hints for the SDK: the histogram bucket bounds. */
-  advice?: { explicitBucketBoundaries?: number[] };
+  advice?: {
+    /** The histogram's bucket bounds, ascending. */
+    explicitBucketBoundaries?: number[];
+  };
 }
 
 /** The part of an `@opentelemetry/api` `Meter` leasehold uses (a `Meter` fits). */
@@ -21,17 +24,26 @@ export interface OpenTelemetryMeter {
   createCounter(
     name: string,
     options?: OpenTelemetryInstrumentOptions,
-  ): { add(value: number, attributes?: Record<string, string>): void };
+  ): {
+    /** Adds `value` under `attributes`. */
+    add(value: number, attributes?: Record<string, string>): void;
+  };
   /** Makes a counter that can go down. */
   createUpDownCounter(
     name: string,
     options?: OpenTelemetryInstrumentOptions,
-  ): { add(value: number, attributes?: Record<string, string>): void };
+  ): {
+    /** Adds `value` under `attributes`. */
+    add(value: number, attributes?: Record<string, string>): void;
+  };
   /** Makes a histogram. */
   createHistogram(
     name: string,
     options?: OpenTelemetryInstrumentOptions,
-  ): { record(value: number, attributes?: Record<string, string>): void };
+  ): {
+    /** Records one measurement under `attributes`. */
+    record(value: number, attributes?: Record<string, string>): void;
+  };
 }
 
 /** How `openTelemetryMetrics` records. */

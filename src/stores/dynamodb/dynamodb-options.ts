@@ -20,7 +20,7 @@ export interface DynamodbStoreOptions {
   /**
    * Clock disagreement, in ms, a contender allows before treating a record as expired. DynamoDB has no
    * clock of its own in a condition, so expiry is judged on the callers' clocks: set this to twice
-   * the worst offset of any one host from true time (see the README). @default 1000
+   * the worst offset of any one host from true time (see docs/stores/dynamodb.md). @default 1000
    */
   maxClockSkewMs?: number;
   /**
@@ -42,7 +42,7 @@ export interface DynamodbStoreOptions {
    * Send the hot calls (`UpdateItem`, `GetItem`) as DynamoDB JSON requests signed by the store
    * itself over kept-alive connections, to the endpoint, region and credentials the SDK resolved,
    * instead of through the SDK's middleware stack: about a fifth of the client CPU per call (see
-   * the README). Only on a client the store made from a URL; a `DynamoDBClient` you pass always
+   * docs/stores/dynamodb.md). Only on a client the store made from a URL; a `DynamoDBClient` you pass always
    * sends everything itself, with your middleware. `false` sends every call through the SDK.
    * @default true
    */

@@ -15,7 +15,7 @@ export type WireOperation = 'UpdateItem' | 'GetItem';
  * The DynamoDB store's hot calls (`UpdateItem`, `GetItem`) as DynamoDB's JSON 1.0 protocol over
  * `AwsWire` (see aws-wire.ts for what it keeps of the SDK). Measured on `renewMany` of 10,000
  * leases, the SDK spent about 550–700 µs of client CPU per `UpdateItem`; this path about 160–190
- * (README, DynamoDB). Errors come back as the SDK's would: the type after `#` in `__type` as the
+ * (docs/stores/dynamodb.md). Errors come back as the SDK's would: the type after `#` in `__type` as the
  * name, the message, and the `Item` a failed condition returns.
  */
 export class DynamodbWire {

@@ -122,15 +122,19 @@ export interface EtcdMember {
 export interface EtcdClient {
   /** The KV service: range reads and transactions. */
   readonly kv: {
+    /** Reads a key or a range of keys. */
     range(request: EtcdRangeRequest, options?: EtcdCallOptions): Promise<EtcdRangeResponse>;
+    /** Runs one transaction: compares, then the puts or the other branch. */
     txn(request: EtcdTxnRequest, options?: EtcdCallOptions): Promise<EtcdTxnResponse>;
   };
   /** The lease service: grants etcd leases and keeps them alive. */
   readonly leaseClient: {
+    /** Grants an etcd lease of `TTL` seconds. */
     leaseGrant(
       request: { TTL: number },
       options?: EtcdCallOptions,
     ): Promise<EtcdLeaseGrantResponse>;
+    /** Opens the stream that keeps etcd leases alive. */
     leaseKeepAlive(options?: EtcdCallOptions): Promise<EtcdKeepAliveStream>;
   };
   /**
@@ -138,7 +142,14 @@ export interface EtcdClient {
    * of parts still types; `diagnose` then reports the membership as unread.
    */
   readonly cluster?: {
-    memberList(request: object, options?: EtcdCallOptions): Promise<{ members: EtcdMember[] }>;
+    /** Lists the cluster's members. */
+    memberList(
+      request: object,
+      options?: EtcdCallOptions,
+    ): Promise<{
+      /** Every member, voting or not. */
+      members: EtcdMember[];
+    }>;
   };
   /** Starts building a watch (the stream that serves `watch`). */
   watch(): EtcdWatchBuilder;

@@ -17,7 +17,10 @@ export interface NatsConnectionLike {
   /** Whether the connection was closed. */
   isClosed(): boolean;
   /** What the server said about itself when the connection was made (`diagnose` reads its version). */
-  readonly info?: { readonly version?: string };
+  readonly info?: {
+    /** The server's version, e.g. `2.10.22`. */
+    readonly version?: string;
+  };
   /** Settles once the connection is closed for good. */
   closed(): Promise<void | Error>;
   /** Sends one message; throws at once on a closed or draining connection. */
@@ -32,7 +35,10 @@ export interface NatsConnectionLike {
   subscribe(
     subject: string,
     options?: { callback?: (error: Error | null, msg: NatsMsgLike) => void },
-  ): { unsubscribe(): void };
+  ): {
+    /** Ends the subscription. */
+    unsubscribe(): void;
+  };
 }
 
 /** One event of `status()`; a server's `-ERR` is `type` `'error'` with the driver's error. */
@@ -92,12 +98,19 @@ export interface NatsKv {
   readonly stream?: string;
   /** The JetStream manager the bucket was opened with (`@nats-io/kv`'s `Bucket` has it). */
   readonly jsm?: {
+    /** The stream API. */
     readonly streams: {
       /** Stream info; with `subjects_filter`, `state.subjects` counts messages per subject. */
       info(
         stream: string,
         options: { subjects_filter: string },
-      ): Promise<{ state?: { subjects?: Record<string, number> } }>;
+      ): Promise<{
+        /** The stream's state. */
+        state?: {
+          /** Messages per subject matching the filter. */
+          subjects?: Record<string, number>;
+        };
+      }>;
     };
   };
 }

@@ -22,7 +22,7 @@ export interface NatsStoreOptions {
   /**
    * Clock disagreement, in ms, a contender allows before treating a record as expired. NATS KV has
    * no clock a conditional write can compare with, so expiry is judged on the callers' clocks: set
-   * this to twice the worst offset of any one host from true time (see the README). @default 1000
+   * this to twice the worst offset of any one host from true time (see docs/stores/dynamodb.md). @default 1000
    */
   maxClockSkewMs?: number;
   /**
@@ -57,7 +57,14 @@ export interface NatsStoreOptions {
    * jetstream: await import('@nats-io/jetstream'), kv: await import('@nats-io/kv') }`.
    * @default the installed packages, loaded when the store opens
    */
-  modules?: { readonly transport: object; readonly jetstream: object; readonly kv: object };
+  modules?: {
+    /** `@nats-io/transport-node`. */
+    readonly transport: object;
+    /** `@nats-io/jetstream`. */
+    readonly jetstream: object;
+    /** `@nats-io/kv`. */
+    readonly kv: object;
+  };
 }
 
 export const NATS_DEFAULTS = Object.freeze({

@@ -23,7 +23,7 @@ export interface S3StoreOptions {
   /**
    * Clock disagreement, in ms, a contender allows before treating a record as expired. S3 has no
    * clock in a conditional write, so expiry is judged on the callers' clocks: set this to twice
-   * the worst offset of any one host from true time (see the README). @default 1000
+   * the worst offset of any one host from true time (see docs/stores/dynamodb.md). @default 1000
    */
   maxClockSkewMs?: number;
   /**
@@ -45,7 +45,7 @@ export interface S3StoreOptions {
    * Send the hot requests (the GET and conditional PUT of a record) signed by the store itself
    * over kept-alive connections, to the endpoint, path style, region and credentials the SDK
    * resolved for the store's first request, instead of through the SDK's middleware stack (see
-   * the README). Only on a client the store made from a URL; an `S3Client` you pass always sends
+   * docs/stores/s3.md). Only on a client the store made from a URL; an `S3Client` you pass always sends
    * everything itself, with your middleware. `false` sends every request through the SDK.
    * @default true
    */
@@ -63,7 +63,12 @@ export interface S3ConnectOptions {
   /** TCP connect deadline of each attempt, in ms. @default 5000 */
   connectTimeoutMs?: number;
   /** Static keys; the URL's user info (`s3://KEY_ID:SECRET@BUCKET/…`) gives them too. @default the SDK's default chain */
-  credentials?: { accessKeyId: string; secretAccessKey: string };
+  credentials?: {
+    /** The access key id. */
+    accessKeyId: string;
+    /** The secret access key (never shown in messages). */
+    secretAccessKey: string;
+  };
 }
 
 export const S3_DEFAULTS = Object.freeze({

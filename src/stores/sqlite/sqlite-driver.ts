@@ -14,7 +14,10 @@ export interface SqliteDatabase {
   exec(sql: string): unknown;
   /** Runs a `PRAGMA`; `simple` returns the first column of the first row. */
   pragma(sql: string, options?: { simple?: boolean }): unknown;
-  /** Wraps `fn` so that calling it runs it in one transaction. */
+  /**
+   * Wraps `fn` so that calling it runs it in one transaction.
+   * @typeParam F - the function's own type, kept by the wrapper.
+   */
   transaction<F extends (...args: never[]) => unknown>(fn: F): Transaction<F>;
   /** Closes the connection. */
   close(): unknown;
