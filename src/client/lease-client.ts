@@ -28,6 +28,7 @@ import { HeldGroup } from './held-group.js';
 import { HeldLease, type DataOptions, type LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
 import { ReleaseWake, type Wake } from './release-wake.js';
+import { waitForGrant } from './wait-loop.js';
 import { joinWakeLine, lineAsleep, wakeAhead } from './wake-line.js';
 
 /** One resource's answer to `tryAcquireMany`. */
@@ -256,7 +257,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     // Opened only once an attempt was refused: a lease granted at once costs no subscription.
     let wake: Wake | undefined;
     try {
-      return await this.waitFor(
+      return await waitForGrant(
+        this.options,
         `lease on ${JSON.stringify(resource)}${permits > 1 ? ` (all ${permits} permits)` : ''}`,
         resource,
         waitMs,
@@ -301,7 +303,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     const names = new Set(checkGroup(resources));
     let wake: Wake | undefined;
     try {
-      return await this.waitFor(
+      return await waitForGrant(
+        this.options,
         `group of ${resources.length} leases (${resources
           .slice(0, 3)
           .map((r) => JSON.stringify(r))
@@ -383,58 +386,6 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       () => this.tryOnce(resource, permits),
       (held) => this.releaseQuietly(held),
     );
-  }
-
-  /**
-   * The waiting loop of `acquire` and `acquireAll`: attempts with jittered backoff (cut short by
-   * `wake`) until one is granted, `waitMs` runs out (`LEASE_UNAVAILABLE`, naming `what`) or
-   * `signal` aborts (its reason). A grant that arrives after the abort is given back.
-   */
-  private async waitFor<T>(
-    what: string,
-    resource: string | undefined,
-    waitMs: number,
-    signal: AbortSignal | undefined,
-    tryOnce: () => Promise<T | 'held-by-other' | 'too-late'>,
-    giveBack: (granted: T) => Promise<void>,
-    wake: (since: number) => Wake,
-    behind?: () => boolean,
-  ): Promise<T> {
-    const { clock, ttlMs } = this.options;
-    const deadline = clock.monotonic() + waitMs;
-    const maxDelay = Math.min(1000, Math.max(25, Math.floor(ttlMs / 4)));
-    let woke: Wake | undefined;
-    for (let attempt = 0; ; attempt++) {
-      signal?.throwIfAborted();
-      const sent = clock.monotonic();
-      woke?.attempted?.();
-      // Waiters of this process already asleep on the name: a release wakes them first, so a
-      // first attempt now would only be refused; take a place behind them instead.
-      const outcome =
-        attempt === 0 && waitMs > 0 && behind?.() === true ? 'held-by-other' : await tryOnce();
-      const granted = typeof outcome === 'string' ? null : outcome;
-      if (granted && signal?.aborted) {
-        await giveBack(granted); // aborted while the store was answering
-        signal.throwIfAborted();
-      }
-      if (granted) return granted;
-      const left = deadline - clock.monotonic();
-      if (left <= 0) {
-        const waited = waitMs > 0 ? ` (waited ${waitMs} ms)` : '';
-        const why =
-          outcome === 'too-late'
-            ? `was granted, but the store answered after its validity deadline, so it was given back${waited}: a longer ttlMs leaves more room for the store's latency`
-            : `is held by another owner${waited}`;
-        throw new LeaseError(ErrorCode.LEASE_UNAVAILABLE, `${what} ${why}`, {
-          resource,
-          retryable: true,
-        });
-      }
-      const backoff = Math.min(maxDelay, 25 * 2 ** Math.min(attempt, 10));
-      const delay = Math.min(left, Math.round(backoff * (0.5 + Math.random() * 0.5)));
-      woke = wake(sent);
-      await woke.sleep(clock, delay, signal);
-    }
   }
 
   /**

@@ -48,7 +48,7 @@ export async function diagnoseStore(
   if (typeof store.diagnose !== 'function') {
     throw new LeaseError(
       ErrorCode.NOT_SUPPORTED,
-      'this store cannot report its setup (it has no diagnose()); check its durability and replication settings by hand against the README',
+      'this store cannot report its setup (it has no diagnose()); check its durability and replication settings by hand against docs/verify-and-doctor.md',
     );
   }
   const { findings, checked } = await store.diagnose();
