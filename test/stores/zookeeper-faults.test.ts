@@ -30,9 +30,19 @@ describeServer('zookeeper store under faults', zookeeperUnavailable(), () => {
   ): Promise<LeaseStore> {
     const chroot = options.chroot ?? `/faults/t${++counter}`;
     const port = options.port ?? server.clientPort;
-    const opened = await openZookeeper(
-      parseStoreUrl(`zookeeper://127.0.0.1:${port}${chroot}?timeoutMs=${options.timeoutMs ?? 500}`),
+    const url = parseStoreUrl(
+      `zookeeper://127.0.0.1:${port}${chroot}?timeoutMs=${options.timeoutMs ?? 500}`,
     );
+    // The short timeout is for the calls under test; it bounds the connect too, which a busy
+    // machine can miss before any fault is injected: opening is tried again, up to three times.
+    let opened: LeaseStore | undefined;
+    for (let attempt = 1; !opened; attempt++) {
+      try {
+        opened = await openZookeeper(url);
+      } catch (error) {
+        if (attempt === 3 || (error as { code?: string }).code !== 'STORE_UNAVAILABLE') throw error;
+      }
+    }
     cleanup.push(() => opened.close());
     return opened;
   }
