@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { losingAnswers } from '../harness/lost-answers.js';
 import { describeStores, expiryWait, sleep } from './stores.js';
 
 describeStores('renew and release', ({ open, reopen, factory, shortTtl }) => {
@@ -167,5 +168,83 @@ describeStores('renew and release', ({ open, reopen, factory, shortTtl }) => {
     expect(heard).toEqual(['jobs/1']); // the release under another prefix was not delivered
     unwatch();
     unwatch(); // twice is harmless
+  });
+
+  // Ambiguous answers: the store applied the call, the answer never reached the caller, and the
+  // caller tries again (etcd #22082: a retried release deleted a newer holder's key; dynamolock
+  // #280: a renewal that landed but timed out cost the holder its lease).
+  it('a release whose answer was lost, tried again after another holder came, leaves that holder', async () => {
+    const real = await open();
+    const { store, lose, applied } = losingAnswers(real);
+    const a = (await store.tryAcquire('job', 'a', 5000))!;
+    lose('release');
+    await expect(store.release(a)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    expect(applied).toEqual([true]);
+    const b = (await real.tryAcquire('job', 'b', 5000))!;
+    expect(b.token).toBeGreaterThan(a.token);
+    expect(await store.release(a)).toBe(false);
+    expect(await real.get('job')).toMatchObject({ owner: 'b', token: b.token });
+    expect(await real.renew(b)).not.toBeNull();
+  });
+
+  it("a renewal whose answer was lost can be tried again, and the lease stays its holder's", async () => {
+    const real = await open();
+    const { store, lose, applied } = losingAnswers(real);
+    const a = (await store.tryAcquire('job', 'a', 5000))!;
+    lose('renew');
+    await expect(store.renew(a, 6000)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    expect(applied).toEqual([expect.objectContaining({ owner: 'a', token: a.token })]);
+    const again = await store.renew(a, 6000);
+    expect(again).toMatchObject({ resource: 'job', owner: 'a', token: a.token });
+    expect(await real.tryAcquire('job', 'b', 5000)).toBeNull();
+    expect(await store.release(again!)).toBe(true);
+  });
+
+  it('an acquisition whose answer was lost grants nobody else, and trying again never makes two holders', async () => {
+    const real = await open();
+    const { store, lose, applied } = losingAnswers(real);
+    lose('tryAcquire');
+    await expect(store.tryAcquire('job', 'a', 5000)).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    const landed = applied[0] as { owner: string; token: number };
+    expect(landed).toMatchObject({ owner: 'a' });
+    expect(await real.tryAcquire('job', 'b', 5000)).toBeNull();
+    const again = await store.tryAcquire('job', 'a', 5000);
+    // Granted again to the same owner or refused while the unseen grant stands: never to another.
+    if (again) expect(again.token).toBeGreaterThanOrEqual(landed.token);
+    expect(await real.get('job')).toMatchObject({ owner: 'a' });
+    expect(await real.tryAcquire('job', 'b', 5000)).toBeNull();
+  });
+
+  it('batches whose answers were lost: tried again, renewals keep the leases and releases spare the next holder', async () => {
+    const real = await open();
+    const { store, lose, applied } = losingAnswers(real);
+    const names = ['m/1', 'm/2', 'm/3'];
+    lose('acquireMany');
+    await expect(store.acquireMany(names, 'a', 5000)).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    const held = (applied[0] as { lease: { token: number } | null }[]).map((o) => o.lease!);
+    expect(held.every((lease) => lease !== null)).toBe(true);
+    expect((await real.acquireMany(names, 'b', 5000)).map((o) => o.lease)).toEqual([
+      null,
+      null,
+      null,
+    ]);
+    const leases = held as unknown as Parameters<typeof real.renewMany>[0];
+    lose('renewMany');
+    await expect(store.renewMany(leases, 6000)).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    const renewed = await store.renewMany(leases, 6000);
+    expect(renewed.map((l) => l?.owner)).toEqual(['a', 'a', 'a']);
+    lose('releaseMany');
+    await expect(store.releaseMany(leases)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    expect(applied.at(-1)).toEqual([true, true, true]);
+    const next = await real.acquireMany(names, 'b', 5000);
+    expect(next.map((o) => o.lease?.owner)).toEqual(['b', 'b', 'b']);
+    expect(await store.releaseMany(leases)).toEqual([false, false, false]);
+    for (const name of names) expect((await real.get(name))!.owner).toBe('b');
   });
 });
