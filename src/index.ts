@@ -97,6 +97,7 @@ export {
   type StoreErrorMessage,
   type FleetHandoffMessage,
   type FleetTakeoverMessage,
+  type FleetLoadMessage,
   type StoreFindingMessage,
   type LeaseholdLogger,
   type MetricsSubscription,

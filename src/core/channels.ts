@@ -27,6 +27,8 @@ export const LeaseholdChannel = {
   fleetHandoff: 'leasehold:fleet:handoff',
   /** A `LeaseManager` took over a lease whose holder let it expire: {@link FleetTakeoverMessage}. */
   fleetTakeover: 'leasehold:fleet:takeover',
+  /** A `LeaseManager` finished a reconcile pass: its load against its fair one: {@link FleetLoadMessage}. */
+  fleetLoad: 'leasehold:fleet:load',
   /**
    * What `leasehold doctor` finds in a store's setup, published once per store when a
    * `LeaseClient` (or manager) is made on it: {@link StoreFindingMessage}.
@@ -177,6 +179,25 @@ export interface FleetTakeoverMessage extends LeaseMessage {
   readonly latencyMs: number;
 }
 
+/**
+ * Published by a `LeaseManager` after each reconcile pass: what it carries against what it should,
+ * as `loadStatus()` reports them, so a fleet's balance can be graphed per worker.
+ */
+export interface FleetLoadMessage {
+  /** The fleet (the manager's `group`). */
+  readonly group: string;
+  /** The manager's owner id. */
+  readonly owner: string;
+  /** What it holds: the total weight of its leases when the fleet weighs them, else their count. */
+  readonly load: number;
+  /** Its fair load: the fleet's total weight split by capacity, or its share of the count. */
+  readonly fair: number;
+  /** Whether the fleet balances by weight rather than by count. */
+  readonly weighted: boolean;
+  /** The live members it sees, itself included; 0 once the manager stopped (its load is gone). */
+  readonly members: number;
+}
+
 /** @internal The channel objects, made once; `hasSubscribers` is checked before building a message. */
 export const channels = {
   leaseAcquired: channel(LeaseholdChannel.leaseAcquired),
@@ -188,4 +209,5 @@ export const channels = {
   storeError: channel(LeaseholdChannel.storeError),
   fleetHandoff: channel(LeaseholdChannel.fleetHandoff),
   fleetTakeover: channel(LeaseholdChannel.fleetTakeover),
+  fleetLoad: channel(LeaseholdChannel.fleetLoad),
 };

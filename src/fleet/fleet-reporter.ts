@@ -49,6 +49,13 @@ export class FleetReporter {
     }
   }
 
+  /** A reconcile pass ended: this worker's load against its fair one, among `members` workers. */
+  load(status: { load: number; fair: number; weighted: boolean }, members: number): void {
+    if (!channels.fleetLoad.hasSubscribers) return;
+    const { group, owner } = this;
+    channels.fleetLoad.publish({ group, owner, ...status, members });
+  }
+
   started(held: number): void {
     if (logs(this.logger, 'info'))
       this.logger.info({ group: this.group, owner: this.owner, held }, 'fleet worker started');

@@ -14,6 +14,7 @@ export {
   type StoreErrorMessage,
   type FleetHandoffMessage,
   type FleetTakeoverMessage,
+  type FleetLoadMessage,
   type StoreFindingMessage,
 } from '../core/channels.js';
 export type { LeaseholdLogger } from '../core/logger.js';

@@ -76,6 +76,7 @@ describe('diagnostics channels', () => {
       storeError: 'leasehold:store:error',
       fleetHandoff: 'leasehold:fleet:handoff',
       fleetTakeover: 'leasehold:fleet:takeover',
+      fleetLoad: 'leasehold:fleet:load',
       storeFinding: 'leasehold:store:finding',
     });
   });

@@ -27,6 +27,8 @@ const NAMES: Record<MetricKey, string> = {
   takeover: 'leasehold.takeover.duration',
   handoff: 'leasehold.handoff.duration',
   storeErrors: 'leasehold.store.errors',
+  fleetLoad: 'leasehold.fleet.load',
+  fleetFairLoad: 'leasehold.fleet.fair_load',
 };
 
 /** A reader the test collects from on demand, as a pull exporter would. */

@@ -18,6 +18,8 @@ const NAMES: Record<MetricKey, string> = {
   takeover: 'leasehold_takeover_duration_seconds',
   handoff: 'leasehold_handoff_duration_seconds',
   storeErrors: 'leasehold_store_errors_total',
+  fleetLoad: 'leasehold_fleet_load',
+  fleetFairLoad: 'leasehold_fleet_fair_load',
 };
 
 interface Sample {

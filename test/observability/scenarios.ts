@@ -6,7 +6,16 @@ import { Fleet, names } from '../fleet/fleet-rig.js';
 
 /** The metrics leasehold records, by their key in both stacks' tables. */
 export type MetricKey =
-  'held' | 'attempts' | 'renew' | 'lost' | 'atRisk' | 'takeover' | 'handoff' | 'storeErrors';
+  | 'held'
+  | 'attempts'
+  | 'renew'
+  | 'lost'
+  | 'atRisk'
+  | 'takeover'
+  | 'handoff'
+  | 'storeErrors'
+  | 'fleetLoad'
+  | 'fleetFairLoad';
 
 /** One scrape of the metrics, as each adapter's test reads it back from its stack. */
 export interface MetricsView {
@@ -209,6 +218,10 @@ export async function fleetScenario(
     await fleet.clock.advance(2500);
     expect(fleet.counts()).toEqual([2, 2]);
     m = await read();
+    for (const w of [w1, w2]) {
+      expect(m.value('fleetLoad', { group: 'default', owner: w.id })).toBe(2);
+      expect(m.value('fleetFairLoad', { group: 'default', owner: w.id })).toBe(2);
+    }
     expect(handoffs).toHaveLength(2);
     expect(m.histogram('handoff', { reason: 'balance' }).count).toBe(2);
     expect(m.histogram('handoff', { reason: 'unwanted' }).count).toBe(0);
@@ -252,6 +265,11 @@ export async function fleetScenario(
     );
     expect(m.value('held')).toBe(4 + 1);
     expect(m.histogram('handoff', { reason: 'balance' }).count).toBe(2);
+    expect(m.value('fleetLoad', { group: 'default', owner: w1.id })).toBe(4);
+    expect(m.value('fleetFairLoad', { group: 'default', owner: w1.id })).toBe(4);
+    // A stopped manager carries nothing (Prometheus drops its series; OpenTelemetry records 0).
+    await w1.manager.stop();
+    expect((await read()).value('fleetLoad', { group: 'default', owner: w1.id })).toBe(0);
   } finally {
     stop();
     await outsider.close();

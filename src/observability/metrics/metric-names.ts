@@ -52,6 +52,16 @@ export const METRICS = {
     openTelemetry: 'leasehold.handoff.duration',
     help: 'How long a LeaseManager took to hand a lease over, from aborting its work to the release landing, by reason.',
   },
+  fleetLoad: {
+    prometheus: 'leasehold_fleet_load',
+    openTelemetry: 'leasehold.fleet.load',
+    help: 'What each LeaseManager of this process holds, by group and owner: the total weight of its leases when its fleet weighs them, else their count.',
+  },
+  fleetFairLoad: {
+    prometheus: 'leasehold_fleet_fair_load',
+    openTelemetry: 'leasehold.fleet.fair_load',
+    help: "Each LeaseManager's fair load, by group and owner: the fleet's total weight split by capacity, or its share of the count. Beside leasehold_fleet_load it shows the fleet's balance.",
+  },
   storeErrors: {
     prometheus: 'leasehold_store_errors_total',
     openTelemetry: 'leasehold.store.errors',

@@ -3,6 +3,7 @@ import {
   LeaseholdChannel,
   type AcquireAttemptMessage,
   type FleetHandoffMessage,
+  type FleetLoadMessage,
   type FleetTakeoverMessage,
   type LeaseAcquiredMessage,
   type LeaseLostMessage,
@@ -21,6 +22,8 @@ export interface MetricsSink {
   takeover(seconds: number): void;
   handoff(seconds: number, reason: string): void;
   storeError(code: string, operation: string): void;
+  /** A manager's load and fair load now; `undefined` once it stopped (its series go). */
+  fleetLoad(group: string, owner: string, load: { load: number; fair: number } | undefined): void;
 }
 
 /**
@@ -70,6 +73,13 @@ export function subscribeSink(sink: MetricsSink): () => void {
           (m as FleetHandoffMessage).durationMs / 1000,
           (m as FleetHandoffMessage).reason,
         ),
+    ],
+    [
+      LeaseholdChannel.fleetLoad,
+      (m) => {
+        const { group, owner, load, fair, members } = m as FleetLoadMessage;
+        sink.fleetLoad(group, owner, members === 0 ? undefined : { load, fair });
+      },
     ],
     [
       LeaseholdChannel.fleetTakeover,

@@ -36,6 +36,17 @@ export interface OpenTelemetryMeter {
     /** Adds `value` under `attributes`. */
     add(value: number, attributes?: Record<string, string>): void;
   };
+  /**
+   * Makes a gauge that records a value as it is now (`@opentelemetry/api` 1.9 and later); without
+   * it, the fleet load gauges are left out.
+   */
+  createGauge?(
+    name: string,
+    options?: OpenTelemetryInstrumentOptions,
+  ): {
+    /** Records the value now under `attributes`. */
+    record(value: number, attributes?: Record<string, string>): void;
+  };
   /** Makes a histogram. */
   createHistogram(
     name: string,
@@ -101,6 +112,8 @@ export async function openTelemetryMetrics(
   );
   const handoff = meter.createHistogram(name('handoff'), about('handoff', 's', HANDOVER_BUCKETS));
   const storeErrors = meter.createCounter(name('storeErrors'), about('storeErrors', '{error}'));
+  const fleetLoad = meter.createGauge?.(name('fleetLoad'), about('fleetLoad', '1'));
+  const fleetFair = meter.createGauge?.(name('fleetFairLoad'), about('fleetFairLoad', '1'));
   return subscription(
     subscribeSink({
       held: (delta) => held.add(delta),
@@ -111,6 +124,11 @@ export async function openTelemetryMetrics(
       takeover: (seconds) => takeover.record(seconds),
       handoff: (seconds, reason) => handoff.record(seconds, { reason }),
       storeError: (code, operation) => storeErrors.add(1, { code, operation }),
+      // A stopped manager's load is recorded as 0: a gauge here has no series to remove.
+      fleetLoad: (group, owner, now) => {
+        fleetLoad?.record(now?.load ?? 0, { group, owner });
+        fleetFair?.record(now?.fair ?? 0, { group, owner });
+      },
     }),
   );
 }

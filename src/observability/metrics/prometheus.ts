@@ -33,7 +33,12 @@ interface MetricConfig {
 interface PromClient {
   register: PrometheusRegistry;
   Counter: new (config: MetricConfig) => { inc(labels?: Labels): void };
-  Gauge: new (config: MetricConfig) => { inc(): void; dec(): void };
+  Gauge: new (config: MetricConfig) => {
+    inc(): void;
+    dec(): void;
+    set(labels: Labels, value: number): void;
+    remove(labels: Labels): void;
+  };
   Histogram: new (config: MetricConfig) => {
     observe(value: number): void;
     observe(labels: Labels, value: number): void;
@@ -107,6 +112,8 @@ export async function prometheusMetrics(
   const storeErrors = new prom.Counter(
     config('storeErrors', { labelNames: ['code', 'operation'] }),
   );
+  const fleetLoad = new prom.Gauge(config('fleetLoad', { labelNames: ['group', 'owner'] }));
+  const fleetFair = new prom.Gauge(config('fleetFairLoad', { labelNames: ['group', 'owner'] }));
   const unsubscribe = subscribeSink({
     held: (delta) => (delta > 0 ? held.inc() : held.dec()),
     attempt: (result) => attempts.inc({ result }),
@@ -116,6 +123,15 @@ export async function prometheusMetrics(
     takeover: (seconds) => takeover.observe(seconds),
     handoff: (seconds, reason) => handoff.observe({ reason }, seconds),
     storeError: (code, operation) => storeErrors.inc({ code, operation }),
+    fleetLoad: (group, owner, now) => {
+      if (now === undefined) {
+        fleetLoad.remove({ group, owner });
+        fleetFair.remove({ group, owner });
+        return;
+      }
+      fleetLoad.set({ group, owner }, now.load);
+      fleetFair.set({ group, owner }, now.fair);
+    },
   });
   return subscription(() => {
     unsubscribe();
