@@ -8,7 +8,7 @@ import { S3Store } from '../../src/stores/s3/index.js';
 import { CEPH_S3_USER, CephServer, cephUnavailable } from '../harness/ceph-server.js';
 import { describeServer } from '../harness/describe-server.js';
 import { waitFor } from '../harness/processes.js';
-import { rejection, sleep } from '../harness/expect-error.js';
+import { rejection, settled, sleep } from '../harness/expect-error.js';
 import { TcpProxy } from '../harness/tcp-proxy.js';
 import { runCli } from '../cli/run-cli.js';
 import { awsRelay, type AwsRelay } from '../harness/aws-relay.js';
@@ -630,18 +630,24 @@ describeServer('S3 store on Ceph radosgw', cephUnavailable(), () => {
       try {
         const held = await client.tryAcquire('job');
         expect(held).not.toBeNull();
+        const risks: string[] = [];
+        held!.on('at-risk', (reason) => risks.push(reason));
         await ceph.kill();
         const { error } = await outcome(store.get('job'));
         expect(error.code).toBe('STORE_UNAVAILABLE');
         expect(error.retryable).toBe(true);
-        await sleep(1200); // heartbeats fail meanwhile
+        await waitFor('a heartbeat to fail', () => risks.some((r) => /renewal failed/.test(r)));
         await ceph.launch();
         expect(held!.signal.aborted).toBe(false);
         // A heartbeat after the restart extends the lease again.
         const before = (await store.get('job'))!.expiresAt;
-        await sleep(1200);
+        await waitFor(
+          'a renewal after the restart',
+          async () => (await store.get('job'))!.expiresAt > before,
+          15_000,
+          100,
+        );
         expect(held!.signal.aborted).toBe(false);
-        expect((await store.get('job'))!.expiresAt).toBeGreaterThan(before);
         const rival = await open(prefix);
         expect(await rival.tryAcquire('job', 'rival', 5000)).toBeNull();
         await held!.release();
@@ -657,9 +663,10 @@ describeServer('S3 store on Ceph radosgw', cephUnavailable(), () => {
       const client = new LeaseClient({ store, owner: 'holder', ttlMs: 1500, heartbeatMs: 300 });
       try {
         const held = (await client.tryAcquire('job'))!;
+        const lost = new Promise((resolve) => held.on('lost', resolve));
         ceph.pause();
         try {
-          await sleep(1600);
+          await settled(lost); // at its deadline, while radosgw is still paused
           expect(held.signal.aborted).toBe(true);
           expect(held.isValid()).toBe(false);
         } finally {
