@@ -57,7 +57,9 @@ describe('SqliteStore.watch across connections', () => {
       { type: 'released', resource: 'jobs/2' },
     ];
     expect(events).toEqual(heard);
-    // Later polls find nothing new.
+    // Later polls, one after a release outside the prefix, hear nothing more.
+    const [elsewhere] = await held(other, ['x/2']);
+    expect(await other.release(elsewhere!)).toBe(true);
     for (let i = 0; i < 4; i++) await clock.advance(25);
     expect(events).toEqual(heard);
   });
