@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { LeaseClient, openStore, type LeaseStore } from '../../src/index.js';
 import { ManualClock } from '../../src/testing/index.js';
-import { sleep } from '../harness/expect-error.js';
+import { waitFor } from '../harness/processes.js';
 
 // The waiter's backoff runs on a clock that never moves, so only the store's release notice can
 // end its wait: without it, these waits would never end and the tests would time out.
@@ -29,8 +29,8 @@ afterEach(async () => {
 });
 
 /** The watchers the file lists: a store keeps a row there while anything of it watches. */
-function watchers(): number {
-  const db = new Database(join(dir, 'leases.db'), { readonly: true });
+function watchers(file = 'leases.db'): number {
+  const db = new Database(join(dir, file), { readonly: true });
   try {
     return (
       db.prepare('SELECT count(*) AS n FROM leasehold_leases_watchers').get() as { n: number }
@@ -44,9 +44,9 @@ it('a waiting acquire takes the lease when the store announces its release, not 
   const held = (await holder.tryAcquire('job'))!;
   let settled = false;
   const waiting = waiter.acquire('job', { waitMs: 600_000 }).finally(() => (settled = true));
-  await sleep(300); // refused, and asleep on the clock that never moves
+  // Refused, subscribed, and asleep on the clock that never moves.
+  await waitFor('the waiter to subscribe', () => watchers() === 1);
   expect(settled).toBe(false);
-  expect(watchers()).toBe(1);
 
   await held.release();
   const got = await waiting;
@@ -58,21 +58,45 @@ it('a waiting acquire takes the lease when the store announces its release, not 
 it('a release of another resource does not end the wait, and aborting it ends the subscription', async () => {
   const held = (await holder.tryAcquire('job'))!;
   const other = (await holder.tryAcquire('job-2'))!;
+  // The waiter's own handle on the file, counting its attempts: a wake would send it to the
+  // store again (and, refused, back to sleep).
+  const own = await openStore(`sqlite:${join(dir, 'leases.db')}`);
+  let attempts = 0;
+  const counted = new Proxy(own, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      const bound = (value as (...args: unknown[]) => unknown).bind(target);
+      if (property !== 'tryAcquire') return bound;
+      return (...args: unknown[]) => (attempts++, bound(...args));
+    },
+  });
+  const clock = new ManualClock();
+  const lone = new LeaseClient({ store: counted, owner: 'waiter', ttlMs: 60_000, clock });
   const abort = new AbortController();
   let settled = false;
-  const waiting = waiter
+  const waiting = lone
     .acquire('job', { waitMs: 600_000, signal: abort.signal })
     .finally(() => (settled = true));
-  await sleep(300);
+  await waitFor('the waiter to subscribe', () => watchers() === 1);
+  expect(attempts).toBe(1);
+  // A second watch on the waiter's handle hears what its subscription hears, in the same poll.
+  const heard: string[] = [];
+  const unwatch = own.watch!('job', (event) => heard.push(event.resource));
   await other.release(); // a name that starts with the waited one: not its release
-  await sleep(300);
+  await waitFor('the release of job-2 to reach the handle', () => heard.includes('job-2'));
+  await own.get('job'); // a round trip after it: an attempt sent on that wake would be in first
+  expect(attempts).toBe(1);
   expect(settled).toBe(false);
   expect(await store.get('job')).toMatchObject({ owner: 'holder', token: held.token });
+  unwatch();
 
   abort.abort(new Error('gave up'));
   await expect(waiting).rejects.toThrow('gave up');
   expect(watchers()).toBe(0);
   await held.release();
+  await lone.close();
+  await own.close();
 });
 
 it('an acquire granted at once, or that does not wait, subscribes to nothing', async () => {
@@ -98,7 +122,7 @@ it('an acquire granted at once, or that does not wait, subscribes to nothing', a
     expect(watches).toBe(0);
     // Refused with time left: now it subscribes, once for the whole wait.
     const waiting = client.acquire('taken', { waitMs: 60_000 });
-    await sleep(300);
+    await waitFor('the wait to subscribe', () => watches === 1);
     await held.release();
     await (await waiting).release();
     expect(watches).toBe(1);
@@ -113,7 +137,7 @@ it('a store closed under a waiting acquire ends the wait with its own error, the
   const second = new LeaseClient({ store: own, owner: 'second', ttlMs: 60_000 });
   const held = (await first.tryAcquire('job'))!;
   const waiting = second.acquire('job', { waitMs: 60_000 });
-  await sleep(200); // refused, subscribed, asleep
+  await waitFor('the waiter to subscribe', () => watchers('other.db') === 1); // refused, asleep
   await own.close();
   const error = await waiting.then(
     () => undefined,

@@ -11,6 +11,7 @@ import {
 } from '../../src/index.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { sleep } from '../harness/expect-error.js';
+import { waitFor } from '../harness/processes.js';
 
 /**
  * A memory store that announces releases as a server store does: each release notice goes to the
@@ -90,6 +91,10 @@ afterEach(async () => {
   await store.close();
 });
 
+/** Waits until waiter `i` has its answer (a lease or an error). */
+const granted = (got: unknown[], i: number): Promise<void> =>
+  waitFor(`waiter ${i}'s answer`, () => got[i] !== undefined, 5000, 2);
+
 /** Starts the waiters one after another, each refused once and asleep before the next. */
 async function queue(wait: (client: LeaseClient, i: number) => Promise<HeldLease>) {
   const got: (HeldLease | Error | undefined)[] = [];
@@ -114,18 +119,19 @@ it('a release wakes one waiter, the one that came first; the next release the ne
   expect(store.watching).toBe(1); // one subscription for the line, not one per waiter
 
   await held.release();
-  await sleep(50);
+  await granted(got, 0);
   expect(store.attempts.slice(2)).toEqual(['w0']); // one attempt, no herd
   const first = got[0] as HeldLease;
   expect(first).toMatchObject({ owner: 'w0', token: held.token + 1 });
   expect(got[1]).toBeUndefined();
 
   await first.release();
-  await sleep(50);
+  await granted(got, 1);
   expect(store.attempts.slice(3)).toEqual(['w1']);
   await (got[1] as HeldLease).release();
-  await sleep(50);
-  expect(store.attempts.slice(4)).toEqual(['w2']);
+  await granted(got, 2);
+  // Each release woke the next in line alone: a herd woken by an earlier one would have asked too.
+  expect(store.attempts.slice(2)).toEqual(['w0', 'w1', 'w2']);
   await (got[2] as HeldLease).release();
   expect(store.watching).toBe(0); // the last waiter gone, the subscription went with it
 });
@@ -134,18 +140,20 @@ it('on permits: each permit released wakes one waiter of the name', async () => 
   const a = await holder.acquire('pool', { permits: 2 });
   const b = await holder.acquire('pool', { permits: 2 });
   const { got } = await queue((w) => w.acquire('pool', { permits: 2, waitMs: 600_000 }));
+  const asked = store.attempts.length;
   await a.release();
-  await sleep(50);
-  expect(store.attempts.slice(-1)).toEqual(['w0']);
+  await granted(got, 0);
+  expect(store.attempts.slice(asked)).toEqual(['w0']);
   expect(got[0]).toMatchObject({ resource: 'pool', permit: a.permit });
   expect([got[1], got[2]]).toEqual([undefined, undefined]);
   await b.release();
-  await sleep(50);
+  await granted(got, 1);
   expect(got[1]).toMatchObject({ resource: 'pool', permit: b.permit });
   expect(got[2]).toBeUndefined();
   await (got[0] as HeldLease).release();
-  await sleep(50);
+  await granted(got, 2);
   expect(got[2]).toMatchObject({ resource: 'pool', permit: a.permit, owner: 'w2' });
+  expect(store.attempts.slice(asked)).toEqual(['w0', 'w1', 'w2']); // one waiter per release
   for (const l of got) await (l as HeldLease).release();
 });
 
@@ -159,7 +167,7 @@ it('a woken waiter that gives up before trying passes its wake to the next', asy
   await held.release();
   store.announce('job'); // wakes w0 …
   abort.abort(new Error('w0 gave up')); // … which leaves before its next attempt
-  await sleep(50);
+  await granted(got, 1);
   expect(String(got[0])).toMatch(/w0 gave up/);
   expect(store.attempts.slice(2)).toEqual(['w1']);
   expect(got[1]).toMatchObject({ owner: 'w1' });
@@ -167,6 +175,7 @@ it('a woken waiter that gives up before trying passes its wake to the next', asy
   await (got[1] as HeldLease).release();
   store.announce('job');
   await Promise.all(waiting.slice(1));
+  expect(store.attempts.slice(2)).toEqual(['w1', 'w2']); // the first notice woke w1 alone
   await (got[2] as HeldLease).release();
 });
 
@@ -183,11 +192,11 @@ it('a waiter arriving while others of this process sleep on the name queues behi
   await late.close();
   // Released: the waiters take it in the order they came, each once.
   await held.release();
-  await sleep(50);
+  await granted(got, 0);
   await (got[0] as HeldLease).release();
-  await sleep(50);
+  await granted(got, 1);
   await (got[1] as HeldLease).release();
-  await sleep(50);
+  await granted(got, 2);
   expect(store.attempts.slice(4)).toEqual(['w0', 'w1', 'w2']);
   await (got[2] as HeldLease).release();
 });
@@ -197,10 +206,11 @@ it('a notice that finds nobody asleep is kept for the next sleep, never lost', a
   const held = (await holder.tryAcquire('job'))!;
   let got: HeldLease | undefined;
   const waiting = waiters[0]!.acquire('job', { waitMs: 600_000 }).then((l) => (got = l));
-  await sleep(20); // refused once, asleep
+  await waitFor('w0 to be refused once', () => store.attempts.length === 2);
+  await sleep(20); // and asleep
   store.answerAfterMs = 60;
   store.announce('job'); // a stray notice: w0 tries again, its answer (refused) slow to come
-  await sleep(20);
+  await waitFor('w0 to try again', () => store.attempts.length === 3);
   expect(store.attempts.slice(2)).toEqual(['w0']);
   await held.release();
   store.announce('job'); // w0 is not asleep: the notice waits for its next sleep
@@ -226,17 +236,17 @@ it('on a store that applies calls in order, the waiter is woken as the release i
   await sleep(0);
   expect(store.attempts.slice(2)).toEqual(['w0']);
   expect(got[0]).toMatchObject({ owner: 'w0' });
-  // The notice of that release arrives later: acted on already, it wakes nobody else.
+  // The notice of that release arrives later: acted on already, it wakes nobody else (a wake
+  // would send w1 to the store, and show below as an attempt before its grant).
   store.announce('job');
-  await sleep(30);
-  expect(store.attempts.slice(3)).toEqual([]);
   expect(got[1]).toBeUndefined();
   await (got[0] as HeldLease).release();
   store.announce('job'); // this release's own notice, again already acted on
-  await sleep(30);
+  await granted(got, 1);
   expect(store.attempts.slice(3)).toEqual(['w1']);
   expect(got[1]).toMatchObject({ owner: 'w1' });
   await (got[1] as HeldLease).release();
-  await sleep(30);
+  await granted(got, 2);
+  expect(store.attempts.slice(3)).toEqual(['w1', 'w2']);
   await (got[2] as HeldLease).release();
 });

@@ -3,6 +3,7 @@ import type { LeaseError } from '../../src/index.js';
 import { LeaseClient, type HeldLease, type LeaseStore } from '../../src/index.js';
 import { FAIR_SLOTS, QUEUE_MARK, TICKET_MARK, slotOwner } from '../../src/client/fair-line.js';
 import { rejection } from '../harness/expect-error.js';
+import { waitFor } from '../harness/processes.js';
 import { describeStores, sleep } from './stores.js';
 
 /** Counting leases, all-or-nothing groups and fair waiting through `LeaseClient`, on every store. */
@@ -18,6 +19,17 @@ describeStores('lease family (permits, groups, fair waiting)', ({ open, factory,
   afterEach(async () => {
     await Promise.allSettled(clients.splice(0).map((c) => c.close()));
   });
+  /** Waits until `n` waiters hold a place in `name`'s line. */
+  const inLine = (store: LeaseStore, name: string, n: number): Promise<void> =>
+    waitFor(
+      `${n} in the line of ${name}`,
+      async () => {
+        const line = await store.list({ prefix: `${name}${QUEUE_MARK}`, limit: FAIR_SLOTS });
+        return line.filter((r) => r.owner !== '').length === n;
+      },
+      15_000,
+      10,
+    );
 
   it('permits: five callers on three permits — three hold, each a different permit, the rest are refused', async () => {
     const store = await open();
@@ -129,7 +141,7 @@ describeStores('lease family (permits, groups, fair waiting)', ({ open, factory,
           await lease.release();
         }),
       );
-      await sleep(150); // each arrival is in line before the next
+      await inLine(store, 'hot', done.length); // each arrival is in line before the next
     }
     await holder.release();
     await Promise.all(done);
@@ -168,9 +180,9 @@ describeStores('lease family (permits, groups, fair waiting)', ({ open, factory,
       fair: true,
       signal: controller.signal,
     });
-    await sleep(150);
+    await inLine(store, 'quit', 1);
     const second = clientOn(store, 'second').acquire('quit', { fair: true, waitMs: 30_000 });
-    await sleep(150);
+    await inLine(store, 'quit', 2);
     controller.abort(new Error('gave up'));
     await expect(quitter).rejects.toThrow('gave up');
     await holder.release();
@@ -182,7 +194,7 @@ describeStores('lease family (permits, groups, fair waiting)', ({ open, factory,
     const store = await open();
     const holder = await clientOn(store, 'holder').acquire('barge');
     const waiting = clientOn(store, 'fair').acquire('barge', { fair: true, waitMs: 30_000 });
-    await sleep(150);
+    await inLine(store, 'barge', 1);
     // Released and taken by a plain caller before the head of the line tries again.
     await holder.release();
     const barger = await clientOn(store, 'barger').tryAcquire('barge');

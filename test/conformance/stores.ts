@@ -74,6 +74,36 @@ export interface StoreContext {
 }
 
 /**
+ * Servers started and not yet taken by a store block. The blocks run one after another, and each
+ * would otherwise start its server only when it begins, one at a time, while the machine's other
+ * core waited: the first block that finds its server not started starts every selected store's
+ * server at once, and each block takes its own (a file with two topics starts them all again for
+ * the second) and stops it when done.
+ */
+const started = new Map<StoreFactory, Promise<void>>();
+function setUp(factory: StoreFactory): Promise<void> {
+  if (!started.has(factory)) {
+    for (const f of selectedStores()) {
+      if (f.unavailable() !== null || started.has(f)) continue;
+      const setup = f.setup();
+      setup.catch(() => {}); // reported by the block that takes it
+      started.set(f, setup);
+    }
+  }
+  const setup = started.get(factory)!;
+  started.delete(factory);
+  return setup;
+}
+
+// A server started for a block whose tests were all filtered out is stopped with the file.
+afterAll(async () => {
+  for (const [factory, setup] of started) {
+    await setup.catch(() => {});
+    await factory.teardown();
+  }
+});
+
+/**
  * Registers `body` once per selected store. A store whose server cannot start fails in CI and is
  * skipped with a loud line elsewhere, never silently passed.
  */
@@ -83,7 +113,7 @@ export function describeStores(topic: string, body: (ctx: StoreContext) => void)
     describeServer(title, factory.unavailable(), () => {
       const opened: LeaseStore[] = [];
       const namespaces = new Map<LeaseStore, string>();
-      beforeAll(() => factory.setup());
+      beforeAll(() => setUp(factory));
       afterAll(async () => {
         await Promise.allSettled(opened.map((s) => s.close()));
         await factory.teardown();

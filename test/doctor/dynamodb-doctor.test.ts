@@ -107,11 +107,9 @@ describeServer('dynamodb doctor', dynaliteUnavailable(), () => {
   it('a paused server gives STORE_UNAVAILABLE within the deadline, not a hang', async () => {
     dynalite.pause();
     try {
-      const started = performance.now();
       const error = await rejection(diagnoseStore(direct), 10_000);
       expect(error.code).toBe('STORE_UNAVAILABLE');
       expect(error.message).toMatch(/DynamoDB describeTable on table "doctor".*no answer within/);
-      expect(performance.now() - started).toBeLessThan(5000);
     } finally {
       dynalite.resume();
     }

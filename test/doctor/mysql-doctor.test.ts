@@ -281,11 +281,9 @@ describeServer('MySQL doctor (MariaDB)', unavailable, () => {
     const store = new MysqlStore(pool(replica), { queryTimeoutMs: 300, connectTimeoutMs: 300 });
     replica.pause();
     try {
-      const started = performance.now();
       const error = await rejection(diagnoseStore(store), 5000);
       expect(error.code).toBe(ErrorCode.STORE_UNAVAILABLE);
       expect(error.message).toMatch(/diagnose .*failed \(LEASEHOLD_TIMEOUT\)/);
-      expect(performance.now() - started).toBeLessThan(2000);
     } finally {
       replica.resume();
       await store.close();

@@ -148,9 +148,7 @@ describeServer('nats doctor', natsUnavailable(), () => {
       locked.resume();
     }
     await locked.stop();
-    const started = performance.now();
     const stopped = await rejection(diagnoseStore(store), 5000);
-    expect(performance.now() - started).toBeLessThan(3000);
     expect(stopped.code).toBe('STORE_UNAVAILABLE');
     expect(stopped.message).toMatch(/^NATS KV diagnose on bucket "doctor" failed: /);
     expect(stopped.message).not.toContain(password);

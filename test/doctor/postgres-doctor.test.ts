@@ -282,11 +282,9 @@ describeServer('PostgreSQL doctor', unavailable, () => {
     const store = await PostgresStore.open(standby2.url, { statementTimeoutMs: 300 });
     standby2.pause();
     try {
-      const started = performance.now();
       const error = await rejection(diagnoseStore(store), 5000);
       expect(error.code).toBe(ErrorCode.STORE_UNAVAILABLE);
       expect(error.message).toContain('diagnose failed: no answer within 300 ms');
-      expect(performance.now() - started).toBeLessThan(2000);
     } finally {
       standby2.resume();
       await store.close();

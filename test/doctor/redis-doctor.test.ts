@@ -220,9 +220,7 @@ describeServer('redis doctor', redisUnavailable(), () => {
       locked.resume();
     }
     await locked.stop();
-    const started = performance.now();
     const stopped = await rejection(diagnoseStore(onLocked), 5000);
-    expect(performance.now() - started).toBeLessThan(3000);
     expect(stopped.code).toBe('STORE_UNAVAILABLE');
     expect(stopped.message).toMatch(/^Redis diagnose failed: /);
     expect(stopped.message).not.toContain(password);

@@ -63,13 +63,11 @@ describeServer('zookeeper doctor', zookeeperUnavailable(), () => {
       const store = await open(server().endpoint);
       server().pause();
       try {
-        const started = performance.now();
         const error = await rejection(diagnoseStore(store), 10_000);
         expect(error.code).toBe('STORE_UNAVAILABLE');
         expect(error.message).toMatch(
           /zookeeper diagnose failed: no server answered: .*no answer within 1000 ms/,
         );
-        expect(performance.now() - started).toBeLessThan(5000);
       } finally {
         server().resume();
       }

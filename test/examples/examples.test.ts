@@ -72,8 +72,12 @@ it('shard-checkpoints: through a SIGKILL, a join and graceful stops, every recor
   };
   const a = start(30);
   const b = start(7);
-  await new Promise((r) => setTimeout(r, 3000));
-  a.child.kill('SIGKILL'); // a crash: its shards are taken at expiry, from its last checkpoint
+  // Once it has checkpointed, a crash: its shards are taken at expiry, from its last checkpoint.
+  for (const end = Date.now() + 20_000; !/^checkpoint /m.test(a.out());) {
+    if (Date.now() > end) throw new Error(`no checkpoint from the first worker: ${a.out()}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  a.child.kill('SIGKILL');
   const c = start(4); // a join
   await Promise.all([b.done, c.done, a.done]);
   const out = a.out() + b.out() + c.out();

@@ -4,6 +4,7 @@ import { Taker } from '../../src/fleet/taker.js';
 import { systemClock, type Clock } from '../../src/core/time.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { FaultyStore } from '../harness/faulty-store.js';
+import { waitFor } from '../harness/processes.js';
 
 function taker(maxInFlight: number, batchSize = 2, busy = () => false, clock: Clock = systemClock) {
   const store = new FaultyStore(new MemoryStore());
@@ -59,11 +60,14 @@ it('never takes more than asked, in batches of batchSize with at most maxInFligh
 
 it('while renewals are behind, no bulk batch starts; takes go on once they catch up', async () => {
   let busy = true;
-  const { t, client, store } = taker(4, 1, () => busy);
+  let asked = 0;
+  const { t, client, store } = taker(4, 1, () => (asked++, busy));
   let inFlight = 0;
   let most = 0;
+  let sent = 0;
   const inner = store.acquireMany.bind(store);
   store.acquireMany = async (...args) => {
+    sent++;
     most = Math.max(most, ++inFlight);
     await new Promise((r) => setTimeout(r, 5));
     try {
@@ -73,8 +77,9 @@ it('while renewals are behind, no bulk batch starts; takes go on once they catch
     }
   };
   const taking = t.take(['a', 'b', 'c', 'd', 'e', 'f'], () => 6 - client.size);
-  await new Promise((r) => setTimeout(r, 100));
-  expect(store.calls.acquireMany).toBe(0);
+  // It asked three times (rechecking every 5 ms), found renewals behind each time, sent nothing.
+  await waitFor('three rechecks', () => asked >= 3, 5000, 1);
+  expect(sent).toBe(0);
   busy = false;
   expect(await taking).toBe(6);
   expect(most).toBeGreaterThan(1);
@@ -83,10 +88,11 @@ it('while renewals are behind, no bulk batch starts; takes go on once they catch
 
 it('a stopped taker stops waiting for renewals to catch up: at once, not at the next recheck (a stopping manager waits for it)', async () => {
   // On a clock that never moves, the recheck never comes: only stop() can end these waits.
-  const { t, client, store } = taker(2, 1, () => true, new ManualClock());
+  let asked = 0;
+  const { t, client, store } = taker(2, 1, () => (asked++, true), new ManualClock());
   let settled = false;
   const taking = t.take(['a', 'b', 'c'], () => 3 - client.size).finally(() => (settled = true));
-  await new Promise((r) => setTimeout(r, 30));
+  await waitFor('the take to find renewals behind', () => asked >= 1, 5000, 1);
   expect(settled).toBe(false);
   t.stop();
   expect(await taking).toBe(0);

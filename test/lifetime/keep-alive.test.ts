@@ -41,17 +41,33 @@ function run(kind: string, unref = false): { file: string; proc: Run } {
   };
 }
 
-const waitFor = async (what: () => boolean, ms = 10_000): Promise<void> => {
-  for (const end = Date.now() + ms; !what();) {
+const waitFor = async (what: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> => {
+  for (const end = Date.now() + ms; !(await what());) {
     if (Date.now() > end) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 25));
   }
 };
 
+/**
+ * Waits until a lease in the file has been renewed since now: the process is past its main code
+ * and still at work, on timers alone (a process kept up by nothing would have exited by then).
+ */
+async function renewedIn(file: string): Promise<void> {
+  const store = await SqliteStore.open(file);
+  try {
+    const latest = async (): Promise<number> =>
+      Math.max(0, ...(await store.list({ prefix: '' })).map((r) => r.expiresAt));
+    const first = await latest();
+    await waitFor(async () => (await latest()) > first);
+  } finally {
+    await store.close();
+  }
+}
+
 it('a started manager keeps the process alive until SIGTERM, which releases everything', async () => {
   const { file, proc } = run('manager');
   await waitFor(() => proc.output().includes('started 2'));
-  await new Promise((r) => setTimeout(r, 1500));
+  await renewedIn(file);
   expect(proc.alive()).toBe(true);
   proc.kill('SIGTERM');
   await proc.exited;
@@ -70,9 +86,9 @@ it('manager.unref() lets the process exit once start() resolved', async () => {
 });
 
 it('an election keeps the process alive until stopped; unref() lets it exit', async () => {
-  const { proc } = run('elect');
+  const { file, proc } = run('elect');
   await waitFor(() => proc.output().includes('elected'));
-  await new Promise((r) => setTimeout(r, 1500));
+  await renewedIn(file);
   expect(proc.alive()).toBe(true);
   proc.kill('SIGTERM');
   expect(await proc.exited).toBe(0);
@@ -84,7 +100,7 @@ it('an election keeps the process alive until stopped; unref() lets it exit', as
 it('a client holding an auto-renewed lease keeps the process alive until the lease is released', async () => {
   const { file, proc } = run('client');
   await waitFor(() => proc.output().includes('holding 1'));
-  await new Promise((r) => setTimeout(r, 1500)); // past a heartbeat: still renewing, still up
+  await renewedIn(file); // past a heartbeat: still renewing, still up
   expect(proc.alive()).toBe(true);
   proc.kill('SIGTERM');
   expect(await proc.exited).toBe(0);

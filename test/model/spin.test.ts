@@ -64,13 +64,10 @@ async function check(root: string, name: string, defines: readonly string[]): Pr
   await copyFile(MODEL, join(dir, 'lease.pml'));
   const all = [...defines];
   await run('spin', [...all, '-a', 'lease.pml'], dir);
-  // -DSAFETY: assertions and invalid end states, no cycles; -DCOLLAPSE: compressed state storage;
-  // -DMEMLIM: a hard cap, so a model that outgrew its bounds fails loudly instead of swapping.
-  await run(
-    'gcc',
-    ['-w', '-O1', '-DSAFETY', '-DCOLLAPSE', '-DMEMLIM=512', '-o', 'pan', 'pan.c'],
-    dir,
-  );
+  // -DSAFETY: assertions and invalid end states, no cycles; -DMEMLIM: a hard cap, so a model that
+  // outgrew its bounds fails loudly instead of swapping. No -DCOLLAPSE: these state spaces fit
+  // without it, and it doubled the compile and took a third more to search (the same states).
+  await run('gcc', ['-w', '-O1', '-DSAFETY', '-DMEMLIM=512', '-o', 'pan', 'pan.c'], dir);
   const output = await run('./pan', ['-m200000'], dir);
   const errors = Number(/errors: (\d+)/.exec(output)?.[1] ?? NaN);
   const states = Number(/(\d+) states, stored/.exec(output)?.[1] ?? NaN);

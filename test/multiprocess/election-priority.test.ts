@@ -46,7 +46,11 @@ it('a candidate process of higher priority takes leadership from a running leade
     // Not before it had campaigned for the hold-off (1.5 s).
     expect(second.at - started.at).toBeGreaterThanOrEqual(1500);
     // Two more heartbeats of the high one's term: nothing changes hands again.
-    await new Promise((r) => setTimeout(r, 2500));
+    await seen(
+      () =>
+        lines.filter((l) => l.owner === 'high' && l.event === 'renewed' && l.at > second.at)
+          .length >= 2,
+    );
     expect(lines.filter((l) => l.event === 'error')).toEqual([]);
     const ended = lines.find((l) => l.owner === 'low' && l.event === 'aborted');
     const demoted = lines.find((l) => l.owner === 'low' && l.event === 'demoted');

@@ -1,6 +1,6 @@
 // One election candidate process on a shared SQLite file: campaigns with a priority and prints one
-// JSON line per event (`elected`, `aborted` when its term's signal fires, `demoted`), with the
-// time on this machine's clock; SIGTERM stops it gracefully.
+// JSON line per event (`elected`, `renewed`, `aborted` when its term's signal fires, `demoted`),
+// with the time on this machine's clock; SIGTERM stops it gracefully.
 // Usage: node election-worker.mjs <file> <owner> <priority> <holdOffMs>
 import { elect, SqliteStore } from '../../dist/index.js';
 
@@ -19,6 +19,7 @@ try {
     holdOffMs: Number(holdOffMs),
     onElected: (lease) => {
       report('elected', { token: lease.token });
+      lease.on('renewed', () => report('renewed', { token: lease.token }));
       lease.signal.addEventListener('abort', () => report('aborted', { token: lease.token }));
     },
     onDemoted: (reason) => report('demoted', { reason }),

@@ -344,6 +344,10 @@ describeServer('etcd store', etcdUnavailable(), () => {
     const events: WatchEvent[] = [];
     const unwatch = store.watch('w/', (event) => events.push(event));
     await unwatch.ready;
+    // A second subscription that stays: what it hears, the first would have heard by then.
+    const marks: WatchEvent[] = [];
+    const unmark = store.watch('w/', (event) => marks.push(event));
+    await unmark.ready;
     const released = (await store.tryAcquire('w/released', 'a', 5000))!;
     await store.tryAcquire('other', 'a', 1000);
     await store.tryAcquire('w/expired', 'a', 1000);
@@ -357,8 +361,9 @@ describeServer('etcd store', etcdUnavailable(), () => {
     ]);
     unwatch();
     await store.tryAcquire('w/late', 'a', 5000);
-    await sleep(100);
+    await waitFor('the late acquire, by the subscription left', () => marks.length === 5, 5000);
     expect(events).toHaveLength(4);
+    unmark();
   });
 
   describe('acquireMany', () => {

@@ -8,7 +8,7 @@ import { NatsStore } from '../../src/stores/nats/index.js';
 import { mapNatsError } from '../../src/stores/nats/nats-errors.js';
 import { NatsPublisher } from '../../src/stores/nats/nats-publish.js';
 import { describeServer } from '../harness/describe-server.js';
-import { rejection, sleep } from '../harness/expect-error.js';
+import { rejection, settled, sleep } from '../harness/expect-error.js';
 import { NatsServer, natsUnavailable } from '../harness/nats-server.js';
 import { freePort } from '../harness/ports.js';
 import { startProcess, stopProcess, tempDir, waitFor } from '../harness/processes.js';
@@ -63,13 +63,18 @@ describeServer('NATS conditional writes (NatsPublisher)', natsUnavailable(), () 
           (error: Error) => error,
         ),
       );
-      const outcomes = await Promise.all(writes);
+      // Every write settles while the server is still paused: only the deadline can end them.
+      const outcomes = (await settled(Promise.all(writes))) as { value: unknown[] };
       const elapsed = performance.now() - started;
       server.resume();
-      for (const outcome of outcomes) expect((outcome as Error).name).toBe('TimeoutError');
+      for (const outcome of outcomes.value) {
+        expect((outcome as Error).name).toBe('TimeoutError');
+        expect((outcome as Error).message).toBe(
+          'the conditional write got no answer within 300 ms',
+        );
+      }
       expect(elapsed).toBeGreaterThanOrEqual(290);
-      expect(elapsed).toBeLessThan(2000);
-      const mapped = mapNatsError(outcomes[0], 'renew', 'paused');
+      const mapped = mapNatsError(outcomes.value[0], 'renew', 'paused');
       expect([mapped.code, mapped.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
       // Once the server is back, the next write works (the late answers were dropped).
       expect(await publisher.put('after', data('y'), 0)).toBeGreaterThan(0);
@@ -79,11 +84,10 @@ describeServer('NATS conditional writes (NatsPublisher)', natsUnavailable(), () 
   });
 
   it('no stream on the subject: a retryable NoResponders at once; a closed publisher refuses', async () => {
-    const publisher = new NatsPublisher(nc, transport, '$KV.never_made.', 2000);
-    const started = performance.now();
+    // A deadline far beyond the test's: only the server's "no responders" can end the write.
+    const publisher = new NatsPublisher(nc, transport, '$KV.never_made.', 600_000);
     const error = await publisher.put('k', data('x'), 0).catch((e: Error) => e);
     expect((error as Error).name).toBe('NoResponders');
-    expect(performance.now() - started).toBeLessThan(1500);
     expect(mapNatsError(error, 'renew', 'never_made').retryable).toBe(true);
     publisher.close();
     const closed = await publisher.put('k', data('x'), 0).catch((e: Error) => e);
@@ -91,17 +95,17 @@ describeServer('NATS conditional writes (NatsPublisher)', natsUnavailable(), () 
   });
 
   it('a store closed while a renewal waits fails it at once, not at its deadline', async () => {
-    const store = await NatsStore.open(`${server.url}?bucket=closing&timeoutMs=5000`);
+    // A deadline far beyond the hang guard: only the close can end the renewal in time.
+    const store = await NatsStore.open(`${server.url}?bucket=closing&timeoutMs=600000`);
     const lease = (await store.tryAcquire('job', 'a', 10_000))!;
     server.pause();
-    const started = performance.now();
     const renewing = store.renewMany([lease]);
     await sleep(50);
     void store.close();
     const error = await rejection(renewing);
     server.resume();
     expect(error.code).toBe('STORE_UNAVAILABLE');
-    expect(performance.now() - started).toBeLessThan(3000);
+    expect(error.message).not.toMatch(/no answer within/);
   });
 });
 
@@ -157,12 +161,11 @@ describe('NATS conditional writes refused by the server', () => {
           () => limited.renewMany([lease, lease], 20_000),
           () => limited.tryAcquire('other', 'b', 10_000),
         ]) {
-          const started = performance.now();
+          // Refused by the server (the message says so), not ended by the 5 s deadline.
           const error = await rejection(call());
           expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', false]);
           expect(error.message).toMatch(/Permissions Violation for Publish/);
           expect(error.message).toMatch(/publish and subscribe permissions/);
-          expect(performance.now() - started).toBeLessThan(2500); // not the 5 s deadline
         }
         expect(await admin.get('job')).toMatchObject({ owner: 'a', token: 1 });
       } finally {

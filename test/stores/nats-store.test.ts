@@ -8,7 +8,7 @@ import { NatsStore } from '../../src/stores/nats/index.js';
 import { filterOf, keyOf, resourceOf } from '../../src/stores/nats/nats-keys.js';
 import { parseNatsUrl } from '../../src/stores/nats/nats-url.js';
 import { describeServer } from '../harness/describe-server.js';
-import { rejection, sleep } from '../harness/expect-error.js';
+import { rejection } from '../harness/expect-error.js';
 import { NatsServer, natsUnavailable } from '../harness/nats-server.js';
 import { waitFor } from '../harness/processes.js';
 
@@ -238,6 +238,10 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
       const events: WatchEvent[] = [];
       const unwatch = watcher.watch('jobs/', (event) => events.push(event));
       await unwatch.ready;
+      // A second subscription that stays: what it hears, the first would have heard by then.
+      const marks: WatchEvent[] = [];
+      const unmark = watcher.watch('jobs/', (event) => marks.push(event));
+      await unmark.ready;
       const lease = (await writer.tryAcquire('jobs/1', 'a', 5000))!;
       await writer.renew(lease); // a renewal is not a new grant
       await writer.tryAcquire('other/1', 'a', 5000); // outside the prefix
@@ -252,8 +256,9 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
       ]);
       unwatch();
       await writer.tryAcquire('jobs/3', 'a', 5000);
-      await sleep(100);
+      await waitFor('jobs/3, by the subscription left', () => marks.length === 5, 5000);
       expect(events).toHaveLength(4);
+      unmark();
     });
 
     it('wakes a waiting acquirer: on a release, and once a lapsed lease may be taken (not before)', async () => {
@@ -284,12 +289,22 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
       await unwatch.ready;
       const client = new LeaseClient({ store: await open('renewed'), owner: 'a', ttlMs: 300 });
       const held = await client.acquire('job');
-      await sleep(900); // three TTLs, renewed all along
+      let renewals = 0;
+      held.on('renewed', () => renewals++);
+      // Past three TTLs, renewed all along; the watch has heard each renewal's write by then.
+      await waitFor('nine renewals', () => renewals >= 9, 10_000);
+      const marker = (await client.tryAcquire('marker'))!;
+      await waitFor('the marker', () => events.length >= 2, 5000);
       expect(held.state).not.toBe('lost');
-      expect(events).toEqual([{ type: 'acquired', resource: 'job' }]);
+      expect(events).toEqual([
+        { type: 'acquired', resource: 'job' },
+        { type: 'acquired', resource: 'marker' },
+      ]);
+      await marker.release();
+      await waitFor('the marker released', () => events.length === 3);
       await client.close();
-      await waitFor('the release', () => events.length === 2);
-      expect(events[1]).toEqual({ type: 'released', resource: 'job' });
+      await waitFor('the release', () => events.length === 4);
+      expect(events[3]).toEqual({ type: 'released', resource: 'job' });
       unwatch();
     });
   });

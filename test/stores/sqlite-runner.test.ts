@@ -93,7 +93,6 @@ describe('SqliteRunner', () => {
   it('fails the steps queued behind a step that waited out busyTimeoutMs after one attempt each', async () => {
     const runner = new SqliteRunner({ busyTimeoutMs: 200, identity: undefined });
     const attempts = new Array<number>(5).fill(0);
-    const started = performance.now();
     const errors = await Promise.all(
       attempts.map((_, i) =>
         rejection(
@@ -109,9 +108,9 @@ describe('SqliteRunner', () => {
       /locked by another connection for \d+ ms \(busyTimeoutMs is 200\)/,
     );
     expect(attempts[0]).toBeGreaterThan(3);
+    // One attempt each once the first gave up: steps that waited out 200 ms each, one after the
+    // other, would have tried again and again.
     expect(attempts.slice(1)).toEqual([1, 1, 1, 1]);
-    // Generous: five steps of 200 ms each, one after the other, would take 1 s.
-    expect(performance.now() - started).toBeLessThan(900);
   });
 
   it('cuts a batch into chunks in input order, letting the loop run in between', async () => {

@@ -7,7 +7,7 @@ import type { ZkModule } from '../../src/stores/zookeeper/zookeeper-driver.js';
 import { encodeName } from '../../src/stores/zookeeper/zookeeper-paths.js';
 import { parseZookeeperUrl } from '../../src/stores/zookeeper/zookeeper-url.js';
 import { describeServer } from '../harness/describe-server.js';
-import { rejection, sleep } from '../harness/expect-error.js';
+import { rejection } from '../harness/expect-error.js';
 import { waitFor } from '../harness/processes.js';
 import { ZookeeperServer, zookeeperUnavailable } from '../harness/zookeeper-server.js';
 
@@ -107,6 +107,10 @@ describeServer('zookeeper store', zookeeperUnavailable(), () => {
     const events: WatchEvent[] = [];
     const unwatch = watching.watch('w/', (event) => events.push(event));
     await unwatch.ready;
+    // A second subscription that stays: what it hears, the first would have heard by then.
+    const marks: WatchEvent[] = [];
+    const unmark = watching.watch('w/', (event) => marks.push(event));
+    await unmark.ready;
 
     const lease = (await acting.tryAcquire('w/existing', 'b', 5000))!;
     await waitFor('the acquire event', () => events.length >= 1, 5000);
@@ -117,18 +121,22 @@ describeServer('zookeeper store', zookeeperUnavailable(), () => {
     await waitFor('the first acquire of a new resource', () => events.length >= 3, 5000);
     await acting.release(created);
     await waitFor('its release', () => events.length >= 4, 5000);
+    // Outside the prefix: not heard, while the next change under it is.
     await acting.tryAcquire('elsewhere', 'c', 5000);
-    await sleep(100);
+    const next = (await acting.tryAcquire('w/next', 'c', 5000))!;
+    await waitFor('the acquire after it', () => events.length >= 5, 5000);
     expect(events).toEqual([
       { type: 'acquired', resource: 'w/existing' },
       { type: 'released', resource: 'w/existing' },
       { type: 'acquired', resource: 'w/new' },
       { type: 'released', resource: 'w/new' },
+      { type: 'acquired', resource: 'w/next' },
     ]);
     unwatch();
-    await acting.release((await acting.tryAcquire('w/existing', 'd', 5000))!);
-    await sleep(100);
-    expect(events).toHaveLength(4);
+    await acting.release(next);
+    await waitFor('the release, by the subscription left', () => marks.length === 6, 5000);
+    expect(events).toHaveLength(5);
+    unmark();
   });
 
   it('watch never loses the last change, however quickly acquires and releases follow each other', async () => {
@@ -154,14 +162,16 @@ describeServer('zookeeper store', zookeeperUnavailable(), () => {
     const holder = await open(chroot);
     const waiter = await open(chroot);
     const held = (await holder.tryAcquire('job', 'holder', 60_000))!;
+    let watching: Promise<unknown> | undefined;
     const taken = new Promise<number>((resolve) => {
       const unwatch = waiter.watch('job', (event) => {
         if (event.type !== 'released') return;
         unwatch();
         void waiter.tryAcquire('job', 'waiter', 5000).then((lease) => resolve(lease!.token));
       });
+      watching = unwatch.ready;
     });
-    await sleep(200);
+    await watching;
     await holder.release(held);
     expect(await taken).toBe(2);
   });

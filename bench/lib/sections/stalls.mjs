@@ -1,6 +1,7 @@
 // How long SQLite store calls hold the event loop (its driver is synchronous): the longest gap
-// between runs of a 1 ms interval while a renewal waits on another process's write lock, and while
-// batches of 10,000 are acquired, renewed, released and listed. The minimum over rounds is what
+// between runs of a 1 ms interval while a renewal waits on another process's write lock, while an
+// open waits on a fresh file another process holds, while batches of 10,000 are acquired, renewed,
+// released and listed, and while an acquireFirst is refused over LIMITS.permitsMax held candidates. The minimum over rounds is what
 // the call itself costs (a stall the call causes shows in every round; the machine's own
 // preemption rarely does), beside the machine's noise floor with nothing running.
 import { spawn } from 'node:child_process';
@@ -15,7 +16,7 @@ const BATCH = 10_000;
 const SETTLE_MS = 300;
 
 export async function stalls({ store, server, libs, quick, log }) {
-  const { SqliteStore } = libs[0].lib;
+  const { LIMITS, SqliteStore, permitResource } = libs[0].lib;
   const rounds = quick ? 3 : 7;
   const lockMs = quick ? 500 : 2000;
   const modes = quick ? ['full'] : ['full', 'normal']; // synchronous=: leasehold's default, and the faster one
@@ -44,29 +45,9 @@ export async function stalls({ store, server, libs, quick, log }) {
       const s = await SqliteStore.open(file, { synchronous });
       try {
         const lease = await s.tryAcquire('job', 'me', 60_000);
-        const lock = await holdWriteLock(file, SETTLE_MS + lockMs);
-        await sleep(SETTLE_MS); // the holder's start-up would otherwise compete for the CPU
-        let releasedAt = Infinity;
-        let last = 0;
-        let longest = 0;
-        let timer;
-        const run = await measure(async () => {
-          // Watched from inside: `measure` starts with a full garbage collection, which is the
-          // benchmark's own pause, not the store's.
-          last = performance.now();
-          timer = setInterval(() => {
-            const t = performance.now();
-            if (last < releasedAt) longest = Math.max(longest, t - last);
-            last = t;
-          }, 1);
-          const renewal = s.renew(lease);
-          await lock.released;
-          releasedAt = performance.now();
-          return renewal;
-        });
-        clearInterval(timer);
+        const run = await underLock(file, 'IMMEDIATE', lockMs, () => s.renew(lease));
         if (!run.result) throw new Error('the renewal under the lock did not land');
-        locked.push({ ...run, stallMs: Math.max(longest, releasedAt - last) });
+        locked.push(run);
       } finally {
         await s.close();
       }
@@ -76,6 +57,17 @@ export async function stalls({ store, server, libs, quick, log }) {
       locked,
     );
   }
+
+  // Opening a fresh file (rollback mode until the store switches it to WAL) that another process
+  // holds with BEGIN EXCLUSIVE: the set-up waits for it asynchronously, in short synchronous steps.
+  const opens = [];
+  for (let round = 0; round < rounds; round++) {
+    const file = path();
+    const run = await underLock(file, 'EXCLUSIVE', lockMs, () => SqliteStore.open(file));
+    await run.result.close();
+    opens.push(run);
+  }
+  report(`open of a fresh file under another process's ${lockMs} ms exclusive lock`, opens);
 
   // Batches of 10,000 (a heartbeat of a client holding 10,000 leases is one renewMany).
   for (const synchronous of modes) {
@@ -98,7 +90,59 @@ export async function stalls({ store, server, libs, quick, log }) {
     for (const [call, list] of Object.entries(runs))
       report(`${call} of 10,000 (synchronous=${synchronous})`, list);
   }
+
+  // An acquireFirst over the most candidates allowed, every one held: one transaction that tries
+  // each in turn (the fair line's 256 slots are a shorter case of the same step).
+  for (const synchronous of modes) {
+    const refusals = [];
+    const s = await SqliteStore.open(path(), { synchronous });
+    try {
+      const names = Array.from({ length: LIMITS.permitsMax }, (_, i) => permitResource('wide', i));
+      if ((await s.acquireMany(names, 'a', 60_000)).some((o) => !o.lease))
+        throw new Error('acquireMany refused a free resource');
+      for (let round = 0; round < rounds; round++) {
+        const run = await measure(() => s.acquireFirst(names, 'b', 60_000));
+        if (run.result !== null) throw new Error('acquireFirst took a held candidate');
+        refusals.push(run);
+      }
+    } finally {
+      await s.close();
+    }
+    report(
+      `acquireFirst refused over ${LIMITS.permitsMax} held candidates (synchronous=${synchronous})`,
+      refusals,
+    );
+  }
   return rows;
+}
+
+/**
+ * `work()` started while another process holds `file` (`BEGIN <begin>`) for `lockMs`, measured
+ * until it settles; `stallMs` is the longest stall that began before the holder let go.
+ */
+async function underLock(file, begin, lockMs, work) {
+  const lock = await holdLock(file, begin, SETTLE_MS + lockMs);
+  await sleep(SETTLE_MS); // the holder's start-up would otherwise compete for the CPU
+  let releasedAt = Infinity;
+  let last = 0;
+  let longest = 0;
+  let timer;
+  const run = await measure(async () => {
+    // Watched from inside: `measure` starts with a full garbage collection, which is the
+    // benchmark's own pause, not the store's.
+    last = performance.now();
+    timer = setInterval(() => {
+      const t = performance.now();
+      if (last < releasedAt) longest = Math.max(longest, t - last);
+      last = t;
+    }, 1);
+    const call = work();
+    await lock.released;
+    releasedAt = performance.now();
+    return call;
+  });
+  clearInterval(timer);
+  return { ...run, stallMs: Math.max(longest, releasedAt - last) };
 }
 
 async function repeat(n, fn) {
@@ -123,14 +167,14 @@ function summary(store, scenario, runs) {
   };
 }
 
-/** Another process holding the file's write lock for `ms`; resolves once it has the lock. */
-async function holdWriteLock(path, ms) {
+/** Another process holding the file with `BEGIN <begin>` for `ms`; resolves once it has the lock. */
+async function holdLock(path, begin, ms) {
   const script = `
     const db = new (require('better-sqlite3'))(process.argv[1], { timeout: 10000 });
-    db.exec('BEGIN IMMEDIATE');
+    db.exec('BEGIN ' + process.argv[3]);
     process.stdout.write('locked\\n');
     setTimeout(() => { db.exec('COMMIT'); db.close(); process.stdout.write('released\\n'); }, Number(process.argv[2]));`;
-  const child = spawn(process.execPath, ['-e', script, path, String(ms)], {
+  const child = spawn(process.execPath, ['-e', script, path, String(ms), begin], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
