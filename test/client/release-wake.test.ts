@@ -79,14 +79,16 @@ it('a release of another resource does not end the wait, and aborting it ends th
     .acquire('job', { waitMs: 600_000, signal: abort.signal })
     .finally(() => (settled = true));
   await waitFor('the waiter to subscribe', () => watchers() === 1);
-  expect(attempts).toBe(1);
+  // Once its watch is in place (`ready`) the waiter asks once more: a release between its first
+  // attempt and the subscription would otherwise go unheard.
+  await waitFor('the attempt once the watch is in place', () => attempts === 2);
   // A second watch on the waiter's handle hears what its subscription hears, in the same poll.
   const heard: string[] = [];
   const unwatch = own.watch!('job', (event) => heard.push(event.resource));
   await other.release(); // a name that starts with the waited one: not its release
   await waitFor('the release of job-2 to reach the handle', () => heard.includes('job-2'));
   await own.get('job'); // a round trip after it: an attempt sent on that wake would be in first
-  expect(attempts).toBe(1);
+  expect(attempts).toBe(2);
   expect(settled).toBe(false);
   expect(await store.get('job')).toMatchObject({ owner: 'holder', token: held.token });
   unwatch();
