@@ -64,3 +64,12 @@ function sqlStateOf(error: unknown): string | undefined {
     ? code
     : undefined;
 }
+
+/**
+ * The read of the schema version failed for want of the meta table or its schema (SQLSTATE 42P01,
+ * undefined table; 3F000, undefined schema): the table was never set up.
+ */
+export function isMissingRelation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '42P01' || code === '3F000';
+}
