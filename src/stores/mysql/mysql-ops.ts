@@ -1,4 +1,7 @@
+import type { LeaseRef } from '../../core/lease.js';
+import type { SqlValue } from './mysql-driver.js';
 import { CLOCK_BITS, WINDOW } from './mysql-grant.js';
+import { bytes } from './mysql-record.js';
 
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
 export const SCHEMA_VERSION = 2;
@@ -63,9 +66,6 @@ export function migrations(table: string): string[] {
     `ALTER TABLE \`${table}\` ADD COLUMN data BLOB NULL`,
   ];
 }
-
-/** The error a migration step that already ran (an upgrade cut short before its version was written) fails with. */
-export const ALREADY_DONE = new Set(['ER_DUP_FIELDNAME']);
 
 export function metaTable(table: string): string {
   return `CREATE TABLE IF NOT EXISTS \`${table}_meta\` (
@@ -243,3 +243,8 @@ export function statements(table: string) {
 }
 
 export type Statements = ReturnType<typeof statements>;
+
+/** A lease's compare-and-set params: resource, owner, token. */
+export function ref(lease: LeaseRef): SqlValue[] {
+  return [bytes(lease.resource), bytes(lease.owner), lease.token];
+}
