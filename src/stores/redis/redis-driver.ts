@@ -2,6 +2,7 @@ import { loadDriver } from '../../core/load-driver.js';
 import type { RedisNode } from './redis-url.js';
 import { withDeadline as deadline } from '../../core/deadline.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { isNoScript } from './redis-errors.js';
 import type { Script } from './redis-ops.js';
 
 export type RedisArg = string | number;
@@ -125,10 +126,6 @@ export function sendScript(
       send(() => client.eval(script.lua, keys.length, ...keys, ...args), onError);
     },
   );
-}
-
-function isNoScript(error: unknown): boolean {
-  return String((error as Error | null)?.message).startsWith('NOSCRIPT');
 }
 
 const itself = (value: unknown): unknown => value;

@@ -44,3 +44,13 @@ export function mapRedisError(error: unknown, operation: string): LeaseError {
     { cause: error, retryable: permanent === undefined && !scriptBug },
   );
 }
+
+/** Whether a Redis error is WRONGTYPE: the key holds another type than the command reads. */
+export function isWrongType(error: unknown): boolean {
+  return /^WRONGTYPE/.test(error instanceof Error ? error.message : String(error));
+}
+
+/** Whether the server does not know a script by its SHA1 (NOSCRIPT): send it whole with EVAL. */
+export function isNoScript(error: unknown): boolean {
+  return String((error as Error | null)?.message).startsWith('NOSCRIPT');
+}
