@@ -85,3 +85,9 @@ export function isTooLarge(error: unknown): boolean {
   const message = (error as { message?: unknown } | null)?.message;
   return typeof message === 'string' && /larger than max/i.test(message);
 }
+
+/** The etcd user may not make this call (a permission-denied error of etcd3 or of gRPC). */
+export function isPermissionDenied(error: unknown): boolean {
+  const name = (error as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+  return name === 'EtcdPermissionDeniedError' || name === 'GRPCPermissionDeniedError';
+}

@@ -15,7 +15,7 @@ const RETRYABLE_STATES = new Set(['25006']);
  * Errors with a SQLSTATE come from the server; the rest (refused or reset connections, connect and
  * read timeouts, a pool that was ended) are transport failures and worth retrying.
  */
-export function mapPgError(error: unknown, operation: string, label: string): LeaseError {
+export function mapPostgresError(error: unknown, operation: string, label: string): LeaseError {
   if (error instanceof LeaseError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const sqlState = sqlStateOf(error);
@@ -72,4 +72,9 @@ function sqlStateOf(error: unknown): string | undefined {
 export function isMissingRelation(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === '42P01' || code === '3F000';
+}
+
+/** The role may not read what was asked (SQLSTATE 42501, insufficient_privilege). */
+export function isInsufficientPrivilege(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '42501';
 }

@@ -20,7 +20,7 @@ import {
 } from '../../core/store.js';
 import type { PgConnection, PgPool, PgPoolClient, PgQueryResult } from './postgres-driver.js';
 import { diagnosePostgres } from './postgres-doctor.js';
-import { isGroupRefusal, isInvalidRefusal, mapPgError } from './postgres-errors.js';
+import { isGroupRefusal, isInvalidRefusal, mapPostgresError } from './postgres-errors.js';
 import {
   resolvePostgresOptions,
   type PostgresStoreOptions,
@@ -458,7 +458,7 @@ export class PostgresStore extends StoreBase {
   }
 
   protected override mapError(error: unknown, operation: string): LeaseError {
-    return mapPgError(error, operation, this.options.label);
+    return mapPostgresError(error, operation, this.options.label);
   }
 
   private channelParam(): string[] {

@@ -54,3 +54,11 @@ export function isWrongType(error: unknown): boolean {
 export function isNoScript(error: unknown): boolean {
   return String((error as Error | null)?.message).startsWith('NOSCRIPT');
 }
+
+/**
+ * A reply error refusing a command, not a lost connection: ERR unknown command (CONFIG disabled
+ * or renamed), NOPERM (an ACL without it).
+ */
+export function isReplyRefusal(error: unknown): boolean {
+  return /^(ERR|NOPERM)\b/.test(error instanceof Error ? error.message : String(error));
+}
