@@ -131,3 +131,9 @@ function isBlank(kv: EtcdKeyValue): boolean {
     return false;
   }
 }
+
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
+export type EtcdUnwatch = Unwatch;

@@ -172,3 +172,9 @@ export class NatsWatch implements WatchSource {
     this.hub.deliver(event);
   }
 }
+
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
+export type NatsUnwatch = Unwatch;

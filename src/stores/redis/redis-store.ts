@@ -17,6 +17,7 @@ import {
   runScript,
   sendScript,
   withDeadline,
+  type NodeRedisClient,
   type RedisArg,
   type RedisClient,
 } from './redis-driver.js';
@@ -28,7 +29,7 @@ import { CallDeadlines } from '../../core/call-deadlines.js';
 import { isWrongType, mapRedisError } from './redis-errors.js';
 import { RedisKeys } from './redis-keys.js';
 import { listRange, mergePages } from './redis-list.js';
-import { fromNodeRedis, isNodeRedis, type NodeRedisClient } from './redis-node.js';
+import { fromNodeRedis, isNodeRedis } from './redis-node.js';
 import {
   resolveRedisOptions,
   type RedisStoreOptions,

@@ -201,3 +201,9 @@ export class ZkWatch implements WatchSource {
     this.retryTimer.unref();
   }
 }
+
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
+export type ZookeeperUnwatch = Unwatch;
