@@ -19,7 +19,6 @@ import {
 } from './mysql-driver.js';
 import { diagnoseMysql } from './mysql-doctor.js';
 import { isOutOfRange, mapMysqlError } from './mysql-errors.js';
-import { groupStatements, type GrantScript, type GroupStatements } from './mysql-group-ops.js';
 import {
   poolConfig,
   resolveMysqlOptions,
@@ -27,7 +26,14 @@ import {
   type MysqlStoreOptions,
   type ResolvedMysqlOptions,
 } from './mysql-options.js';
-import { ref, statements, type Statements } from './mysql-ops.js';
+import {
+  groupStatements,
+  ref,
+  statements,
+  type GrantScript,
+  type GroupStatements,
+  type Statements,
+} from './mysql-ops.js';
 import {
   batchOutcome,
   bytes,
@@ -57,7 +63,7 @@ export const BATCH_ROWS = 10_000;
  * and every grant returns the record's data in its one round trip (on MySQL, which has no
  * `RETURNING`, the single acquire is then two statements in one query rather than one prepared).
  * `acquireAll` (up to `LIMITS.groupMaxSize` members) and `acquireFirst` are one transaction in one
- * round trip each (mysql-group-ops.ts).
+ * round trip each (see `groupStatements` in mysql-ops.ts).
  */
 export class MysqlStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -290,7 +296,7 @@ export class MysqlStore extends StoreBase {
     return granted(resource, owner, row, ttlMs);
   }
 
-  /** Sends a grant script (mysql-group-ops.ts) and returns its answer rows; each grant's expiry corrects the clock estimate. */
+  /** Sends a grant script (`groupStatements`) and returns its answer rows; each grant's expiry corrects the clock estimate. */
   private async grantScript(
     script: GrantScript,
     json: Buffer,
