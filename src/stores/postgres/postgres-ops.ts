@@ -95,6 +95,8 @@ export function setupStatements(schema: string, table: string) {
   return {
     /** Serialises leasehold's schema changes across every process; released at commit. */
     lock: `SELECT pg_advisory_xact_lock(hashtext($1::text))`,
+    /** A row when the schema named `$1` exists. */
+    schemaExists: `SELECT 1 FROM pg_namespace WHERE nspname = $1::text`,
     createSchema: `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
     createMeta: `CREATE TABLE IF NOT EXISTS ${meta} (key text PRIMARY KEY, value bigint NOT NULL)`,
     readVersion: `SELECT value FROM ${meta} WHERE key = 'schema_version'`,

@@ -31,7 +31,7 @@ export async function migrate(pool: PgPool, target: SchemaTarget): Promise<void>
     await run('BEGIN');
     // One key per schema: tables created side by side in a new schema also create it once.
     await run(setup.lock, [`leasehold:${schema}`]);
-    const exists = await run('SELECT 1 FROM pg_namespace WHERE nspname = $1::text', [schema]);
+    const exists = await run(setup.schemaExists, [schema]);
     if (exists.rows.length === 0) await run(setup.createSchema);
     await run(setup.createMeta);
     const current = (await readVersion(() => run(setup.readVersion))) ?? 0;
