@@ -179,11 +179,13 @@ describe('the store template', () => {
           problems.push(`${store}/${file}: not named ${store}-<role or concern>.ts`);
           continue;
         }
-        // A concern is not a role under another spelling (`-records`, `-option`).
+        // A concern is not a role under another spelling (`-records`, `-option`, `-group-ops`).
         const concern = file.slice(store.length + 1, -'.ts'.length);
-        const near = FIXED_SUFFIXES.find(
-          (role) => role !== concern && (`${role}s` === concern || role === `${concern}s`),
-        );
+        const near = FIXED_SUFFIXES.find((role) => {
+          if (concern === role) return false;
+          const spellings = [role, `${role}s`, role.replace(/s$/, '')];
+          return spellings.some((name) => concern === name || concern.endsWith(`-${name}`));
+        });
         if (near) problems.push(`${store}/${file}: the ${near} role is ${store}-${near}.ts`);
       }
     }
