@@ -47,12 +47,8 @@ export {
   type DynamodbClient,
   type DynamodbSdkOption,
 } from './stores/dynamodb/index.js';
-export {
-  EtcdStore,
-  type EtcdStoreOptions,
-  type EtcdClient,
-  type EtcdUnwatch,
-} from './stores/etcd/index.js';
+export { EtcdStore, type EtcdStoreOptions, type EtcdClient } from './stores/etcd/index.js';
+export type { EtcdUnwatch } from './stores/etcd/etcd-watch.js';
 export {
   RedisStore,
   type RedisStoreOptions,
@@ -65,13 +61,10 @@ export {
   type NatsConnectionLike,
   type NatsKv,
   type NatsKvEntry,
-  type NatsUnwatch,
 } from './stores/nats/index.js';
-export {
-  ZookeeperStore,
-  type ZookeeperStoreOptions,
-  type ZookeeperUnwatch,
-} from './stores/zookeeper/index.js';
+export type { NatsUnwatch } from './stores/nats/nats-watch.js';
+export { ZookeeperStore, type ZookeeperStoreOptions } from './stores/zookeeper/index.js';
+export type { ZookeeperUnwatch } from './stores/zookeeper/zookeeper-watch.js';
 export {
   S3Store,
   type S3StoreOptions,

@@ -1,7 +1,25 @@
 import { ErrorCode, isLeaseError, LeaseError } from './errors.js';
+import type { Clock } from './time.js';
 
 /** The store used when neither a URL nor `LEASEHOLD_STORE` is given. */
 export const DEFAULT_STORE_URL = 'sqlite:./leasehold.db';
+
+/**
+ * What `openStore` hands every store's `open<Name>(url, options)` besides the URL; a store takes
+ * what applies to it and ignores the rest.
+ */
+export interface StoreOpenOptions {
+  /**
+   * Create the store's table or bucket when missing, for the stores that do not create it on
+   * first use (DynamoDB, S3). @default false
+   */
+  readonly create?: boolean;
+  /**
+   * Where "now" comes from, for the stores that judge expiry on the caller's clock (SQLite,
+   * DynamoDB, NATS KV, S3, memory). @default the system clock
+   */
+  readonly clock?: Clock;
+}
 
 /** A store URL split into its parts; `params` are the query parameters. */
 export interface StoreUrl {

@@ -3,7 +3,12 @@ import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
 import { checkKnownKeys, describe, optionKeys } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import type { Clock } from '../core/time.js';
-import { DEFAULT_STORE_URL, parseStoreUrl, type StoreUrl } from '../core/store-url.js';
+import {
+  DEFAULT_STORE_URL,
+  parseStoreUrl,
+  type StoreOpenOptions,
+  type StoreUrl,
+} from '../core/store-url.js';
 
 /** How `openStore` opens the store a URL names. */
 export interface OpenStoreOptions {
@@ -33,25 +38,35 @@ const OPEN_KEYS = optionKeys<OpenStoreOptions>({
   clock: true,
 });
 
-type Opener = (url: StoreUrl, options: OpenStoreOptions) => Promise<LeaseStore & AsyncDisposable>;
+type Opener = (url: StoreUrl, options: StoreOpenOptions) => Promise<LeaseStore & AsyncDisposable>;
 
-// Each store (and its driver) is loaded only when a URL names it.
+// Each store (and its driver) is loaded only when a URL names it. Every store folder's open.ts
+// exports one `open<Name>(url, options)` of the same shape.
 const openers = new Map<string, Opener>([
   ['memory', async (url, options) => (await import('./memory/open.js')).openMemory(url, options)],
   ['sqlite', async (url, options) => (await import('./sqlite/open.js')).openSqlite(url, options)],
-  ['postgres', async (url) => (await import('./postgres/open.js')).openPostgres(url)],
-  ['postgresql', async (url) => (await import('./postgres/open.js')).openPostgres(url)],
-  ['mysql', async (url) => (await import('./mysql/open.js')).openMysql(url)],
-  ['mariadb', async (url) => (await import('./mysql/open.js')).openMysql(url)],
-  ['redis', async (url) => (await import('./redis/open.js')).openRedis(url)],
-  ['rediss', async (url) => (await import('./redis/open.js')).openRedis(url)],
+  [
+    'postgres',
+    async (url, options) => (await import('./postgres/open.js')).openPostgres(url, options),
+  ],
+  [
+    'postgresql',
+    async (url, options) => (await import('./postgres/open.js')).openPostgres(url, options),
+  ],
+  ['mysql', async (url, options) => (await import('./mysql/open.js')).openMysql(url, options)],
+  ['mariadb', async (url, options) => (await import('./mysql/open.js')).openMysql(url, options)],
+  ['redis', async (url, options) => (await import('./redis/open.js')).openRedis(url, options)],
+  ['rediss', async (url, options) => (await import('./redis/open.js')).openRedis(url, options)],
   [
     'dynamodb',
     async (url, options) => (await import('./dynamodb/open.js')).openDynamodb(url, options),
   ],
-  ['etcd', async (url) => (await import('./etcd/open.js')).openEtcd(url)],
+  ['etcd', async (url, options) => (await import('./etcd/open.js')).openEtcd(url, options)],
   ['nats', async (url, options) => (await import('./nats/open.js')).openNats(url, options)],
-  ['zookeeper', async (url) => (await import('./zookeeper/open.js')).openZookeeper(url)],
+  [
+    'zookeeper',
+    async (url, options) => (await import('./zookeeper/open.js')).openZookeeper(url, options),
+  ],
   ['s3', async (url, options) => (await import('./s3/open.js')).openS3(url, options)],
 ]);
 

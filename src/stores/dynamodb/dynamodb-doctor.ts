@@ -5,6 +5,7 @@ import {
   type Diagnosis,
   type Finding,
 } from '../../core/doctor.js';
+import { isAccessDenied } from './dynamodb-errors.js';
 
 findingIds('dynamodb.global-table');
 
@@ -36,7 +37,7 @@ export async function diagnoseDynamodb(
   try {
     description = ((await describe()) as { Table?: TableReplication }).Table ?? {};
   } catch (error) {
-    if ((error as { name?: unknown } | null)?.name !== 'AccessDeniedException') throw error;
+    if (!isAccessDenied(error)) throw error;
     return { findings: [unread(table, (error as Error).message)], checked };
   }
   const replicas = description.Replicas ?? [];

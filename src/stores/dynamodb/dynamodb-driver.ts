@@ -1,3 +1,4 @@
+import { invalidArgument } from '../../core/errors.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { isLoopback, type DynamodbConnectOptions } from './dynamodb-options.js';
 
@@ -34,6 +35,38 @@ export const SDK_PACKAGE = '@aws-sdk/client-dynamodb';
 
 export function loadSdk(): Promise<DynamodbModule> {
   return loadDriver<DynamodbModule>(SDK_PACKAGE, 'dynamodb');
+}
+
+/** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
+export interface DynamodbSdkOption {
+  /**
+   * The `@aws-sdk/client-dynamodb` module, imported by you (`await import(…)` or a static
+   * import), used instead of loading it by name.
+   */
+  sdk?: object;
+}
+
+const SDK_CLASSES = [
+  'DynamoDBClient',
+  'UpdateItemCommand',
+  'GetItemCommand',
+  'ScanCommand',
+  'DescribeTableCommand',
+  'CreateTableCommand',
+] as const;
+
+/** The SDK module a caller passed, checked for what the store uses, or the one loaded by name. */
+export async function sdkOf(given: object | undefined): Promise<DynamodbModule> {
+  if (given === undefined) return loadSdk();
+  const missing = SDK_CLASSES.filter(
+    (name) => typeof (given as Record<string, unknown>)[name] !== 'function',
+  );
+  if (missing.length > 0)
+    throw invalidArgument(
+      'sdk',
+      `must be the @aws-sdk/client-dynamodb module; it has no ${missing.join(', ')}`,
+    );
+  return given as DynamodbModule;
 }
 
 /** What an attempt of the SDK may take: a third of the call's deadline, so it can retry twice. */

@@ -128,3 +128,16 @@ export function wasRetried(error: unknown): boolean {
   const attempts = (error as { $metadata?: { attempts?: unknown } } | null)?.$metadata?.attempts;
   return typeof attempts === 'number' && attempts > 1;
 }
+
+/** What an endpoint answers a request whose signature it cannot check (not a wrong secret). */
+export const SIGNATURE_REFUSED = new Set([
+  'IncompleteSignatureException',
+  'MissingAuthenticationTokenException',
+  'InvalidSignatureException',
+  'SignatureDoesNotMatch',
+]);
+
+/** The caller's credentials may not make this request (AccessDeniedException). */
+export function isAccessDenied(error: unknown): boolean {
+  return (error as { name?: unknown } | null)?.name === 'AccessDeniedException';
+}

@@ -16,10 +16,11 @@ import { runInOrder } from '../../core/run-in-order.js';
 import {
   attemptTimeoutMs,
   createClient,
-  loadSdk,
+  sdkOf,
   type DynamodbClient,
   type DynamodbCommand,
   type DynamodbModule,
+  type DynamodbSdkOption,
   type Item,
 } from './dynamodb-driver.js';
 import { diagnoseDynamodb } from './dynamodb-doctor.js';
@@ -27,6 +28,7 @@ import {
   conditionItem,
   isConditionFailed,
   mapDynamodbError,
+  SIGNATURE_REFUSED,
   wasRetried,
 } from './dynamodb-errors.js';
 import {
@@ -61,38 +63,6 @@ import {
 import { DynamodbWire, type WireOperation } from './dynamodb-wire.js';
 import { redactEndpoint } from '../../core/store-url.js';
 import { parseDynamodbUrl, type DynamodbTarget } from './dynamodb-url.js';
-
-/** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
-export interface DynamodbSdkOption {
-  /**
-   * The `@aws-sdk/client-dynamodb` module, imported by you (`await import(…)` or a static
-   * import), used instead of loading it by name.
-   */
-  sdk?: object;
-}
-
-const SDK_CLASSES = [
-  'DynamoDBClient',
-  'UpdateItemCommand',
-  'GetItemCommand',
-  'ScanCommand',
-  'DescribeTableCommand',
-  'CreateTableCommand',
-] as const;
-
-/** The SDK module a caller passed, checked for what the store uses, or the one loaded by name. */
-async function sdkOf(given: object | undefined): Promise<DynamodbModule> {
-  if (given === undefined) return loadSdk();
-  const missing = SDK_CLASSES.filter(
-    (name) => typeof (given as Record<string, unknown>)[name] !== 'function',
-  );
-  if (missing.length > 0)
-    throw invalidArgument(
-      'sdk',
-      `must be the @aws-sdk/client-dynamodb module; it has no ${missing.join(', ')}`,
-    );
-  return given as DynamodbModule;
-}
 
 /**
  * Leases in a DynamoDB table (partition key `resource`, String; no sort key), one item per
@@ -597,11 +567,3 @@ export class DynamodbStore extends StoreBase {
 function first(records: LeaseRecord[], limit: number): LeaseRecord[] {
   return records.sort((a, b) => compareResources(a.resource, b.resource)).slice(0, limit);
 }
-
-/** What an endpoint answers a request whose signature it cannot check (not a wrong secret). */
-const SIGNATURE_REFUSED = new Set([
-  'IncompleteSignatureException',
-  'MissingAuthenticationTokenException',
-  'InvalidSignatureException',
-  'SignatureDoesNotMatch',
-]);

@@ -1,5 +1,4 @@
-import type { StoreUrl } from '../../core/store-url.js';
-import type { Clock } from '../../core/time.js';
+import type { StoreOpenOptions, StoreUrl } from '../../core/store-url.js';
 import { DynamodbStore } from './dynamodb-store.js';
 import { parseDynamodbUrl } from './dynamodb-url.js';
 
@@ -10,7 +9,7 @@ import { parseDynamodbUrl } from './dynamodb-url.js';
  */
 export async function openDynamodb(
   url: StoreUrl,
-  options: { create?: boolean; clock?: Clock } = {},
+  options: StoreOpenOptions = {},
 ): Promise<DynamodbStore> {
   const target = parseDynamodbUrl(url);
   if (options.create) target.store.createTable = true;

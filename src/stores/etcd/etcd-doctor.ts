@@ -8,6 +8,7 @@ import {
 } from '../../core/doctor.js';
 import { plural, quorumFindings } from '../../core/quorum-findings.js';
 import type { EtcdClient, EtcdMember } from './etcd-driver.js';
+import { isPermissionDenied } from './etcd-errors.js';
 
 findingIds('etcd.single-member', 'etcd.even-members', 'etcd.members-unread');
 
@@ -77,9 +78,4 @@ function unread(observed: string): Finding {
     'the member count was not read: with one member, or an even count, a failure costs more than it need',
     `check by hand with ${LOOK}; or let this etcd user run MemberList`,
   );
-}
-
-function isPermissionDenied(error: unknown): boolean {
-  const name = (error as { constructor?: { name?: unknown } } | null)?.constructor?.name;
-  return name === 'EtcdPermissionDeniedError' || name === 'GRPCPermissionDeniedError';
 }

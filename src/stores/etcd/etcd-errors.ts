@@ -75,3 +75,19 @@ export function isUnreachable(error: unknown): boolean {
   };
   return kind?.name === 'GRPCUnavailableError' || code === 14;
 }
+
+/**
+ * Whether gRPC refused an answer for being over the client's receive limit ("Received message
+ * larger than max"). Not every RESOURCE_EXHAUSTED: etcd's "too many requests" is one too, and
+ * fewer keys a page would not help it.
+ */
+export function isTooLarge(error: unknown): boolean {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && /larger than max/i.test(message);
+}
+
+/** The etcd user may not make this call (a permission-denied error of etcd3 or of gRPC). */
+export function isPermissionDenied(error: unknown): boolean {
+  const name = (error as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+  return name === 'EtcdPermissionDeniedError' || name === 'GRPCPermissionDeniedError';
+}

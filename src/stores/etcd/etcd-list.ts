@@ -1,6 +1,8 @@
 import type { LeaseRecord } from '../../core/lease.js';
 import type { EtcdKeyValue } from './etcd-driver.js';
-import { KIND, recordOf, type EtcdKeys, type ResourceKvs } from './etcd-keys.js';
+import { KIND, type EtcdKeys } from './etcd-keys.js';
+import { isTooLarge } from './etcd-errors.js';
+import { recordOf, type ResourceKvs } from './etcd-record.js';
 import type { EtcdRpc } from './etcd-rpc.js';
 
 /** Keys read per `list` page at most (each resource has two to four). */
@@ -16,16 +18,6 @@ const PAGE_KEYS_MIN = 16;
  * keys, and later lists of that client start from what fitted.
  */
 const fitting = new WeakMap<EtcdRpc, number>();
-
-/**
- * Whether gRPC refused an answer for being over the client's receive limit ("Received message
- * larger than max"). Not every RESOURCE_EXHAUSTED: etcd's "too many requests" is one too, and
- * fewer keys a page would not help it.
- */
-function tooLarge(error: unknown): boolean {
-  const message = (error as { message?: unknown } | null)?.message;
-  return typeof message === 'string' && /larger than max/i.test(message);
-}
 
 /**
  * The first `limit` records of resources starting with `prefix` and sorting after `after` ('' for
@@ -60,7 +52,7 @@ export async function listRecords(
     try {
       response = await rpc.range({ key: from, range_end: end, limit: page, revision });
     } catch (error) {
-      if (!tooLarge(error) || page <= PAGE_KEYS_MIN) throw error;
+      if (!isTooLarge(error) || page <= PAGE_KEYS_MIN) throw error;
       fitting.set(rpc, Math.max(PAGE_KEYS_MIN, Math.floor(page / 2)));
       continue; // the same range again, fewer keys at a time
     }

@@ -1,6 +1,5 @@
 import type { LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
-import { decodeEtcdData, encodeEtcdData } from './etcd-data.js';
 import type {
   EtcdCompare,
   EtcdKeyValue,
@@ -8,7 +7,10 @@ import type {
   EtcdTxnRequest,
   EtcdTxnResponse,
 } from './etcd-driver.js';
+import type { ResourceKeys } from './etcd-keys.js';
 import {
+  decodeEtcdData,
+  encodeEtcdData,
   encodeRecord,
   encodeToken,
   ownerBytes,
@@ -16,9 +18,8 @@ import {
   RELEASED,
   safeCount,
   writtenWith,
-  type ResourceKeys,
   type ResourceKvs,
-} from './etcd-keys.js';
+} from './etcd-record.js';
 
 /*
  * The transactions behind each transition (see etcd-keys.ts for the keys). Each is one atomic

@@ -6,7 +6,8 @@ import type {
   EtcdTxnRequest,
   EtcdTxnResponse,
 } from './etcd-driver.js';
-import { checkTokenKey, type ResourceKeys } from './etcd-keys.js';
+import type { ResourceKeys } from './etcd-keys.js';
+import { checkTokenKey } from './etcd-record.js';
 
 /*
  * An acquire decides "free" by the hold key being on no etcd lease and takes its token from the

@@ -14,7 +14,8 @@ import type { EtcdClient, EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.
 import { connectEtcd } from './etcd-connect.js';
 import { diagnoseEtcd } from './etcd-doctor.js';
 import { mapEtcdError } from './etcd-errors.js';
-import { EtcdKeys, recordOf, type ResourceKeys } from './etcd-keys.js';
+import { EtcdKeys, type ResourceKeys } from './etcd-keys.js';
+import { recordOf } from './etcd-record.js';
 import { byKind, listRecords } from './etcd-list.js';
 import { OwnerLeases, type OwnerLease } from './etcd-leases.js';
 import { sendNested } from './etcd-batch.js';

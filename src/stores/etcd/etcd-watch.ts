@@ -8,7 +8,8 @@ import {
 } from '../../core/watch-hub.js';
 import type { EtcdClient, EtcdKeyValue, EtcdWatchResponse, EtcdWatcher } from './etcd-driver.js';
 import { mapEtcdError } from './etcd-errors.js';
-import { decodeRecord, KIND, type EtcdKeys } from './etcd-keys.js';
+import { KIND, type EtcdKeys } from './etcd-keys.js';
+import { decodeRecord } from './etcd-record.js';
 
 /**
  * Lease events from one etcd watch over the store's whole key prefix, made on the first `watch`
@@ -130,3 +131,9 @@ function isBlank(kv: EtcdKeyValue): boolean {
     return false;
   }
 }
+
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
+export type EtcdUnwatch = Unwatch;

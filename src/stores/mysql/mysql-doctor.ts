@@ -5,6 +5,7 @@ import {
   type Diagnosis,
   type Finding,
 } from '../../core/doctor.js';
+import { isAccessDenied, isParseError } from './mysql-errors.js';
 
 findingIds(
   'mysql.flush-log-at-trx-commit',
@@ -246,11 +247,10 @@ async function tryRead(read: MysqlRead, statements: readonly string[]): Promise<
     try {
       return { statement, rows: await read(statement) };
     } catch (error) {
-      const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-      const name = typeof code === 'string' ? code : '';
-      if (/ACCESS_DENIED/.test(name)) return { statement, denied: String(message) };
+      const { message } = (error ?? {}) as { message?: unknown };
+      if (isAccessDenied(error)) return { statement, denied: String(message) };
       // An older server without the newer statement: try the older one.
-      if (name === 'ER_PARSE_ERROR' && i + 1 < statements.length) continue;
+      if (isParseError(error) && i + 1 < statements.length) continue;
       throw error;
     }
   }

@@ -38,6 +38,33 @@ export function isOutOfRange(error: unknown): boolean {
   return (error as DriverError | null)?.code === 'ER_DATA_OUT_OF_RANGE';
 }
 
+/** The table read is missing (ER_NO_SUCH_TABLE): not set up yet. */
+export function isNoSuchTable(error: unknown): boolean {
+  return (error as DriverError | null)?.code === 'ER_NO_SUCH_TABLE';
+}
+
+/**
+ * The server did not understand the statement (ER_PARSE_ERROR): two statements sent in one over
+ * a pool without `multipleStatements`, or a statement newer than the server.
+ */
+export function isParseError(error: unknown): boolean {
+  return (error as DriverError | null)?.code === 'ER_PARSE_ERROR';
+}
+
+/** A refusal for want of a privilege (ER_ACCESS_DENIED_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR, …). */
+export function isAccessDenied(error: unknown): boolean {
+  const code = (error as DriverError | null)?.code;
+  return typeof code === 'string' && /ACCESS_DENIED/.test(code);
+}
+
+/**
+ * What a migration step that already ran fails with (an upgrade cut short before its version was
+ * written): the column it adds is there (ER_DUP_FIELDNAME).
+ */
+export function isAlreadyDone(error: unknown): boolean {
+  return (error as DriverError | null)?.code === 'ER_DUP_FIELDNAME';
+}
+
 interface DriverError {
   code?: unknown;
   errno?: unknown;

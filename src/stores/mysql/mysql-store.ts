@@ -1,10 +1,8 @@
 import { loadMysql2 } from './mysql-driver.js';
-import { stepsToRun } from '../../core/migrations.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { LIMITS } from '../../core/options.js';
-import { recordExpiresAt, recordOwner, recordToken } from '../../core/record-check.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
 import { yieldToLoop } from '../../core/time.js';
@@ -21,7 +19,6 @@ import {
 } from './mysql-driver.js';
 import { diagnoseMysql } from './mysql-doctor.js';
 import { isOutOfRange, mapMysqlError } from './mysql-errors.js';
-import { groupStatements, type GrantScript, type GroupStatements } from './mysql-group-ops.js';
 import {
   poolConfig,
   resolveMysqlOptions,
@@ -30,21 +27,25 @@ import {
   type ResolvedMysqlOptions,
 } from './mysql-options.js';
 import {
-  ALREADY_DONE,
-  metaTable,
-  migrations,
-  SCHEMA_VERSION,
+  groupStatements,
+  ref,
   statements,
+  type GrantScript,
+  type GroupStatements,
   type Statements,
 } from './mysql-ops.js';
-
-interface Row {
-  resource: unknown;
-  owner: unknown;
-  token: unknown;
-  expires_at: unknown;
-  data?: unknown;
-}
+import {
+  batchOutcome,
+  bytes,
+  dataOf,
+  granted,
+  int,
+  stored,
+  toRecord,
+  type GrantRow,
+  type Row,
+} from './mysql-record.js';
+import { migrate } from './mysql-schema.js';
 
 /**
  * Leases per batch statement. A longer `renewMany`/`releaseMany` goes as several statements, one
@@ -62,7 +63,7 @@ export const BATCH_ROWS = 10_000;
  * and every grant returns the record's data in its one round trip (on MySQL, which has no
  * `RETURNING`, the single acquire is then two statements in one query rather than one prepared).
  * `acquireAll` (up to `LIMITS.groupMaxSize` members) and `acquireFirst` are one transaction in one
- * round trip each (mysql-group-ops.ts).
+ * round trip each (see `groupStatements` in mysql-ops.ts).
  */
 export class MysqlStore extends StoreBase {
   readonly capabilities: StoreCapabilities = Object.freeze({
@@ -226,7 +227,7 @@ export class MysqlStore extends StoreBase {
     const results = await this.call((c) => c.query(q(this.sql.invalid), [json]));
     const row = ((results as unknown[])[1] as Row[])[0];
     if (!row) throw error;
-    const { resource, token } = record({ ...row, data: null }); // RECORD_INVALID when corrupt
+    const { resource, token } = toRecord({ ...row, data: null }); // RECORD_INVALID when corrupt
     throw new LeaseError(
       ErrorCode.STORE_UNAVAILABLE,
       `MySQL cannot grant ${JSON.stringify(resource)} on ${this.where}: its token is ${token}, and the next, ${2n ** 53n}, would be past 2^53 − 1`,
@@ -249,26 +250,7 @@ export class MysqlStore extends StoreBase {
     const rows = (results as unknown[])[3] as (Omit<Row, 'resource'> & { i: unknown })[];
     await inTurns(rows, (row) => {
       const position = batch.positions[int(row.i, 'batch row') - 1]!;
-      const resource = resources[position]!;
-      // A negative expires_at marks a grant of this transaction (see mysql-ops.ts); a record
-      // that was so already failed the batch.
-      const mark = int(row.expires_at, 'expires_at');
-      outcomes[position] =
-        mark < 0
-          ? {
-              resource,
-              lease: withData(
-                {
-                  resource,
-                  owner,
-                  token: recordToken(resource, row.token),
-                  expiresAt: -mark,
-                  ttlMs,
-                },
-                dataOf(row.data, resource),
-              ),
-            }
-          : { resource, lease: null, holder: record({ ...row, resource, data: null }) };
+      outcomes[position] = batchOutcome(resources[position]!, owner, ttlMs, row);
     });
     return outcomes;
   }
@@ -314,7 +296,7 @@ export class MysqlStore extends StoreBase {
     return granted(resource, owner, row, ttlMs);
   }
 
-  /** Sends a grant script (mysql-group-ops.ts) and returns its answer rows; each grant's expiry corrects the clock estimate. */
+  /** Sends a grant script (`groupStatements`) and returns its answer rows; each grant's expiry corrects the clock estimate. */
   private async grantScript(
     script: GrantScript,
     json: Buffer,
@@ -423,7 +405,7 @@ export class MysqlStore extends StoreBase {
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
     const rows = (await this.call((c) => c.execute(q(this.sql.get), [bytes(resource)]))) as Row[];
-    return rows[0] ? record(rows[0]) : null;
+    return rows[0] ? toRecord(rows[0]) : null;
   }
 
   protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
@@ -437,7 +419,7 @@ export class MysqlStore extends StoreBase {
         : c.execute(q(this.sql.listFrom), [from, bytes(after), limit]),
     )) as Row[];
     const records: LeaseRecord[] = [];
-    await inTurns(rows, (row) => records.push(record(row)));
+    await inTurns(rows, (row) => records.push(toRecord(row)));
     return records;
   }
 
@@ -465,8 +447,9 @@ export class MysqlStore extends StoreBase {
   }
 
   private ensureSchema(): Promise<void> {
-    this.ready ??= this.migrate().then(
-      () => {
+    this.ready ??= migrate(this.pool, this.options, this.sql).then(
+      (returning) => {
+        this.returning = returning;
         this.migrated = true;
       },
       (error: unknown) => {
@@ -475,87 +458,6 @@ export class MysqlStore extends StoreBase {
       },
     );
     return this.ready;
-  }
-
-  /**
-   * Reads the schema version and, unless it is current, creates or upgrades the tables under a
-   * named lock so racing processes migrate once. The usual case is one round trip.
-   */
-  private async migrate(): Promise<void> {
-    const { table, queryTimeoutMs } = this.options;
-    await withConnection(this.pool, this.options, async (c) => {
-      // Two statements in one: fails with a parse error unless the pool allows multi-statements.
-      const first = await readVersion(c, `${this.sql.flavor}; ${this.sql.readVersion}`, 1);
-      let current = first.version;
-      this.returning = first.mariadb ?? (await isMariadb(c, this.sql.flavor));
-      if (current === SCHEMA_VERSION) return;
-      const waitSeconds = Math.max(0, Math.floor(queryTimeoutMs / 2) / 1000);
-      const [locked] = (await c.query(q(this.sql.lockName), [bytes(table), waitSeconds])) as [
-        { got: unknown }[],
-        unknown,
-      ];
-      if (Number(locked[0]?.got) !== 1) {
-        throw new LeaseError(
-          ErrorCode.STORE_UNAVAILABLE,
-          `init: another process is creating or upgrading table ${table}; try again`,
-        );
-      }
-      try {
-        await c.query(q(metaTable(table)));
-        current = (await readVersion(c, this.sql.readVersion, 0)).version;
-        const steps = stepsToRun(`table ${table}`, current, SCHEMA_VERSION, migrations(table));
-        for (const sql of steps) await step(c, sql);
-        if (current !== SCHEMA_VERSION) {
-          await c.query(q(this.sql.writeVersion), [SCHEMA_VERSION, SCHEMA_VERSION]);
-        }
-      } finally {
-        await c.query(q(this.sql.unlock), [bytes(table)]);
-      }
-    });
-  }
-}
-
-/**
- * The version in `<table>_meta`, 0 when the table or the row is missing; with `index` 1, the
- * server's flavor too (the first statement's answer), unless the meta table is missing.
- */
-async function readVersion(
-  c: MysqlConnection,
-  sql: string,
-  index: number,
-): Promise<{ version: number; mariadb?: boolean }> {
-  try {
-    const [results] = await c.query(q(sql));
-    const rows = (index === 0 ? results : (results as unknown[])[index]) as { value: unknown }[];
-    const version = rows[0] ? int(rows[0].value, 'schema version') : 0;
-    if (index === 0) return { version };
-    const flavor = (results as { mariadb: unknown }[][])[0]![0]!;
-    return { version, mariadb: Number(flavor.mariadb) === 1 };
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ER_NO_SUCH_TABLE') return { version: 0 };
-    if (code === 'ER_PARSE_ERROR' && index > 0) {
-      throw new LeaseError(
-        ErrorCode.INVALID_ARGUMENT,
-        'the mysql2 pool must be created with multipleStatements: true (leasehold sends the statements of one transition in one round trip)',
-        { cause: error },
-      );
-    }
-    throw error;
-  }
-}
-
-async function isMariadb(c: MysqlConnection, sql: string): Promise<boolean> {
-  const [rows] = await c.query(q(sql));
-  return Number((rows as { mariadb: unknown }[])[0]?.mariadb) === 1;
-}
-
-/** Runs one migration step; one that already ran (cut short before its version was written) is done. */
-async function step(c: MysqlConnection, sql: string): Promise<void> {
-  try {
-    await c.query(q(sql));
-  } catch (error) {
-    if (!ALREADY_DONE.has(String((error as { code?: unknown }).code))) throw error;
   }
 }
 
@@ -572,84 +474,6 @@ async function inTurns<R>(rows: readonly R[], fn: (row: R) => unknown): Promise<
     const end = Math.min(rows.length, start + ROWS_PER_TURN);
     for (let i = start; i < end; i++) fn(rows[i]!);
   }
-}
-
-function bytes(text: string): Buffer {
-  return Buffer.from(text, 'utf8');
-}
-
-function text(value: unknown): string {
-  return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
-}
-
-/** A BIGINT from the server as a number; mysql2 gives a string once it exceeds 2^53. */
-function int(value: unknown, what: string): number {
-  const n = typeof value === 'number' ? value : Number(value);
-  if (!Number.isSafeInteger(n)) {
-    throw new LeaseError(
-      ErrorCode.STORE_UNAVAILABLE,
-      `the server returned ${String(value)} as ${what}, not a safe integer`,
-      { retryable: false },
-    );
-  }
-  return n;
-}
-
-/**
- * A row of the lease table as a record. One leasehold did not write (a token that is no positive
- * safe integer, a negative or huge expiry, an owner whose text is over `LIMITS.ownerMaxBytes`) is
- * `RECORD_INVALID`.
- */
-function record(row: Row): LeaseRecord {
-  const resource = text(row.resource);
-  return withData(
-    {
-      resource,
-      owner: recordOwner(resource, text(row.owner)),
-      token: recordToken(resource, row.token),
-      expiresAt: recordExpiresAt(resource, row.expires_at),
-    },
-    dataOf(row.data, resource),
-  );
-}
-
-/** The `data` column as lease data: `NULL` (and a record from before lease data) is none. */
-function dataOf(value: unknown, resource: string): LeaseData | null {
-  if (value === null || value === undefined) return null;
-  return decodeData(text(value), resource);
-}
-
-/** Lease data as the `data` column keeps it: `encodeData`'s form in UTF-8 bytes, or `NULL`. */
-function stored(data: LeaseData | null): Buffer | null {
-  const encoded = encodeData(data);
-  return encoded === null ? null : bytes(encoded);
-}
-
-/** A lease's compare-and-set params: resource, owner, token. */
-function ref(lease: LeaseRef): SqlValue[] {
-  return [bytes(lease.resource), bytes(lease.owner), lease.token];
-}
-
-/** A row of a grant script's answer. */
-interface GrantRow {
-  i?: unknown;
-  p?: unknown;
-  token: unknown;
-  expires_at: unknown;
-  data: unknown;
-}
-
-function granted(resource: string, owner: string, row: GrantRow, ttlMs: number): Lease {
-  return withData(
-    {
-      resource,
-      owner,
-      token: int(row.token, 'token'),
-      expiresAt: int(row.expires_at, 'expires_at'),
-      ttlMs,
-    },
-    dataOf(row.data, resource),
-  );
 }
 
 function unexpected(what: string): LeaseError {

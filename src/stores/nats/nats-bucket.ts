@@ -1,8 +1,7 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { NatsKv, NatsKvm } from './nats-driver.js';
-
-/** How a missing bucket is made: one value per key, on disk, values never expire. */
-export const BUCKET_CONFIG = Object.freeze({ history: 1, storage: 'file' });
+import { isStreamTaken } from './nats-errors.js';
+import { BUCKET_CONFIG } from './nats-ops.js';
 
 /**
  * Opens the bucket, creating it when missing if `create`, and checks that it keeps what fencing
@@ -35,8 +34,7 @@ async function createOrOpen(kvm: NatsKvm, bucket: string): Promise<NatsKv> {
   try {
     return await kvm.create(bucket, { ...BUCKET_CONFIG });
   } catch (error) {
-    if (!/subjects overlap|already in use/i.test(String((error as Error | null)?.message)))
-      throw error;
+    if (!isStreamTaken(error)) throw error;
     return kvm.open(bucket);
   }
 }

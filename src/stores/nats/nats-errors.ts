@@ -27,6 +27,28 @@ export function isConflict(error: unknown): boolean {
   );
 }
 
+/**
+ * The server refused a publish (`-ERR Permissions Violation for Publish`), as the connection's
+ * status events report it, naming the subject.
+ */
+export function isPublishRefusal(error: unknown): error is Error & { subject: string } {
+  const e = error as { name?: unknown; operation?: unknown; subject?: unknown } | undefined;
+  return (
+    e?.name === 'PermissionViolationError' &&
+    e.operation === 'publish' &&
+    typeof e.subject === 'string'
+  );
+}
+
+/**
+ * The server refused to create a bucket's stream because one is there already: created by
+ * another process or store at the same moment ("subjects overlap with an existing stream", or the
+ * name already in use with another configuration).
+ */
+export function isStreamTaken(error: unknown): boolean {
+  return /subjects overlap|already in use/i.test(String((error as Error | null)?.message));
+}
+
 /** Errors that repeating the call cannot fix, by driver error name, with what to do. */
 const PERMANENT: Readonly<Record<string, string>> = {
   AuthorizationError: 'the server refused the credentials',

@@ -4,10 +4,8 @@ import type {
   NatsMsgLike,
   NatsStatusLike,
 } from './nats-driver.js';
-import { isConflict } from './nats-errors.js';
-
-/** The header that makes a JetStream publish conditional on the subject's last revision. */
-const EXPECTED_REVISION = 'Nats-Expected-Last-Subject-Sequence';
+import { isConflict, isPublishRefusal } from './nats-errors.js';
+import { conditionOn } from './nats-ops.js';
 
 /**
  * How one conditional write ended: `error` when it got no usable answer (none in time, no
@@ -88,8 +86,7 @@ export class NatsPublisher {
     try {
       if (this.closedError) throw this.closedError;
       this.subscribe();
-      const headers = this.transport.headers();
-      headers.set(EXPECTED_REVISION, String(previousSeq));
+      const headers = conditionOn(this.transport, previousSeq);
       const n = ++this.sent;
       const subject = this.subjectPrefix + key;
       // Sends first: a connection that refuses it throws before anything waits for an answer.
@@ -223,15 +220,6 @@ function answerWith(answer: WriteAnswer, msg: NatsMsgLike): void {
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1)
     return answer(named('JetStreamError', 'an acknowledgement without a revision'), null);
   answer(undefined, seq);
-}
-
-function isPublishRefusal(error: unknown): error is Error & { subject: string } {
-  const e = error as { name?: unknown; operation?: unknown; subject?: unknown } | undefined;
-  return (
-    e?.name === 'PermissionViolationError' &&
-    e.operation === 'publish' &&
-    typeof e.subject === 'string'
-  );
 }
 
 function named(name: string, message: string): Error {

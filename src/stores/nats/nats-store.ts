@@ -23,7 +23,8 @@ import {
 } from './nats-driver.js';
 import { mapNatsError } from './nats-errors.js';
 import { filterOf, resourceOf } from './nats-keys.js';
-import { decodeEntry } from './nats-ops.js';
+import { editPrefix } from './nats-ops.js';
+import { decodeEntry } from './nats-record.js';
 import {
   resolveNatsOptions,
   type NatsStoreOptions,
@@ -55,7 +56,7 @@ const LOOK_BY_READS_MAX = 16;
  *   write whose answer was lost), the record is read and the write made only if owner and token
  *   are still the lease's: a renew whose first attempt landed although its answer was lost
  *   succeeds when retried. Release keeps the key, its token and its data.
- * - **lease data** (`capabilities.data`) is a member of the value (see nats-ops.ts). A value is
+ * - **lease data** (`capabilities.data`) is a member of the value (see nats-record.ts). A value is
  *   written whole, so every renew and release rewrites it, carrying the data of the revision the
  *   write is conditioned on, unchanged (this store remembers it with its last write; it never
  *   comes from the caller); a grant carries the data of the revision it read. So the data rides
@@ -410,10 +411,4 @@ function noAnswer(operation: string, bucket: string, ms: number): LeaseError {
     ErrorCode.STORE_UNAVAILABLE,
     `NATS KV ${operation} on bucket "${bucket}" failed: no answer within ${ms} ms (is the server paused or unreachable? a write may still take effect)`,
   );
-}
-
-/** What the bucket's handle puts before a key to write it: `$KV.<bucket>.` for a plain bucket. */
-function editPrefix(kv: NatsKv): string {
-  const probe = 'k';
-  return kv.subjectForKey(probe, true).slice(0, -probe.length);
 }

@@ -5,7 +5,13 @@ import { KeyedQueue } from '../../core/keyed-queue.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import type { NatsKv, NatsKvEntry } from './nats-driver.js';
 import { keyOf } from './nats-keys.js';
-import { decodeEntry, encodeRecord, newNonce, nextToken, type StoredRecord } from './nats-ops.js';
+import {
+  decodeEntry,
+  encodeRecord,
+  newNonce,
+  nextToken,
+  type StoredRecord,
+} from './nats-record.js';
 import type { ResolvedNatsOptions } from './nats-options.js';
 import type { NatsPublisher } from './nats-publish.js';
 import { OwnWrites, type KnownWrite } from './nats-writes.js';

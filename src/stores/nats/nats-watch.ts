@@ -10,7 +10,7 @@ import {
 import type { NatsKv, NatsKvEntry, NatsKvIterator } from './nats-driver.js';
 import { mapNatsError } from './nats-errors.js';
 import { resourceOf } from './nats-keys.js';
-import { decodeEntry } from './nats-ops.js';
+import { decodeEntry } from './nats-record.js';
 
 /** What the watch knows of a held record: enough to tell a renewal from a new grant, and when it lapses. */
 interface Held {
@@ -172,3 +172,9 @@ export class NatsWatch implements WatchSource {
     this.hub.deliver(event);
   }
 }
+
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
+export type NatsUnwatch = Unwatch;

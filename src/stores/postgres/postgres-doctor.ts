@@ -5,6 +5,7 @@ import {
   type Diagnosis,
   type Finding,
 } from '../../core/doctor.js';
+import { isInsufficientPrivilege } from './postgres-errors.js';
 
 findingIds(
   'postgres.fsync-off',
@@ -119,8 +120,8 @@ async function readStandbys(read: PgRead): Promise<Standbys> {
       })),
     };
   } catch (error) {
-    const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-    if (code === '42501') return { denied: String(message) }; // insufficient_privilege
+    if (isInsufficientPrivilege(error))
+      return { denied: String((error as { message?: unknown }).message) };
     throw error;
   }
 }

@@ -15,7 +15,7 @@ const RETRYABLE_STATES = new Set(['25006']);
  * Errors with a SQLSTATE come from the server; the rest (refused or reset connections, connect and
  * read timeouts, a pool that was ended) are transport failures and worth retrying.
  */
-export function mapPgError(error: unknown, operation: string, label: string): LeaseError {
+export function mapPostgresError(error: unknown, operation: string, label: string): LeaseError {
   if (error instanceof LeaseError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const sqlState = sqlStateOf(error);
@@ -63,4 +63,18 @@ function sqlStateOf(error: unknown): string | undefined {
   return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)
     ? code
     : undefined;
+}
+
+/**
+ * The read of the schema version failed for want of the meta table or its schema (SQLSTATE 42P01,
+ * undefined table; 3F000, undefined schema): the table was never set up.
+ */
+export function isMissingRelation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '42P01' || code === '3F000';
+}
+
+/** The role may not read what was asked (SQLSTATE 42501, insufficient_privilege). */
+export function isInsufficientPrivilege(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '42501';
 }

@@ -1,5 +1,6 @@
-import { LIMITS } from '../../core/options.js';
 import { createHash } from 'node:crypto';
+import type { Lease } from '../../core/lease.js';
+import { LIMITS } from '../../core/options.js';
 
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
 export const SCHEMA_VERSION = 3;
@@ -69,7 +70,7 @@ export function migrations(schema: string, table: string): string[] {
        until   bigint NOT NULL,
        PRIMARY KEY (watcher, prefix)
      )`,
-    // 2 → 3. Lease data (see postgres-data.ts for its form), in a table of its own: an UPDATE
+    // 2 → 3. Lease data (see postgres-record.ts for its form), in a table of its own: an UPDATE
     // writes a whole new row version, so data in the lease row (out of line only past ~2 KB)
     // would be written again by every renewal (1 KiB each made a renewal of 10,000 write five
     // times the WAL). No row, or NULL, is no data: what every record written before reads as.
@@ -94,6 +95,8 @@ export function setupStatements(schema: string, table: string) {
   return {
     /** Serialises leasehold's schema changes across every process; released at commit. */
     lock: `SELECT pg_advisory_xact_lock(hashtext($1::text))`,
+    /** A row when the schema named `$1` exists. */
+    schemaExists: `SELECT 1 FROM pg_namespace WHERE nspname = $1::text`,
     createSchema: `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
     createMeta: `CREATE TABLE IF NOT EXISTS ${meta} (key text PRIMARY KEY, value bigint NOT NULL)`,
     readVersion: `SELECT value FROM ${meta} WHERE key = 'schema_version'`,
@@ -416,4 +419,18 @@ export function watchStatements(schema: string, table: string) {
                SELECT count(*)::int AS n FROM mine`,
     unregister: `DELETE FROM ${wait} WHERE watcher = $1::text`,
   };
+}
+
+/** Prepared statement names are per connection; the digest keeps two tables' statements apart. */
+export function statementName(key: string, text: string): string {
+  return `leasehold_${key}_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+}
+
+/** The parallel arrays (resource, owner, token) the batch statements unnest. */
+export function columns(leases: readonly Lease[]): [string[], string[], number[]] {
+  return [
+    leases.map((lease) => lease.resource),
+    leases.map((lease) => lease.owner),
+    leases.map((lease) => lease.token),
+  ];
 }

@@ -1,13 +1,10 @@
 import { loadPg } from './postgres-driver.js';
-import { stepsToRun } from '../../core/migrations.js';
-import { createHash } from 'node:crypto';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { LIMITS } from '../../core/options.js';
-import { recordExpiresAt, recordOwner, recordToken } from '../../core/record-check.js';
 import { checkOut } from '../../drivers/pg-checkout.js';
 import { readPaged } from '../../core/read-paged.js';
 import { ReplySizer } from '../../core/reply-sizer.js';
@@ -22,9 +19,8 @@ import {
   type WatchListener,
 } from '../../core/store.js';
 import type { PgConnection, PgPool, PgPoolClient, PgQueryResult } from './postgres-driver.js';
-import { fromBytea, toBytea } from './postgres-data.js';
 import { diagnosePostgres } from './postgres-doctor.js';
-import { isGroupRefusal, isInvalidRefusal, mapPgError } from './postgres-errors.js';
+import { isGroupRefusal, isInvalidRefusal, mapPostgresError } from './postgres-errors.js';
 import {
   resolvePostgresOptions,
   type PostgresStoreOptions,
@@ -32,16 +28,23 @@ import {
 } from './postgres-options.js';
 import {
   channelName,
-  migrations,
-  SCHEMA_VERSION,
-  setupStatements,
+  columns,
+  statementName,
   statements,
   watchStatements,
   type Statements,
 } from './postgres-ops.js';
+import {
+  byteLength,
+  granted,
+  renewed,
+  safeInteger,
+  toBytea,
+  toRecord,
+  type Row,
+} from './postgres-record.js';
+import { migrate } from './postgres-schema.js';
 import { Notifier } from './postgres-watch.js';
-
-type Row = PgQueryResult['rows'][number];
 
 /**
  * Leases per `renewMany` / `releaseMany` statement. A longer batch goes as several statements,
@@ -455,7 +458,7 @@ export class PostgresStore extends StoreBase {
   }
 
   protected override mapError(error: unknown, operation: string): LeaseError {
-    return mapPgError(error, operation, this.options.label);
+    return mapPostgresError(error, operation, this.options.label);
   }
 
   private channelParam(): string[] {
@@ -516,8 +519,9 @@ export class PostgresStore extends StoreBase {
     });
   }
 
+  /** Sets the table up on first use (see `migrate`), once: a failure is tried again next call. */
   private ready(): Promise<void> {
-    this.initialized ??= this.migrate().then(
+    this.initialized ??= migrate(this.pool, this.options).then(
       () => {
         this.migrated = true;
       },
@@ -528,106 +532,4 @@ export class PostgresStore extends StoreBase {
     );
     return this.initialized;
   }
-
-  private async migrate(): Promise<void> {
-    const { schema, table, statementTimeoutMs } = this.options;
-    const setup = setupStatements(schema, table);
-    const client = await checkOut(this.pool);
-    const run = (text: string, values?: unknown[]): Promise<PgQueryResult> =>
-      client.query({ text, values, query_timeout: statementTimeoutMs });
-    let failure: Error | undefined;
-    try {
-      // Fast path, without DDL (which needs CREATE rights even when the table exists).
-      const found = await readVersion(() => run(setup.readVersion));
-      if (found === SCHEMA_VERSION) return;
-      await run('BEGIN');
-      // One key per schema: tables created side by side in a new schema also create it once.
-      await run(setup.lock, [`leasehold:${schema}`]);
-      const exists = await run('SELECT 1 FROM pg_namespace WHERE nspname = $1::text', [schema]);
-      if (exists.rows.length === 0) await run(setup.createSchema);
-      await run(setup.createMeta);
-      const current = (await readVersion(() => run(setup.readVersion))) ?? 0;
-      const what = `table "${schema}"."${table}"`;
-      const steps = stepsToRun(what, current, SCHEMA_VERSION, migrations(schema, table));
-      for (const step of steps) await run(step);
-      await run(setup.writeVersion, [SCHEMA_VERSION]);
-      await run('COMMIT');
-    } catch (error) {
-      failure = error instanceof Error ? error : new Error(String(error));
-      throw error;
-    } finally {
-      // After a failure the connection is closed, which also rolls back an open transaction.
-      client.release(failure);
-    }
-  }
-}
-
-/** Prepared statement names are per connection; the digest keeps two tables' statements apart. */
-function statementName(key: string, text: string): string {
-  return `leasehold_${key}_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
-}
-
-/** The schema version in the meta table, `undefined` when there is no meta table (or schema) yet. */
-async function readVersion(read: () => Promise<PgQueryResult>): Promise<number | undefined> {
-  try {
-    const { rows } = await read();
-    return rows[0] ? safeInteger(rows[0].value, 'schema_version') : undefined;
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (code === '42P01' || code === '3F000') return undefined; // undefined table / schema
-    throw error;
-  }
-}
-
-/** The parallel arrays (resource, owner, token) the batch statements unnest. */
-function columns(leases: readonly Lease[]): [string[], string[], number[]] {
-  return [
-    leases.map((lease) => lease.resource),
-    leases.map((lease) => lease.owner),
-    leases.map((lease) => lease.token),
-  ];
-}
-
-function renewed(lease: Lease, expiresAt: number, ttlMs: number): Lease {
-  return { resource: lease.resource, owner: lease.owner, token: lease.token, expiresAt, ttlMs };
-}
-
-/**
- * A row of the lease table as a record. One leasehold did not write (a token that is no positive
- * safe integer, an owner over `LIMITS.ownerMaxBytes`, a negative expiry) is `RECORD_INVALID`.
- */
-function toRecord(row: Row): LeaseRecord {
-  const resource = String(row.resource);
-  const record = {
-    resource,
-    owner: recordOwner(resource, row.owner),
-    token: recordToken(resource, row.token),
-    expiresAt: recordExpiresAt(resource, row.expires_at),
-  };
-  return withData(record, fromBytea(row.data, resource));
-}
-
-/** The size of a bytea column's value as the driver returned it (a Buffer, or null). */
-function byteLength(value: unknown): number {
-  return value instanceof Uint8Array ? value.byteLength : 0;
-}
-
-/** The lease a grant wrote, with the data the record held (what earlier holders left). */
-function granted(resource: string, owner: string, ttlMs: number, row: Row): Lease {
-  const token = safeInteger(row.token, 'token');
-  const expiresAt = safeInteger(row.expires_at, 'expires_at');
-  return withData({ resource, owner, token, expiresAt, ttlMs }, fromBytea(row.data, resource));
-}
-
-/** node-postgres returns bigint columns as strings; anything beyond 2^53 − 1 is refused, not rounded. */
-function safeInteger(value: unknown, column: string): number {
-  const n = typeof value === 'string' || typeof value === 'bigint' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n)) {
-    throw new LeaseError(
-      ErrorCode.STORE_UNAVAILABLE,
-      `column ${column} holds ${String(value)}, which is not a safe integer`,
-      { retryable: false },
-    );
-  }
-  return n;
 }

@@ -6,7 +6,7 @@ import { TRANSITIONS } from './redis-ops.js';
  * One single-lease transition waiting for its turn; `onReply` gets what RELEASE would, for an
  * acquisition 0 or its token, expiresAt and data (null when none), and for a first-free one 0 or
  * the position (from 1) of the candidate granted, its token, expiresAt and data; `[null, position,
- * problem]` for an acquisition refused over a record leasehold does not write (see redis-records.ts).
+ * problem]` for an acquisition refused over a record leasehold does not write (see redis-record.ts).
  */
 export interface Transition {
   readonly kind: 'acquire' | 'release' | 'first';

@@ -7,6 +7,7 @@ import {
 } from '../../core/doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { RedisAdmin, RedisClient } from './redis-driver.js';
+import { isReplyRefusal } from './redis-errors.js';
 
 findingIds(
   'redis.no-persistence',
@@ -123,9 +124,8 @@ async function refusable(
   try {
     return await read();
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    // ERR unknown command (CONFIG disabled or renamed), NOPERM (an ACL without it).
-    if (/^(ERR|NOPERM)\b/.test(message)) return { refused: message };
+    if (isReplyRefusal(error))
+      return { refused: error instanceof Error ? error.message : String(error) };
     throw error;
   }
 }

@@ -44,3 +44,21 @@ export function mapRedisError(error: unknown, operation: string): LeaseError {
     { cause: error, retryable: permanent === undefined && !scriptBug },
   );
 }
+
+/** Whether a Redis error is WRONGTYPE: the key holds another type than the command reads. */
+export function isWrongType(error: unknown): boolean {
+  return /^WRONGTYPE/.test(error instanceof Error ? error.message : String(error));
+}
+
+/** Whether the server does not know a script by its SHA1 (NOSCRIPT): send it whole with EVAL. */
+export function isNoScript(error: unknown): boolean {
+  return String((error as Error | null)?.message).startsWith('NOSCRIPT');
+}
+
+/**
+ * A reply error refusing a command, not a lost connection: ERR unknown command (CONFIG disabled
+ * or renamed), NOPERM (an ACL without it).
+ */
+export function isReplyRefusal(error: unknown): boolean {
+  return /^(ERR|NOPERM)\b/.test(error instanceof Error ? error.message : String(error));
+}

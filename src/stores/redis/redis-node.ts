@@ -1,54 +1,14 @@
-import type { RedisAdmin, RedisArg, RedisClient, RedisSubscriber } from './redis-driver.js';
-
-/** Script keys and arguments as node-redis takes them: strings, keys apart. */
-interface ScriptOptions {
-  keys: string[];
-  arguments: string[];
-}
-
-/**
- * The part of a node-redis v5 client (`createClient()` or `createCluster()` from the `redis`
- * package, connected) this store uses, typed structurally so that `redis` stays an optional peer
- * dependency. Scripts go by their first key on a cluster, so each still reaches its one slot.
- */
-export interface NodeRedisClient {
-  evalSha(sha: string, options: ScriptOptions): Promise<unknown>;
-  eval(script: string, options: ScriptOptions): Promise<unknown>;
-  hmGet(key: string, fields: string[]): Promise<unknown>;
-  /** A new client with the same options, not yet connected: it serves `watch`. */
-  duplicate(): NodeRedisSubscriber;
-  close(): Promise<unknown>;
-  destroy(): void;
-  readonly isOpen: boolean;
-  /** A cluster's masters; a single client has none. */
-  readonly masters?: unknown;
-  /** `INFO <section>`, for `diagnose`. */
-  info?(section: string): Promise<unknown>;
-  /** `CONFIG GET <parameter>`, for `diagnose`: `{ name: value }`. */
-  configGet?(parameter: string): Promise<unknown>;
-  /** A cluster's connected client of one of its `masters`, for `diagnose`. */
-  nodeClient?(node: NodeRedisNode): Promise<NodeRedisServer>;
-}
-
-/** One of a node-redis cluster's `masters`. */
-interface NodeRedisNode {
-  readonly host: string;
-  readonly port: number;
-}
-
-/** The commands `diagnose` sends to one node of a node-redis cluster. */
-type NodeRedisServer = Pick<NodeRedisClient, 'info' | 'configGet'>;
-
-/** The part of a duplicated node-redis client that `watch` uses. */
-export interface NodeRedisSubscriber {
-  connect(): Promise<unknown>;
-  subscribe(
-    channel: string,
-    listener: (message: string, channel: string) => void,
-  ): Promise<unknown>;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-  destroy(): void;
-}
+import type {
+  NodeRedisClient,
+  NodeRedisNode,
+  NodeRedisServer,
+  NodeRedisSubscriber,
+  RedisAdmin,
+  RedisArg,
+  RedisClient,
+  RedisSubscriber,
+  ScriptOptions,
+} from './redis-driver.js';
 
 /**
  * Whether `client` is node-redis rather than ioredis, by the command names each spells its own

@@ -1,8 +1,7 @@
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord } from '../../core/lease.js';
-import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
+import type { LeaseData } from '../../core/lease-data.js';
 import { LIMITS, stripUndefined } from '../../core/options.js';
-import { invalidRecord } from '../../core/record-check.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
   StoreBase,
@@ -18,6 +17,7 @@ import {
   runScript,
   sendScript,
   withDeadline,
+  type NodeRedisClient,
   type RedisArg,
   type RedisClient,
 } from './redis-driver.js';
@@ -26,10 +26,10 @@ import type { Diagnosis } from '../../core/doctor.js';
 import { diagnoseRedis } from './redis-doctor.js';
 import { Coalescer } from './redis-coalesce.js';
 import { CallDeadlines } from '../../core/call-deadlines.js';
-import { mapRedisError } from './redis-errors.js';
+import { isWrongType, mapRedisError } from './redis-errors.js';
 import { RedisKeys } from './redis-keys.js';
 import { listRange, mergePages } from './redis-list.js';
-import { fromNodeRedis, isNodeRedis, type NodeRedisClient } from './redis-node.js';
+import { fromNodeRedis, isNodeRedis } from './redis-node.js';
 import {
   resolveRedisOptions,
   type RedisStoreOptions,
@@ -51,7 +51,17 @@ import {
   WRITE_DATA,
   type Script,
 } from './redis-ops.js';
-import { checkRefusal, isWrongType, redisRecord } from './redis-records.js';
+import {
+  acquired,
+  acquiredAll,
+  acquiredFirst,
+  acquiredMany,
+  listed,
+  notAHash,
+  redisRecord,
+  renewed,
+  storedData,
+} from './redis-record.js';
 import { perShard } from './redis-shards.js';
 import { parseRedisUrl, type RedisTarget } from './redis-url.js';
 import type { Unwatch } from '../../core/store.js';
@@ -189,19 +199,7 @@ export class RedisStore extends StoreBase {
   protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
     if (!this.layoutReady)
       return this.afterLayout('tryAcquire', () => this.doTryAcquire(resource, owner, ttlMs));
-    const reply = (value: unknown): Lease | null => {
-      if (value === 0) return null;
-      checkRefusal(value, [resource]);
-      // ACQUIRE answers "token expiresAt[ data]"; a coalesced acquisition, the three values.
-      if (typeof value === 'string') {
-        const { fields, data } = splitReply(value, 2);
-        const lease = { resource, owner, token: fields[0]!, expiresAt: fields[1]!, ttlMs };
-        return withData(lease, decodeData(data, resource));
-      }
-      const [token, expiresAt, data] = value as [number, number, string | null];
-      const lease = { resource, owner, token: Number(token), expiresAt: Number(expiresAt), ttlMs };
-      return withData(lease, decodeData(data, resource));
-    };
+    const reply = (value: unknown): Lease | null => acquired(value, resource, owner, ttlMs);
     if (this.coalescing())
       return this.together('tryAcquire', 'acquire', resource, owner, ttlMs, reply);
     const shard = this.keys.shardOf(resource);
@@ -223,10 +221,7 @@ export class RedisStore extends StoreBase {
       RENEW,
       [this.keys.record(resource)],
       [owner, String(token), ttl],
-      (reply) => {
-        const expiresAt = Number(reply);
-        return expiresAt === 0 ? null : { resource, owner, token, expiresAt, ttlMs: ttl };
-      },
+      (reply) => renewed(reply, lease, ttl),
     );
   }
 
@@ -258,17 +253,7 @@ export class RedisStore extends StoreBase {
         [this.keys.index(shard), ...group.map((resource) => recordPrefix + resource)],
         [owner, ttlMs, Buffer.byteLength(recordPrefix)],
       )) as (string | number)[];
-      checkRefusal(reply, group);
-      return group.map((resource, k): AcquireOutcome => {
-        const holder = String(reply[4 * k]);
-        const token = Number(reply[4 * k + 1]);
-        const expiresAt = Number(reply[4 * k + 2]);
-        const data = decodeData(reply[4 * k + 3] as string | null, resource);
-        if (holder === '')
-          return { resource, lease: withData({ resource, owner, token, expiresAt, ttlMs }, data) };
-        const record = withData({ resource, owner: holder, token, expiresAt }, data);
-        return { resource, lease: null, holder: record };
-      });
+      return acquiredMany(reply, group, owner, ttlMs);
     });
   }
 
@@ -288,18 +273,7 @@ export class RedisStore extends StoreBase {
       ACQUIRE_ALL,
       this.recordsAndIndexes(resources),
       [owner, ttlMs, ...resources],
-      (value) => {
-        if (value === 0) return null;
-        checkRefusal(value, resources);
-        const reply = value as (string | number | null)[];
-        const expiresAt = Number(reply[0]);
-        const n = resources.length;
-        return resources.map((resource, k) => {
-          const token = Number(reply[k + 1]);
-          const data = decodeData(reply[n + 1 + k] as string | null, resource);
-          return withData({ resource, owner, token, expiresAt, ttlMs }, data);
-        });
-      },
+      (value) => acquiredAll(value, resources, owner, ttlMs),
     );
   }
 
@@ -326,20 +300,7 @@ export class RedisStore extends StoreBase {
         resources[0]!,
         owner,
         ttlMs,
-        (value): Lease | null => {
-          if (value === 0) return null;
-          checkRefusal(value, resources);
-          const [position, token, expiresAt, data] = value as [number, number, number, string];
-          const resource = resources[position - 1]!;
-          const lease = {
-            resource,
-            owner,
-            token: Number(token),
-            expiresAt: Number(expiresAt),
-            ttlMs,
-          };
-          return withData(lease, decodeData(data, resource));
-        },
+        (value) => acquiredFirst(value, resources, owner, ttlMs),
         resources,
       );
     }
@@ -349,15 +310,7 @@ export class RedisStore extends StoreBase {
         ACQUIRE_FIRST,
         this.recordsAndIndexes(group),
         [owner, ttlMs, ...group],
-        (value): Lease | null => {
-          if (value === 0) return null;
-          checkRefusal(value, group);
-          const { fields, data } = splitReply(String(value), 3);
-          const [position, token, expiresAt] = fields;
-          const resource = group[position! - 1]!;
-          const lease = { resource, owner, token: token!, expiresAt: expiresAt!, ttlMs };
-          return withData(lease, decodeData(data, resource));
-        },
+        (value) => acquiredFirst(value, group, owner, ttlMs),
       );
       if (lease) return lease;
     }
@@ -372,7 +325,7 @@ export class RedisStore extends StoreBase {
       'writeData',
       WRITE_DATA,
       [this.keys.record(resource)],
-      [owner, String(token), encodeData(data) ?? ''],
+      [owner, String(token), storedData(data)],
       isReleased,
     );
   }
@@ -390,12 +343,8 @@ export class RedisStore extends StoreBase {
       'renew',
       RENEW_DATA,
       [this.keys.record(resource)],
-      [owner, String(token), ttl, encodeData(data) ?? ''],
-      (reply) => {
-        const expiresAt = Number(reply);
-        if (expiresAt === 0) return null;
-        return withData({ resource, owner, token, expiresAt, ttlMs: ttl }, data);
-      },
+      [owner, String(token), ttl, storedData(data)],
+      (reply) => renewed(reply, lease, ttl, data),
     );
   }
 
@@ -407,7 +356,7 @@ export class RedisStore extends StoreBase {
       'release',
       RELEASE_DATA,
       [this.keys.record(resource)],
-      [owner, String(token), this.keys.channel, resource, encodeData(data) ?? ''],
+      [owner, String(token), this.keys.channel, resource, storedData(data)],
       isReleased,
     );
   }
@@ -424,12 +373,7 @@ export class RedisStore extends StoreBase {
         group.map((l) => this.keys.record(l.resource)),
         group.flatMap((l) => [l.owner, String(l.token), ttlMs ?? l.ttlMs]),
         (reply) =>
-          group.map((lease, k): Lease | null => {
-            const expiresAt = Number((reply as unknown[])[k]);
-            if (expiresAt === 0) return null;
-            const { resource, owner, token } = lease;
-            return { resource, owner, token, expiresAt, ttlMs: ttlMs ?? lease.ttlMs };
-          }),
+          group.map((lease, k) => renewed((reply as unknown[])[k], lease, ttlMs ?? lease.ttlMs)),
       ),
     );
   }
@@ -452,7 +396,7 @@ export class RedisStore extends StoreBase {
         .hmget(this.keys.record(resource), 'owner', 'token', 'expiresAt', 'data')
         .catch((error: unknown) => {
           if (!isWrongType(error)) throw error;
-          throw invalidRecord(resource, 'the key holds another Redis type, not a hash', error);
+          throw notAHash(resource, error);
         }),
     );
     return redisRecord(resource, owner, token, expiresAt, data);
@@ -479,23 +423,7 @@ export class RedisStore extends StoreBase {
         ),
       ),
     );
-    const pages = (replies as (string | null)[][]).map((reply) => {
-      // LIST answers [null, resource, problem] at a key that is not a hash
-      if (reply[0] === null) throw invalidRecord(String(reply[1]), String(reply[2]));
-      const page: LeaseRecord[] = [];
-      for (let i = 0; i + 4 < reply.length; i += 5) {
-        const resource = reply[i]!;
-        const record = redisRecord(
-          resource,
-          reply[i + 1],
-          reply[i + 2],
-          reply[i + 3],
-          reply[i + 4],
-        );
-        if (record) page.push(record);
-      }
-      return page;
-    });
+    const pages = (replies as (string | null)[][]).map(listed);
     return pages.length === 1 ? pages[0]! : mergePages(pages, limit);
   }
 
@@ -667,22 +595,6 @@ function replying<T>(
       reject(error);
     }
   };
-}
-
-/**
- * A script's one-string answer: `count` numbers separated by spaces, then, when the record has
- * lease data, a space and the data as stored (which may itself hold spaces).
- */
-function splitReply(text: string, count: number): { fields: number[]; data: string | null } {
-  const fields: number[] = [];
-  let from = 0;
-  for (let i = 0; i < count; i++) {
-    const space = text.indexOf(' ', from);
-    const end = space < 0 ? text.length : space;
-    fields.push(Number(text.slice(from, end)));
-    from = end + 1;
-  }
-  return { fields, data: from < text.length ? text.slice(from) : null };
 }
 
 const itself = (resource: string): string => resource;

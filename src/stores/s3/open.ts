@@ -1,5 +1,4 @@
-import type { StoreUrl } from '../../core/store-url.js';
-import type { Clock } from '../../core/time.js';
+import type { StoreOpenOptions, StoreUrl } from '../../core/store-url.js';
 import { S3Store } from './s3-store.js';
 import { parseS3Url } from './s3-url.js';
 
@@ -8,10 +7,7 @@ import { parseS3Url } from './s3-url.js';
  * Credentials come from the user info, else the AWS SDK's default chain. `create` creates a
  * missing bucket, as `createBucket=true` does.
  */
-export async function openS3(
-  url: StoreUrl,
-  options: { create?: boolean; clock?: Clock } = {},
-): Promise<S3Store> {
+export async function openS3(url: StoreUrl, options: StoreOpenOptions = {}): Promise<S3Store> {
   const target = parseS3Url(url);
   if (options.create) target.store.createBucket = true;
   if (options.clock) target.store.clock = options.clock;

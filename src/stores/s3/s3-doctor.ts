@@ -6,7 +6,7 @@ import {
   type Finding,
 } from '../../core/doctor.js';
 import type { S3Module } from './s3-driver.js';
-import { statusOf } from './s3-errors.js';
+import { configRefusal } from './s3-errors.js';
 import type { ObjectIo } from './s3-objects.js';
 import type { EtagForm } from './s3-ops.js';
 
@@ -130,16 +130,8 @@ async function read(
       answer: await io.send('diagnose', new Command({ Bucket: io.bucket })),
     };
   } catch (error) {
-    const code = (error as { name?: unknown } | null)?.name;
-    const status = statusOf(error);
-    // The SDK says UnknownError for an error answer without a message (radosgw sends none).
-    const text = error instanceof Error ? error.message : '';
-    const message = text === '' || text === 'UnknownError' || text === code ? '' : `: ${text}`;
-    if (typeof code === 'string' && noneNames.includes(code)) return { kind: 'none' };
-    if (code === 'NotImplemented' || status === 501 || status === 405)
-      return { kind: 'unsupported', why: `not implemented by this endpoint (${String(code)})` };
-    if (code === 'AccessDenied' || code === 'Forbidden' || status === 403)
-      return { kind: 'denied', why: `${String(code)}${message}` };
+    const refusal = configRefusal(error, noneNames);
+    if (refusal) return refusal;
     throw error;
   }
 }

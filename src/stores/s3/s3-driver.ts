@@ -1,3 +1,4 @@
+import { invalidArgument } from '../../core/errors.js';
 import { loadDriver } from '../../core/load-driver.js';
 
 /** A command object from `@aws-sdk/client-s3`; only the SDK looks inside. */
@@ -38,6 +39,26 @@ export const SDK_PACKAGE = '@aws-sdk/client-s3';
 
 export function loadSdk(): Promise<S3Module> {
   return loadDriver<S3Module>(SDK_PACKAGE, 's3');
+}
+
+/** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
+export interface S3SdkOption {
+  /** The `@aws-sdk/client-s3` module, imported by you, used instead of loading it by name. */
+  sdk?: object;
+}
+
+/** The SDK module a caller passed, checked for what the store uses, or the one loaded by name. */
+export async function sdkOf(given: object | undefined): Promise<S3Module> {
+  if (given === undefined) return loadSdk();
+  const missing = SDK_CLASSES.filter(
+    (name) => typeof (given as Record<string, unknown>)[name] !== 'function',
+  );
+  if (missing.length > 0)
+    throw invalidArgument(
+      'sdk',
+      `must be the @aws-sdk/client-s3 module; it has no ${missing.join(', ')}`,
+    );
+  return given as S3Module;
 }
 
 /** What an attempt of the SDK may take: a third of the call's deadline, so it can retry twice. */

@@ -128,3 +128,37 @@ export function wasRetried(error: unknown): boolean {
   const attempts = asSdk(error).$metadata?.attempts;
   return typeof attempts === 'number' && attempts > 1;
 }
+
+/** What an endpoint answers a request whose signature it will not check as sent (not a wrong key). */
+export const SIGNATURE_REFUSED = new Set([
+  'AuthorizationHeaderMalformed',
+  'SignatureDoesNotMatch',
+  'InvalidRequest',
+  'MissingSecurityHeader',
+  'XAmzContentSHA256Mismatch',
+]);
+
+/**
+ * How a read of a bucket configuration was refused: `none` for one of `noneNames` (no such
+ * configuration), `unsupported` where the endpoint does not implement it, `denied` where the
+ * credentials may not read it; `undefined` for any other error.
+ */
+export function configRefusal(
+  error: unknown,
+  noneNames: readonly string[],
+):
+  | { readonly kind: 'none' }
+  | { readonly kind: 'unsupported' | 'denied'; readonly why: string }
+  | undefined {
+  const code = (error as { name?: unknown } | null)?.name;
+  const status = statusOf(error);
+  // The SDK says UnknownError for an error answer without a message (radosgw sends none).
+  const text = error instanceof Error ? error.message : '';
+  const message = text === '' || text === 'UnknownError' || text === code ? '' : `: ${text}`;
+  if (typeof code === 'string' && noneNames.includes(code)) return { kind: 'none' };
+  if (code === 'NotImplemented' || status === 501 || status === 405)
+    return { kind: 'unsupported', why: `not implemented by this endpoint (${String(code)})` };
+  if (code === 'AccessDenied' || code === 'Forbidden' || status === 403)
+    return { kind: 'denied', why: `${String(code)}${message}` };
+  return undefined;
+}

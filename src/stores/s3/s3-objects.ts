@@ -1,8 +1,17 @@
 import { withDeadline } from '../../core/deadline.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { S3Client, S3Command, S3Module } from './s3-driver.js';
-import { isNotFound, isPreconditionFailed, isUnclear } from './s3-errors.js';
-import { bareEtag, ifMatch, type EtagForm } from './s3-ops.js';
+import { isNotFound, isPreconditionFailed, isUnclear, SIGNATURE_REFUSED } from './s3-errors.js';
+import {
+  bareEtag,
+  createBucketInput,
+  listInput,
+  objectInput,
+  putHeaders,
+  putInput,
+  type EtagForm,
+  type PutCondition,
+} from './s3-ops.js';
 import { byWireElseSdk, type Undici, type WireOptions, type WireTarget } from '../aws/aws-wire.js';
 import { basePathOf, S3Wire } from './s3-wire.js';
 
@@ -14,18 +23,6 @@ export interface WireSetup {
   readonly attemptTimeoutMs: number;
   readonly maxSockets: number;
 }
-
-/** What an endpoint answers a request whose signature it will not check as sent (not a wrong key). */
-const SIGNATURE_REFUSED = new Set([
-  'AuthorizationHeaderMalformed',
-  'SignatureDoesNotMatch',
-  'InvalidRequest',
-  'MissingSecurityHeader',
-  'XAmzContentSHA256Mismatch',
-]);
-
-/** What a conditional PUT may be conditioned on. */
-export type PutCondition = { readonly absent: true } | { readonly etag: string };
 
 /** How a conditional PUT ended. */
 export type PutResult =
@@ -136,7 +133,7 @@ export class ObjectIo {
         async () =>
           (await this.send(
             operation,
-            new this.sdk.GetObjectCommand({ Bucket: this.bucket, Key: key }),
+            new this.sdk.GetObjectCommand(objectInput(this.bucket, key)),
             async (answer) => {
               const { Body, ETag } = answer as Answer;
               return { body: (await Body?.transformToString()) ?? '', etag: bareEtag(ETag) };
@@ -157,19 +154,8 @@ export class ObjectIo {
     condition: PutCondition,
     form: EtagForm = this.etagForm,
   ): Promise<PutResult> {
-    const input = {
-      Bucket: this.bucket,
-      Key: key,
-      Body: body,
-      ContentType: 'application/json',
-      ...('absent' in condition
-        ? { IfNoneMatch: '*' }
-        : { IfMatch: ifMatch(condition.etag, form) }),
-    };
-    const conditions: Record<string, string> =
-      'absent' in condition
-        ? { 'if-none-match': '*' }
-        : { 'if-match': ifMatch(condition.etag, form) };
+    const input = putInput(this.bucket, key, body, condition, form);
+    const conditions = putHeaders(condition, form);
     try {
       const etag = await this.either(
         operation,
@@ -200,7 +186,7 @@ export class ObjectIo {
   }
 
   async delete(operation: string, key: string): Promise<void> {
-    await this.send(operation, new this.sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    await this.send(operation, new this.sdk.DeleteObjectCommand(objectInput(this.bucket, key)));
   }
 
   /** One page of keys under `prefix`, after `startAfter`, in UTF-8 byte order. */
@@ -213,13 +199,7 @@ export class ObjectIo {
   ): Promise<{ keys: string[]; next: string | undefined }> {
     const answer = (await this.send(
       operation,
-      new this.sdk.ListObjectsV2Command({
-        Bucket: this.bucket,
-        Prefix: prefix,
-        StartAfter: token === undefined ? startAfter : undefined,
-        ContinuationToken: token,
-        MaxKeys: maxKeys,
-      }),
+      new this.sdk.ListObjectsV2Command(listInput(this.bucket, prefix, startAfter, token, maxKeys)),
     )) as {
       Contents?: { Key?: string }[];
       IsTruncated?: boolean;
@@ -234,15 +214,11 @@ export class ObjectIo {
     };
   }
 
-  /** AWS wants the region named for a bucket outside us-east-1; other services take none. */
+  /** Creates the bucket, in `region` where the endpoint wants one named (see `createBucketInput`). */
   async createBucket(operation: string, region: string | undefined): Promise<void> {
-    const located = region !== undefined && region !== 'us-east-1';
     await this.send(
       operation,
-      new this.sdk.CreateBucketCommand({
-        Bucket: this.bucket,
-        ...(located ? { CreateBucketConfiguration: { LocationConstraint: region } } : {}),
-      }),
+      new this.sdk.CreateBucketCommand(createBucketInput(this.bucket, region)),
     );
   }
 

@@ -1,8 +1,9 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { KeySpace } from './s3-keys.js';
-import type { ObjectIo, PutCondition, PutResult } from './s3-objects.js';
+import type { ObjectIo, PutResult } from './s3-objects.js';
+import type { EtagForm, PutCondition } from './s3-ops.js';
 import { statusOf } from './s3-errors.js';
-import { newWriteId, type EtagForm } from './s3-ops.js';
+import { newWriteId } from './s3-record.js';
 
 /** The guarantees every lease transition rests on, as the probe names them. */
 export const GUARANTEES = Object.freeze({

@@ -9,8 +9,8 @@ import { captureTarget, fromSdkConfig, loadUndici } from '../aws/aws-wire.js';
 import {
   attemptTimeoutMs,
   createClient,
-  loadSdk,
-  SDK_CLASSES,
+  sdkOf,
+  type S3SdkOption,
   type S3Client,
   type S3Module,
 } from './s3-driver.js';
@@ -30,26 +30,6 @@ import { probeConditionalWrites } from './s3-probe.js';
 import { Transitions } from './s3-transitions.js';
 import { redactEndpoint } from '../../core/store-url.js';
 import { parseS3Url, type S3Target } from './s3-url.js';
-
-/** For bundlers, which cannot see the store's own `import()` of the AWS SDK. */
-export interface S3SdkOption {
-  /** The `@aws-sdk/client-s3` module, imported by you, used instead of loading it by name. */
-  sdk?: object;
-}
-
-/** The SDK module a caller passed, checked for what the store uses, or the one loaded by name. */
-async function sdkOf(given: object | undefined): Promise<S3Module> {
-  if (given === undefined) return loadSdk();
-  const missing = SDK_CLASSES.filter(
-    (name) => typeof (given as Record<string, unknown>)[name] !== 'function',
-  );
-  if (missing.length > 0)
-    throw invalidArgument(
-      'sdk',
-      `must be the @aws-sdk/client-s3 module; it has no ${missing.join(', ')}`,
-    );
-  return given as S3Module;
-}
 
 /** How many keys one ListObjectsV2 page asks for (S3's own maximum). */
 const PAGE = 1000;
@@ -75,7 +55,7 @@ const PAGE = 1000;
  * (`If-None-Match: *`) and a PUT naming a stale ETag (`If-Match`), else `STORE_UNSAFE`; it also
  * finds whether `If-Match` wants the ETag quoted (AWS S3) or bare (radosgw).
  *
- * Lease data (`capabilities.data`) is a member of the body (see s3-ops.ts). A body is written
+ * Lease data (`capabilities.data`) is a member of the body (see s3-record.ts). A body is written
  * whole, so every renew and release PUTs the data of the record it replaces, unchanged (this
  * store remembers it with its last write, or takes it from the read; never from the caller), and
  * a grant the data of the record it read: 4 KiB of data makes each renewal's PUT about 4 KiB

@@ -6,7 +6,7 @@ import type { AcquireOutcome } from '../../core/store.js';
 import type { KeySpace } from './s3-keys.js';
 import { statusOf } from './s3-errors.js';
 import type { ObjectIo } from './s3-objects.js';
-import { decodeRecord, encodeRecord, newWriteId, type Versioned } from './s3-ops.js';
+import { decodeRecord, encodeRecord, newWriteId, type Versioned } from './s3-record.js';
 
 /** How many conditional PUTs a renew or release tries before giving up on a busy object. */
 const TRIES = 4;

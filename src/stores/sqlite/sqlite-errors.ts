@@ -56,3 +56,9 @@ export function fileReplacedError(operation: string, path: string): LeaseError {
     { retryable: false },
   );
 }
+
+/** A `stat` of the file found nothing there (ENOENT, ENOTDIR): it was deleted or moved away. */
+export function isFileGone(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}

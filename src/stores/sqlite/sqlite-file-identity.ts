@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import { fileReplacedError } from './sqlite-errors.js';
+import { fileReplacedError, isFileGone } from './sqlite-errors.js';
 
 /** How stale the last look at the path may be when a call starts: one `stat` per this at most. */
 export const FILE_CHECK_MS = 100;
@@ -78,8 +78,7 @@ export class FileIdentity {
       const { dev, ino } = await stat(this.path);
       if (dev !== this.dev || ino !== this.ino) this.gone = true;
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') {
+      if (isFileGone(error)) {
         this.gone = true;
       } else {
         this.failure = new LeaseError(

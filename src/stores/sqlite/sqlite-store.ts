@@ -20,7 +20,13 @@ import type { SqliteDatabase, SqliteStatement, Transaction } from './sqlite-driv
 import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
 import { isNotNull, mapSqliteError } from './sqlite-errors.js';
 import { FileIdentity } from './sqlite-file-identity.js';
-import { fromColumn, refusedRecord, toRecord, type RecordRow } from './sqlite-data.js';
+import {
+  granted,
+  refusedRecord,
+  toRecord,
+  type GrantRow,
+  type RecordRow,
+} from './sqlite-record.js';
 import { readSizedPages } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { applyEach, TransitionGroup } from './sqlite-group.js';
@@ -476,19 +482,4 @@ export class SqliteStore extends StoreBase {
   private releaseOne(lease: LeaseRef): boolean {
     return this.sql.release.run(lease.resource, lease.owner, lease.token).changes > 0;
   }
-
-  /** Watch trouble is reported as a process warning, like the other stores' watches. */
-}
-
-/** What the acquire statement returns for a grant: the record's data comes back with it. */
-interface GrantRow {
-  token: number;
-  expiresAt: number;
-  data: unknown;
-}
-
-/** The lease a grant wrote, with the data the record already held (what earlier holders left). */
-function granted(resource: string, owner: string, ttlMs: number, row: GrantRow): Lease {
-  const { token, expiresAt } = row;
-  return withData({ resource, owner, token, expiresAt, ttlMs }, fromColumn(row.data, resource));
 }

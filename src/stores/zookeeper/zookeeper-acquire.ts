@@ -1,23 +1,18 @@
 import type { LeaseRecord } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import type { AcquireOutcome } from '../../core/store.js';
-import { decodeZkData } from './zookeeper-data.js';
 import { ZK_CODE } from './zookeeper-driver.js';
 import type { ZkGrants } from './zookeeper-grants.js';
 import {
   acquireOps,
   firstAcquireOps,
-  grantOf,
-  hasDataOf,
-  mtimeOf,
   opBytesOf,
-  noTokenZnode,
-  recordOf,
-  refusedAcquire,
   splitForMulti,
   takeoverOps,
   type Modes,
 } from './zookeeper-ops.js';
+import { decodeZkData, grantOf, hasDataOf, mtimeOf, recordOf } from './zookeeper-record.js';
+import { noTokenZnode, refusedAcquire } from './zookeeper-errors.js';
 import type { ResourcePaths } from './zookeeper-paths.js';
 import type { MultiOutcome, ZkSession } from './zookeeper-session.js';
 

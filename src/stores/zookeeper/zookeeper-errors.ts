@@ -1,5 +1,7 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { invalidRecord } from '../../core/record-check.js';
 import { ZK_CODE, type ZkException } from './zookeeper-driver.js';
+import type { ResourcePaths } from './zookeeper-paths.js';
 
 /** Failures that repeating the call cannot fix, with what to do about them. */
 const PERMANENT: Readonly<Record<number, string>> = {
@@ -54,4 +56,38 @@ export function foreignZnode(path: string, problem: string): LeaseError {
     `zookeeper znode ${JSON.stringify(path)} ${problem}: is the store path used by something else?`,
     { retryable: false },
   );
+}
+
+/** A record znode without its token znode: made by hand (leasehold creates both in one `multi`). */
+export function noTokenZnode(p: ResourcePaths): LeaseError {
+  return invalidRecord(p.resource, 'its record znode has no token znode');
+}
+
+/**
+ * The error of an acquire `multi` refused other than by a conflict, at `op` of the resource's
+ * own operations (`acquireOps` when `free`): counting the token of a record that has no token
+ * znode (`NO_NODE` at operation 1) is `RECORD_INVALID`, nothing applied; anything else says
+ * someone else writes under the store path.
+ */
+export function refusedAcquire(
+  p: ResourcePaths,
+  free: boolean,
+  op: number,
+  code: number,
+): LeaseError {
+  if (free && op === 1 && code === ZK_CODE.NO_NODE) return noTokenZnode(p);
+  return foreignZnode(
+    op === 0 && !free ? p.record : p.hold,
+    `refused an acquire (operation ${op}, ZooKeeper error ${code})`,
+  );
+}
+
+/**
+ * How the operations of a renew or release were refused, by their offset: the grant is over
+ * (`over`: the hold is gone), or the record was written since the version the operations were
+ * conditioned on (`changed`: by a grant, a renewal or a release, which a read tells apart).
+ */
+export function refusalOf(op: number, code: number): 'over' | 'changed' {
+  if (op === 0 && code === ZK_CODE.NO_NODE) return 'over';
+  return 'changed';
 }

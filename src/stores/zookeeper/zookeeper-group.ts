@@ -1,17 +1,9 @@
 import type { Lease } from '../../core/lease.js';
 import { ZK_CODE, type ZkTransaction } from './zookeeper-driver.js';
 import type { ZkAcquirer } from './zookeeper-acquire.js';
-import {
-  acquireOps,
-  decodeRecord,
-  encodeRecord,
-  firstAcquireOps,
-  grantOf,
-  mtimeOf,
-  refusedAcquire,
-  takeoverOps,
-  type Modes,
-} from './zookeeper-ops.js';
+import { acquireOps, firstAcquireOps, takeoverOps, type Modes } from './zookeeper-ops.js';
+import { decodeRecord, encodeRecord, grantOf, mtimeOf } from './zookeeper-record.js';
+import { refusedAcquire } from './zookeeper-errors.js';
 import type { ResourcePaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
 

@@ -11,7 +11,7 @@
  * - `C/r/<name>/h`: the hold znode, ephemeral: it exists while the lease is held and belongs to
  *   the holder's ZooKeeper session, so the server deletes it when that session expires.
  * - `C/r/<name>/t/d`: the data znode, persistent, a child of the token znode: the lease data (see
- *   zookeeper-data.ts), present only while the record has some. Written only by `writeData` and
+ *   zookeeper-record.ts), present only while the record has some. Written only by `writeData` and
  *   by a renewal or release carrying data, in the same `multi` as their checks; never by a grant
  *   or a renewal without data. The token znode's `numChildren` (1 or 0), in the stat every grant
  *   and every read of the token znode gets anyway, tells whether there is data to read. (Records

@@ -15,10 +15,11 @@ import {
 import { readData, ZkAcquirer } from './zookeeper-acquire.js';
 import { CONFIG_ZNODE, diagnoseZookeeper } from './zookeeper-doctor.js';
 import type { ZkModule } from './zookeeper-driver.js';
-import { mapZookeeperError } from './zookeeper-errors.js';
+import { mapZookeeperError, noTokenZnode } from './zookeeper-errors.js';
 import { ZkGrants } from './zookeeper-grants.js';
 import { GROUP_BYTES, memberBytes, ZkGroups } from './zookeeper-group.js';
-import { hasDataOf, noTokenZnode, recordOf, type Modes } from './zookeeper-ops.js';
+import { hasDataOf, recordOf } from './zookeeper-record.js';
+import type { Modes } from './zookeeper-ops.js';
 import {
   resolveZookeeperOptions,
   type ResolvedZookeeperOptions,

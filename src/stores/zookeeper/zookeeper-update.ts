@@ -5,17 +5,14 @@ import type { ZkOpResult, ZkStat, ZkTransaction } from './zookeeper-driver.js';
 import type { ZkGrants } from './zookeeper-grants.js';
 import {
   dataOps,
-  hasDataOf,
-  mtimeOf,
-  noTokenZnode,
   opBytesOf,
-  recordOf,
-  refusalOf,
   releaseOps,
   renewOps,
   splitForMulti,
   writeDataOps,
 } from './zookeeper-ops.js';
+import { hasDataOf, mtimeOf, recordOf } from './zookeeper-record.js';
+import { noTokenZnode, refusalOf } from './zookeeper-errors.js';
 import type { ResourcePaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
 import type { ZkSessions } from './zookeeper-sessions.js';

@@ -2,7 +2,7 @@ import type { Unwatch, WatchEvent, WatchListener } from '../../core/store.js';
 import { WatchHub, type WatchErrorHandler, type WatchSource } from '../../core/watch-hub.js';
 import { ZK_EVENT, type ZkEvent } from './zookeeper-driver.js';
 import { mapZookeeperError } from './zookeeper-errors.js';
-import { decodeRecord } from './zookeeper-ops.js';
+import { decodeRecord } from './zookeeper-record.js';
 import { decodeName, type ZkPaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
 import type { ZkSessions } from './zookeeper-sessions.js';
@@ -201,3 +201,9 @@ export class ZkWatch implements WatchSource {
     this.retryTimer.unref();
   }
 }
+
+/**
+ * The same type as `Unwatch`, which every store's `watch` returns.
+ * @deprecated Use `Unwatch`.
+ */
+export type ZookeeperUnwatch = Unwatch;

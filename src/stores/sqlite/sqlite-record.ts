@@ -1,5 +1,5 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { LeaseRecord } from '../../core/lease.js';
+import type { Lease, LeaseRecord } from '../../core/lease.js';
 import {
   invalidRecord,
   recordExpiresAt,
@@ -9,6 +9,9 @@ import {
 import { withData, type LeaseData } from '../../core/lease-data.js';
 
 /*
+ * The record codec: a row of the lease table as a record or a lease, and the checks that refuse
+ * a row leasehold did not write.
+ *
  * Lease data as SQLite keeps it in the `data` column (declared BLOB, so every value is stored as
  * bound): a string as TEXT, bytes as a BLOB, none as NULL. Both types round-trip exactly, U+0000
  * included, with no encoding step, so the statements bind the value itself.
@@ -72,4 +75,17 @@ export function refusedRecord(resource: string, row: RecordRow | undefined): Lea
       { retryable: false, resource },
     );
   return invalidRecord(resource, 'a field is not stored as leasehold stores it');
+}
+
+/** What the acquire statement returns for a grant: the record's data comes back with it. */
+export interface GrantRow {
+  token: number;
+  expiresAt: number;
+  data: unknown;
+}
+
+/** The lease a grant wrote, with the data the record already held (what earlier holders left). */
+export function granted(resource: string, owner: string, ttlMs: number, row: GrantRow): Lease {
+  const { token, expiresAt } = row;
+  return withData({ resource, owner, token, expiresAt, ttlMs }, fromColumn(row.data, resource));
 }
