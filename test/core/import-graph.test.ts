@@ -103,7 +103,7 @@ const CLI_PARTS = ['dashboard', 'demo', 'harness', 'live', 'run', 'verify', 'wat
 export const ALLOWED: Record<string, readonly string[]> = {
   core: [],
   drivers: [],
-  'stores/aws': [],
+  'stores/aws': ['core'],
   ...Object.fromEntries(STORES.map((name) => [`stores/${name}`, ['core']])),
   'stores/postgres': ['core', 'drivers'],
   'stores/dynamodb': ['core', 'stores/aws'],

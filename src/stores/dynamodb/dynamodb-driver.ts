@@ -1,4 +1,4 @@
-import { invalidArgument } from '../../core/errors.js';
+import { attemptTimeoutMs, checkSdk } from '../aws/aws-sdk.js';
 import { loadDriver } from '../../core/load-driver.js';
 import { isLoopback, type DynamodbConnectOptions } from './dynamodb-options.js';
 
@@ -57,22 +57,12 @@ const SDK_CLASSES = [
 
 /** The SDK module a caller passed, checked for what the store uses, or the one loaded by name. */
 export async function sdkOf(given: object | undefined): Promise<DynamodbModule> {
-  if (given === undefined) return loadSdk();
-  const missing = SDK_CLASSES.filter(
-    (name) => typeof (given as Record<string, unknown>)[name] !== 'function',
-  );
-  if (missing.length > 0)
-    throw invalidArgument(
-      'sdk',
-      `must be the @aws-sdk/client-dynamodb module; it has no ${missing.join(', ')}`,
-    );
-  return given as DynamodbModule;
+  return given === undefined
+    ? loadSdk()
+    : checkSdk<DynamodbModule>(given, SDK_CLASSES, SDK_PACKAGE);
 }
 
-/** What an attempt of the SDK may take: a third of the call's deadline, so it can retry twice. */
-export function attemptTimeoutMs(requestTimeoutMs: number): number {
-  return Math.max(50, Math.floor(requestTimeoutMs / 3));
-}
+export { attemptTimeoutMs } from '../aws/aws-sdk.js';
 
 /** Environment variables through which the SDK's default chain finds credentials. */
 const CREDENTIAL_VARIABLES = [

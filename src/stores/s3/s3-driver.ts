@@ -1,4 +1,4 @@
-import { invalidArgument } from '../../core/errors.js';
+import { attemptTimeoutMs, checkSdk } from '../aws/aws-sdk.js';
 import { loadDriver } from '../../core/load-driver.js';
 
 /** A command object from `@aws-sdk/client-s3`; only the SDK looks inside. */
@@ -49,22 +49,10 @@ export interface S3SdkOption {
 
 /** The SDK module a caller passed, checked for what the store uses, or the one loaded by name. */
 export async function sdkOf(given: object | undefined): Promise<S3Module> {
-  if (given === undefined) return loadSdk();
-  const missing = SDK_CLASSES.filter(
-    (name) => typeof (given as Record<string, unknown>)[name] !== 'function',
-  );
-  if (missing.length > 0)
-    throw invalidArgument(
-      'sdk',
-      `must be the @aws-sdk/client-s3 module; it has no ${missing.join(', ')}`,
-    );
-  return given as S3Module;
+  return given === undefined ? loadSdk() : checkSdk<S3Module>(given, SDK_CLASSES, SDK_PACKAGE);
 }
 
-/** What an attempt of the SDK may take: a third of the call's deadline, so it can retry twice. */
-export function attemptTimeoutMs(requestTimeoutMs: number): number {
-  return Math.max(50, Math.floor(requestTimeoutMs / 3));
-}
+export { attemptTimeoutMs } from '../aws/aws-sdk.js';
 
 /** Where a store that makes its own `S3Client` connects, and with which keys. */
 export interface S3ClientConfig {
