@@ -100,7 +100,7 @@ export {
   type OpenTelemetryMeter,
   type OpenTelemetryInstrumentOptions,
 } from './observability/index.js';
-export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
+export { LeaseClient, type LeaseClientEvents, type HeldOutcome } from './client/lease-client.js';
 export type {
   LeaseClientOptions,
   AcquireOptions,
@@ -108,7 +108,12 @@ export type {
   TryAcquireOptions,
 } from './client/client-options.js';
 export { HeldGroup } from './client/held-group.js';
-export { HeldLease, type LeaseState, type HeldLeaseEvents } from './client/held-lease.js';
+export {
+  HeldLease,
+  type LeaseState,
+  type HeldLeaseEvents,
+  type DataOptions,
+} from './client/held-lease.js';
 export { LeaseManager, type LeaseManagerEvents, type StopOptions } from './fleet/lease-manager.js';
 export type { LeaseManagerOptions, WantedResources } from './fleet/manager-options.js';
 export type { ResourceWeights } from './fleet/load-book.js';
@@ -127,6 +132,7 @@ export {
   type LeaderInfo,
   type LeaderObserver,
   type ObserveLeaderOptions,
+  type DemotedReason,
 } from './fleet/election.js';
 export {
   FenceGuard,

@@ -33,6 +33,7 @@ import { joinWakeLine, lineAsleep, wakeAhead } from './wake-line.js';
 
 /** One resource's answer to `tryAcquireMany`. */
 export interface HeldOutcome {
+  /** The resource this answer is for (answers come in the order of the names asked). */
   readonly resource: string;
   /** The lease, now kept alive by this client; `null` when someone else holds it. */
   readonly lease: HeldLease | null;

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { durationOption } from '../duration.js';
 import { integerOption } from '../numbers.js';
 import { CliFailure, printJson } from '../output.js';
@@ -35,11 +35,10 @@ export function registerVerify(program: Command): void {
       '--store <url>',
       'the store to verify: a URL every worker process can open, or redis, postgres or etcd alone for a private server verify starts, pauses and restarts',
     )
-    .option(
-      '--duration <duration>',
-      'how long faults are injected',
-      durationOption(2000, 3_600_000),
-      60_000,
+    .addOption(
+      new Option('--duration <duration>', 'how long faults are injected')
+        .argParser(durationOption(2000, 3_600_000))
+        .default(60_000, '60s'),
     )
     .option('--workers <n>', 'worker processes', integerOption(2, 32), 5)
     .option('--resources <n>', 'resources the workers share', integerOption(1, 1000), 20)
@@ -61,11 +60,10 @@ export function registerVerify(program: Command): void {
       integerOption(0, 2 ** 31 - 1),
     )
     .option('--report <dir>', 'folder for history.jsonl and report.html (default: a temp folder)')
-    .option(
-      '--ttl <duration>',
-      'lease TTL (heartbeat TTL/4, reconcile TTL/2)',
-      durationOption(500, 60_000),
-      2000,
+    .addOption(
+      new Option('--ttl <duration>', 'lease TTL (heartbeat TTL/4, reconcile TTL/2)')
+        .argParser(durationOption(500, 60_000))
+        .default(2000, '2s'),
     )
     .option(
       '--skew <duration>',
