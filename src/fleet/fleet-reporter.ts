@@ -49,11 +49,14 @@ export class FleetReporter {
     }
   }
 
-  /** A reconcile pass ended: this worker's load against its fair one, among `members` workers. */
-  load(status: { load: number; fair: number; weighted: boolean }, members: number): void {
+  /**
+   * A reconcile pass ended: this worker's load against its fair one, among `members` workers.
+   * `status` is only called when someone listens (it walks the held leases).
+   */
+  load(status: () => { load: number; fair: number; weighted: boolean }, members: number): void {
     if (!channels.fleetLoad.hasSubscribers) return;
     const { group, owner } = this;
-    channels.fleetLoad.publish({ group, owner, ...status, members });
+    channels.fleetLoad.publish({ group, owner, ...status(), members });
   }
 
   started(held: number): void {

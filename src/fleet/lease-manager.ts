@@ -401,7 +401,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       await this.client.close();
       if (failed) throw failed.error;
       this.report.stopped(releasing);
-      this.report.load({ load: 0, fair: 0, weighted: this.weighted }, 0);
+      this.report.load(() => ({ load: 0, fair: 0, weighted: this.weighted }), 0);
       // Peers re-read the membership at their next scan (at once where the store can watch). One
       // attempt: a stop is not held up, and a peer announcing at the same instant or the
       // sampling tells the others as well.
@@ -460,7 +460,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     try {
       next = await pass;
       this.failures = 0;
-      this.report.load(this.loadStatus(), this.view.size);
+      this.report.load(() => this.loadStatus(), this.view.size);
     } catch (error) {
       this.reconcileFailed(error);
       // Back off while the store struggles: slower convergence, never lost leases (the heartbeat
