@@ -124,7 +124,7 @@ export const ALLOWED: Record<string, readonly string[]> = {
     ...STORES.map((name) => `stores/${name}`),
   ],
   cli: ['.', 'core', 'client', 'fleet', 'stores', 'stores/sqlite'],
-  'cli/live': ['cli', 'core'],
+  'cli/live': ['core'],
   'cli/harness': ['.'],
   'cli/dashboard': ['cli', 'cli/live', 'core', 'fleet', 'observability'],
   'cli/watch': ['cli', 'cli/live', 'core'],
