@@ -1,7 +1,8 @@
 import { isLive, type LeaseRecord } from '../../core/lease.js';
 
-// Pure on purpose: it imports only core/lease.ts, which imports nothing, so code that cannot
-// reach Node (a browser's) can judge a record by this same rule.
+// Pure on purpose: the dashboard's page (src/cli/dashboard/page/) bundles this module for the
+// browser, so the server and the page judge a record by this one rule. It imports only
+// core/lease.ts, which imports nothing.
 
 /** What the dashboard and `leasehold watch` show for a record. */
 export type LeaseState = 'held' | 'at-risk' | 'expired' | 'released';
