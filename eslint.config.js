@@ -31,6 +31,25 @@ export default tseslint.config(
     },
   },
   {
+    // The dashboard's page runs in a browser (bundled by scripts/bundle-page.mjs): browser globals,
+    // and nothing of Node's. Type-aware rules use its own tsconfig.json, found beside it.
+    files: ['src/cli/dashboard/page/**/*.ts'],
+    languageOptions: {
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        sessionStorage: 'readonly',
+        fetch: 'readonly',
+        EventSource: 'readonly',
+        setInterval: 'readonly',
+      },
+    },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: ['node:*'] }],
+      'no-restricted-globals': ['error', 'process', 'Buffer', 'require', '__dirname'],
+    },
+  },
+  {
     rules: {
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],

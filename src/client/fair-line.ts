@@ -1,6 +1,7 @@
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import { isLive, type Lease, type LeaseRecord } from '../core/lease.js';
 import { permitMatcher } from '../core/permits.js';
+import { QUEUE_MARK, TICKET_MARK } from '../core/record-marks.js';
 import { rotated } from '../core/store-defaults.js';
 import type { LeaseStore } from '../core/store.js';
 import { sleep, validUntil, type Clock } from '../core/time.js';
@@ -12,10 +13,7 @@ import { ReleaseWake, type Wake } from './release-wake.js';
  * it waits, so a waiter that dies leaves the line when that lease lapses.
  */
 export const FAIR_SLOTS = 256;
-/** A place in the line of `name`: `name` + this + a three-digit slot. */
-export const QUEUE_MARK = '\u0001queue=';
-/** The record whose fencing token numbers the arrivals on `name`. */
-export const TICKET_MARK = '\u0001ticket';
+export { QUEUE_MARK, TICKET_MARK };
 
 export interface FairLineOptions {
   readonly store: LeaseStore;

@@ -36,12 +36,16 @@ export interface Lease extends LeaseRecord {
  * store's `maxClockSkewMs`, plus its `expiryLagMs` where the store frees records late. A record
  * that is not live may be acquired.
  */
-export function isLive(record: LeaseRecord, now: number, allowanceMs = 0): boolean {
+export function isLive(
+  record: Pick<LeaseRecord, 'owner' | 'expiresAt'>,
+  now: number,
+  allowanceMs = 0,
+): boolean {
   return record.owner !== '' && now <= liveUntil(record, allowanceMs);
 }
 
 /** The last instant at which `isLive(record, now, allowanceMs)` holds for an owned record. */
-export function liveUntil(record: LeaseRecord, allowanceMs = 0): number {
+export function liveUntil(record: Pick<LeaseRecord, 'expiresAt'>, allowanceMs = 0): number {
   return record.expiresAt + allowanceMs;
 }
 

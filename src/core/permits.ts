@@ -1,13 +1,13 @@
 import { invalidArgument } from './errors.js';
 import { checkResource } from './options.js';
+import { PERMIT_MARK } from './record-marks.js';
 
-/**
- * The records of a counting lease named `name` with N permits: permit 0 is the record `name`
- * itself (so `permits: 1` is exactly the exclusive lease on `name`), permit i > 0 the record
- * `name` + `PERMIT_MARK` + i. The mark starts with U+0001, the smallest character a name may hold,
- * so a name's permits sort right after it and one `list` page starting at `name` reads them all.
- */
-export const PERMIT_MARK = '\u0001permit=';
+export { PERMIT_MARK };
+
+// The records of a counting lease named `name` with N permits: permit 0 is the record `name`
+// itself (so `permits: 1` is exactly the exclusive lease on `name`), permit i > 0 the record
+// `name` + `PERMIT_MARK` + i (core/record-marks.ts), so a name's permits sort right after it and
+// one `list` page starting at `name` reads them all.
 
 /** The record that holds permit `permit` of `name`. */
 export function permitResource(name: string, permit: number): string {

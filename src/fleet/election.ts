@@ -9,6 +9,7 @@ import {
 } from '../core/options.js';
 import { isLive, type LeaseData } from '../core/lease.js';
 import { checkData, sameData } from '../core/lease-data.js';
+import { CANDIDATE_MARK } from '../core/record-marks.js';
 import type { LeaseStore, WatchListener } from '../core/store.js';
 import { sleep, systemClock, type Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
@@ -121,11 +122,7 @@ const ELECT_KEYS = optionKeys<ElectOptions>({
   holdOffMs: true,
 });
 
-/**
- * Between the election's resource and a candidate's registration:
- * `<resource>\u0001candidate=<priority>:<owner>`.
- */
-export const CANDIDATE_MARK = '\u0001candidate=';
+export { CANDIDATE_MARK };
 
 /**
  * The priority a registration's name gives after `CANDIDATE_MARK` (`<priority>:<owner>`), or

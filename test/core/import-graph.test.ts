@@ -59,16 +59,21 @@ function findCycle(graph: Map<string, string[]>): string[] | undefined {
   return undefined;
 }
 
+/** The dashboard's page script: it runs in a browser, bundled, so it is a layer of its own. */
+const PAGE = 'cli/dashboard/page';
+
 /**
  * The layer a module belongs to: its top folder under `src/`, one level deeper under `cli/` and
  * `stores/` (each CLI part and each store is a layer of its own), `.` for the public surface
- * (`index.ts`) and `cli/main` for the command's entry, which sits above every CLI part, while
- * the other files at the top of `cli/` are helpers every part may use.
+ * (`index.ts`), `cli/main` for the command's entry, which sits above every CLI part (the other
+ * files at the top of `cli/` are helpers every part may use), and `cli/dashboard/page` for the
+ * page script, which runs in a browser.
  */
 export function layerOf(file: string): string {
   const parts = file.split('/');
   if (parts.length === 1) return '.';
   if (file === 'cli/main.ts') return 'cli/main';
+  if (file.startsWith(`${PAGE}/`)) return PAGE;
   if ((parts[0] === 'cli' || parts[0] === 'stores') && parts.length > 2) {
     return `${parts[0]}/${parts[1]}`;
   }
@@ -124,9 +129,13 @@ export const ALLOWED: Record<string, readonly string[]> = {
     ...STORES.map((name) => `stores/${name}`),
   ],
   cli: ['.', 'core', 'client', 'fleet', 'stores', 'stores/sqlite'],
-  'cli/live': ['cli', 'core'],
+  'cli/live': ['core'],
   'cli/harness': ['.'],
   'cli/dashboard': ['cli', 'cli/live', 'core', 'fleet', 'observability'],
+  // The browser's part of the dashboard: only what has no imports of Node or of packages, namely
+  // the lease-state rule the server judges by (cli/live/lease-state.ts) and the record-key marks
+  // (core/record-marks.ts); the test below holds it to exactly these.
+  [PAGE]: ['cli/live', 'core'],
   'cli/watch': ['cli', 'cli/live', 'core'],
   'cli/demo': ['.', 'cli', 'cli/harness', 'cli/dashboard', 'core'],
   'cli/verify': ['.', 'cli', 'cli/harness', 'core'],
@@ -193,6 +202,30 @@ describe('the import graph of src/', () => {
   it('has no cycle', () => {
     expect(findCycle(graph)?.join(' → ')).toBeUndefined();
   });
+
+  it('has the page script reach only pure modules: its own, the lease-state rule, the record marks', () => {
+    const reached = new Set<string>();
+    const visit = (file: string): void => {
+      if (reached.has(file)) return;
+      reached.add(file);
+      for (const next of graph.get(file) ?? []) visit(next);
+    };
+    for (const file of files) if (layerOf(file) === PAGE) visit(file);
+    expect([...reached].filter((file) => layerOf(file) !== PAGE).sort()).toEqual([
+      'cli/live/lease-state.ts',
+      'core/lease.ts',
+      'core/record-marks.ts',
+    ]);
+    // Not a package, not Node: every specifier in what the page reaches is relative.
+    const bare = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"](?!\.{1,2}\/)([^'"]+)['"]/gm;
+    for (const file of reached) {
+      const text = readFileSync(join(SRC, file), 'utf8');
+      expect(
+        [...text.matchAll(bare)].map((m) => m[1]),
+        file,
+      ).toEqual([]);
+    }
+  });
 });
 
 describe('the checks themselves', () => {
@@ -250,6 +283,8 @@ describe('the checks themselves', () => {
     expect(layerOf('cli/demo/tour/run-tour.ts')).toBe('cli/demo');
     expect(layerOf('stores/open-store.ts')).toBe('stores');
     expect(layerOf('index.ts')).toBe('.');
+    expect(layerOf('cli/dashboard/page/main.ts')).toBe('cli/dashboard/page');
+    expect(layerOf('cli/dashboard/page.ts')).toBe('cli/dashboard');
   });
 
   it('read static, type-only, re-exported and lazy imports', () => {

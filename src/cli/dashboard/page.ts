@@ -1,6 +1,6 @@
 import { formatDuration } from '../duration.js';
 import { escapeHtml } from '../html-escape.js';
-import { PAGE_SCRIPT } from './page-script.js';
+import { PAGE_SCRIPT } from './page-bundle.js';
 import { PAGE_STYLE } from './page-style.js';
 import type { PageSettings } from './wire.js';
 
