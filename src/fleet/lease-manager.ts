@@ -1,21 +1,14 @@
 import { EventEmitter } from 'node:events';
 import { safeEmit } from '../core/safe-emit.js';
-import { ErrorCode, invalidArgument, LeaseError } from '../core/errors.js';
-import {
-  checkInteger,
-  checkKnownKeys,
-  checkResource,
-  describe,
-  LIMITS,
-  optionKeys,
-} from '../core/options.js';
+import { ErrorCode, LeaseError } from '../core/errors.js';
+import { checkResource } from '../core/options.js';
 import type { LeaseStore } from '../core/store.js';
 import { systemClock, type Clock } from '../core/time.js';
 import type { HeldLease } from '../client/held-lease.js';
 import { LeaseClient } from '../client/lease-client.js';
 import { ExpiryTimers } from './expiry-timers.js';
 import { FleetReporter } from './fleet-reporter.js';
-import { KeepAlive, onShutdownSignals } from './lifecycle.js';
+import { checkStopOptions, KeepAlive, onShutdownSignals, type StopOptions } from './lifecycle.js';
 import { TakeoverTracker } from './takeover-tracker.js';
 import {
   checkManagerOptions,
@@ -35,14 +28,7 @@ import { WorkRunner, type WorkHost } from './work-runner.js';
 import { settleWithin } from './util.js';
 
 export type { LeaseManagerEvents } from './manager-options.js';
-
-/** How `stop()` winds the worker down. */
-export interface StopOptions {
-  /** How long, in ms, to wait for `onAcquired` work to settle before releasing anyway. @default 10000 */
-  timeoutMs?: number;
-}
-
-const STOP_KEYS = optionKeys<StopOptions>({ timeoutMs: true });
+export type { StopOptions } from './lifecycle.js';
 
 /**
  * Keeps a set of wanted resources owned by a fleet of workers: each resource by exactly one live
@@ -125,7 +111,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
       clock,
       batchSize: options.batchSize ?? MANAGER_DEFAULTS.batchSize,
       maxInFlight: options.maxInFlight ?? MANAGER_DEFAULTS.maxInFlight,
-      onAcquired: (lease) => this.begin(lease),
+      onAcquired: (lease) => this.runner.begin(lease),
       slowMs: Math.max(250, heartbeatMs / 4),
       busy: () => renewalsBehind(client, clock),
       recheckMs: Math.max(10, Math.round(heartbeatMs / 4)),
@@ -134,8 +120,18 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     }));
     const emit: WorkHost['emit'] = (event, ...args) => void this.emit(event, ...args);
     const failed = (error: unknown): void => this.reconcileFailed(error);
-    const work = options.onAcquired;
-    const runner = (this.runner = new WorkRunner({ client, clock, report, work, emit, failed }));
+    const runner = (this.runner = new WorkRunner({
+      client,
+      clock,
+      report,
+      work: options.onAcquired,
+      onLost: options.onLost,
+      emit,
+      failed,
+      granted: (lease) => takeovers.granted(lease),
+      wants: (resource) => this.reconciler.wants(resource),
+      stopping,
+    }));
     const graceMs = client.maxClockSkewMs + (store.expiryLagMs ?? 0);
     const storeNow = (): number => this.membership.storeNow();
     const timers = (this.timers = new ExpiryTimers(
@@ -185,7 +181,9 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     });
     client.on('lost', (lease, error) => {
       loads.forget(lease.resource);
-      this.leaseLost(lease, error);
+      // A lost membership is joined again at the next pass.
+      if (lease === membership.lease) loop.request();
+      else runner.lost(lease, error);
     });
     client.on('released', (lease) => {
       if (lease === membership.lease) return;
@@ -306,10 +304,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
    * everything with one `releaseMany`, so peers watching the store take over at once.
    */
   stop(options: StopOptions = {}): Promise<void> {
-    if (typeof options !== 'object' || options === null)
-      throw invalidArgument('stop options', `must be an object, got ${describe(options)}`);
-    checkKnownKeys('stop options', options, STOP_KEYS);
-    const timeoutMs = checkInteger('timeoutMs', options.timeoutMs ?? 10_000, 0, LIMITS.ttlMaxMs);
+    const timeoutMs = checkStopOptions(options);
     this.stopping ??= this.shutdown(timeoutMs);
     return this.stopping;
   }
@@ -362,33 +357,8 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     return this.client.size - (member && !member.isTerminal ? 1 : 0);
   }
 
-  /** Starts the work of a lease just taken, unless it is not wanted (any more). */
-  private begin(lease: HeldLease): void {
-    this.takeovers.granted(lease);
-    if (this.stopping || !this.reconciler.wants(lease.resource)) {
-      void lease.release().catch(() => undefined);
-      return;
-    }
-    this.runner.start(lease);
-  }
-
   private reconcileFailed(error: unknown): void {
     this.report.reconcileFailed(error);
     this.emit('reconcile-failed', error);
-  }
-
-  private leaseLost(lease: HeldLease, error: LeaseError): void {
-    if (lease === this.membership.lease) {
-      this.loop.request();
-      return;
-    }
-    this.emit('lost', lease, error);
-    try {
-      this.options.onLost?.(lease, error);
-    } catch (failure) {
-      process.nextTick(() => {
-        throw failure;
-      });
-    }
   }
 }

@@ -1,3 +1,22 @@
+import { invalidArgument } from '../core/errors.js';
+import { checkInteger, checkKnownKeys, describe, LIMITS, optionKeys } from '../core/options.js';
+
+/** How `stop()` winds the worker down. */
+export interface StopOptions {
+  /** How long, in ms, to wait for `onAcquired` work to settle before releasing anyway. @default 10000 */
+  timeoutMs?: number;
+}
+
+const STOP_KEYS = optionKeys<StopOptions>({ timeoutMs: true });
+
+/** Checks `stop()`'s options (throws `INVALID_ARGUMENT` naming the field); returns its `timeoutMs`. */
+export function checkStopOptions(options: StopOptions): number {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('stop options', `must be an object, got ${describe(options)}`);
+  checkKnownKeys('stop options', options, STOP_KEYS);
+  return checkInteger('timeoutMs', options.timeoutMs ?? 10_000, 0, LIMITS.ttlMaxMs);
+}
+
 /**
  * Keeps the process alive while a manager runs, as a listening server does: a timer that never
  * fires, held from `hold()` to `release()`, and let go of by `unref()` (the process may then exit
