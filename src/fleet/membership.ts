@@ -17,10 +17,7 @@ import {
   slotsToTry,
 } from './members.js';
 import type { TakeoverTracker } from './takeover-tracker.js';
-import { listAll } from './util.js';
-
-/** Membership records read per `list` call. */
-const PAGE = 5000;
+import { listAll, PAGE_SIZE } from './util.js';
 
 /** What a worker's membership needs of its manager. */
 export interface MembershipHost {
@@ -124,7 +121,7 @@ export class Membership {
     if (this.member && !this.member.isTerminal) return;
     const { client, store, prefix } = this.host;
     const owner = client.owner;
-    const records = await listAll(store, prefix, PAGE);
+    const records = await listAll(store, prefix, PAGE_SIZE);
     const storeNow = this.storeNow();
     const skewMs = client.maxClockSkewMs;
     const live = liveMembers(records, prefix, storeNow, skewMs);
@@ -240,7 +237,7 @@ export class Membership {
   private async readMembers(): Promise<Member[]> {
     const { client, store, prefix, maxLeases, capacity, layout } = this.host;
     const owner = client.owner;
-    const records = await listAll(store, prefix, PAGE);
+    const records = await listAll(store, prefix, PAGE_SIZE);
     const storeNow = this.storeNow();
     const skewMs = client.maxClockSkewMs;
     const members = liveMembers(records, prefix, storeNow, skewMs);

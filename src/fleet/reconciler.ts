@@ -24,10 +24,7 @@ import type { TakeoverTracker } from './takeover-tracker.js';
 import type { Taker } from './taker.js';
 import { checkWanted } from './wanted.js';
 import type { WorkRunner } from './work-runner.js';
-import { commonPrefix, shuffle } from './util.js';
-
-/** Records read per `list` call when searching for free ones. */
-const PAGE = 5000;
+import { commonPrefix, PAGE_SIZE, shuffle } from './util.js';
 
 /** What a reconciler needs of its manager. */
 export interface ReconcilerHost {
@@ -74,7 +71,7 @@ export class Reconciler {
   private wanted = new Set<string>();
   private assignment: Assignment | undefined;
   /** Whether the fleet balances weight (per unit of capacity) rather than counting leases. */
-  private weighed = false;
+  private byWeight = false;
   /** This worker's fair load, when weighted. */
   private fair = 0;
   private share = 0;
@@ -88,7 +85,7 @@ export class Reconciler {
 
   /** Whether the fleet balances by weight rather than by count (as of the last pass). */
   get weighted(): boolean {
-    return this.weighed;
+    return this.byWeight;
   }
 
   /** Whether `resource` is wanted (as of the last pass). */
@@ -108,11 +105,11 @@ export class Reconciler {
   /** This worker's load and fair load (see `LeaseManager.loadStatus`). */
   loadStatus(): { load: number; fair: number; weighted: boolean } {
     return {
-      load: this.weighed
+      load: this.byWeight
         ? this.keptLoad()
         : this.host.heldCount() - this.host.runner.leavingCount(),
-      fair: this.weighed ? this.fair : this.share,
-      weighted: this.weighed,
+      fair: this.byWeight ? this.fair : this.share,
+      weighted: this.byWeight,
     };
   }
 
@@ -140,8 +137,8 @@ export class Reconciler {
     }
     const weighted = loads.weighed() || members.some((m) => capacityOf(m) !== 1);
     const weighing = weighted ? loads.weights(this.wantedList) : undefined;
-    const reweighed = weighted !== this.weighed || weighing?.changed === true;
-    this.weighed = weighted;
+    const reweighed = weighted !== this.byWeight || weighing?.changed === true;
+    this.byWeight = weighted;
     let newcomers = new Set<string>();
     const newView = membership.isNewView(key);
     if (wantedChanged || newView || reweighed || !this.assignment) {
@@ -179,7 +176,7 @@ export class Reconciler {
         .filter((lease) => !runner.isLeaving(lease))
         .map((lease) => [lease.resource, lease]),
     );
-    const decided: Plan = this.weighed
+    const decided: Plan = this.byWeight
       ? planWeighted({
           me: this.owner,
           wanted: this.wanted,
@@ -235,7 +232,7 @@ export class Reconciler {
     // When weighing, workers whose weights disagree for a while (a rolling change of the weight
     // option, say) can each leave a free resource to the other: a few workers a scan search even
     // when not short, and take what stayed free (see `fitting`), as the membership is sampled.
-    const sampled = this.weighed && Math.random() * host.membership.size < FULL_READS_PER_SCAN;
+    const sampled = this.byWeight && Math.random() * host.membership.size < FULL_READS_PER_SCAN;
     if ((this.short() || sampled) && this.holdOffs.maySearch(now)) {
       this.holdOffs.searched(now);
       const { asked, taken } = await this.takeFree(room);
@@ -247,7 +244,7 @@ export class Reconciler {
         return Math.round(Math.min(client.heartbeatMs / 2, 500) * (0.5 + Math.random()));
       }
     }
-    const deficit = this.weighed ? decided.deficit : Math.max(0, room());
+    const deficit = this.byWeight ? decided.deficit : Math.max(0, room());
     const interval = host.nextInterval();
     const settled = deficit === 0 && decided.shed.length === 0;
     return settled ? interval : Math.min(interval, 2 * client.heartbeatMs);
@@ -301,7 +298,7 @@ export class Reconciler {
         if (free && record.expiresAt > 0) this.noteHolder(record); // expired, not released
         return free;
       },
-      pageSize: PAGE,
+      pageSize: PAGE_SIZE,
     });
     for (const record of found.live) {
       this.noteHolder(record);
@@ -320,14 +317,14 @@ export class Reconciler {
   private room(): number {
     const { host } = this;
     return (
-      (this.weighed ? host.maxLeases : this.share) - host.heldCount() + host.runner.leavingCount()
+      (this.byWeight ? host.maxLeases : this.share) - host.heldCount() + host.runner.leavingCount()
     );
   }
 
   /** Whether this worker would take resources not assigned to it: below its share, or its fair load. */
   private short(): boolean {
     if (this.room() <= 0) return false;
-    return !this.weighed || this.keptLoad() < this.fair;
+    return !this.byWeight || this.keptLoad() < this.fair;
   }
 
   /**
@@ -339,7 +336,7 @@ export class Reconciler {
    * that worker takes it at its next search.
    */
   private fitting(candidates: string[]): string[] {
-    if (!this.weighed) return candidates;
+    if (!this.byWeight) return candidates;
     let load = this.keptLoad();
     const now = this.host.clock.monotonic();
     const out: string[] = [];
