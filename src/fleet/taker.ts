@@ -24,6 +24,26 @@ export interface TakerOptions {
   readonly onError: (error: unknown) => void;
 }
 
+/**
+ * Whether renewals are falling behind: some held lease went two beats without a successful
+ * renewal (or is at risk). Taking more then would only add store work that competes with the
+ * renewals of what is already held, so bulk takes wait until they catch up (`TakerOptions.busy`).
+ */
+export function renewalsBehind(
+  client: Pick<LeaseClient, 'held' | 'heartbeatMs'>,
+  clock: Clock,
+): boolean {
+  const now = clock.monotonic();
+  const twoBeats = 2 * client.heartbeatMs;
+  for (const lease of client.held()) {
+    if (lease.state === 'at-risk') return true;
+    // The validity window is three times what is left at `atRiskAt`.
+    const renewedFrom = lease.validUntil - 3 * (lease.validUntil - lease.atRiskAt);
+    if (now - renewedFrom > twoBeats) return true;
+  }
+  return false;
+}
+
 /** How long takes asked for one by one (releases seen, expiry timers) are gathered into one batch. */
 const GATHER_MS = 10;
 

@@ -22,6 +22,9 @@ export async function settleWithin(
 
 export { commonPrefix } from '../core/store-defaults.js';
 
+/** Records a fleet asks for per `list` call (membership reads, the search for free records). */
+export const PAGE_SIZE = 5000;
+
 /** Every record under `prefix`, page by page (no cap on how many). */
 export async function listAll(
   store: LeaseStore,

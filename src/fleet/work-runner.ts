@@ -1,5 +1,6 @@
 import type { HeldLease } from '../client/held-lease.js';
 import type { LeaseClient } from '../client/lease-client.js';
+import type { LeaseError } from '../core/errors.js';
 import type { Clock } from '../core/time.js';
 import type { FleetReporter } from './fleet-reporter.js';
 import type { LeaseManagerEvents } from './manager-options.js';
@@ -15,16 +16,25 @@ export interface WorkHost {
   readonly report: FleetReporter;
   /** The user's work for a lease just taken (`onAcquired`), if any. */
   readonly work: ((lease: HeldLease) => unknown) | undefined;
+  /** Told of a lease lost (`onLost`), if anyone. */
+  readonly onLost: ((lease: HeldLease, error: LeaseError) => void) | undefined;
+  /** A lease was granted: told before anything else (takeovers are measured from it). */
+  granted(lease: HeldLease): void;
+  /** Whether the resource is wanted, as of the last reconcile pass. */
+  wants(resource: string): boolean;
+  /** Whether the manager is stopping: a lease granted now is given back. */
+  stopping(): boolean;
   emit<K extends keyof LeaseManagerEvents>(event: K, ...args: LeaseManagerEvents[K]): void;
   /** A handover's release failed (reported as `reconcile-failed`). */
   failed(error: unknown): void;
 }
 
 /**
- * The work of each lease a manager holds, and its end: `start` runs `onAcquired` (work that fails
- * gives its lease back so a worker can try again), `handOff` revokes leases, lets their work
- * settle (up to half a TTL), then releases them for another worker in one call. Leases being
- * handed over no longer count toward the share (`isLeaving`, `leavingCount`).
+ * The work of each lease a manager holds, and its end: `begin` runs `onAcquired` for a lease just
+ * taken (work that fails gives its lease back so a worker can try again), `lost` tells of a lease
+ * lost, `handOff` revokes leases, lets their work settle (up to half a TTL), then releases them
+ * for another worker in one call. Leases being handed over no longer count toward the share
+ * (`isLeaving`, `leavingCount`).
  */
 export class WorkRunner {
   private readonly running = new Map<HeldLease, Promise<void>>();
@@ -32,9 +42,14 @@ export class WorkRunner {
 
   constructor(private readonly host: WorkHost) {}
 
-  /** Runs the work of a lease just taken. */
-  start(lease: HeldLease): void {
+  /** Runs the work of a lease just taken, unless it is not wanted (any more): that one is given back. */
+  begin(lease: HeldLease): void {
     const { host } = this;
+    host.granted(lease);
+    if (host.stopping() || !host.wants(lease.resource)) {
+      void lease.release().catch(() => undefined);
+      return;
+    }
     host.emit('acquired', lease);
     const work = host.work;
     if (!work) return;
@@ -50,6 +65,19 @@ export class WorkRunner {
       )
       .finally(() => this.running.delete(lease));
     this.running.set(lease, running);
+  }
+
+  /** A lease was lost (its signal aborted with `error`): `lost` is emitted, then `onLost` told. */
+  lost(lease: HeldLease, error: LeaseError): void {
+    this.host.emit('lost', lease, error);
+    try {
+      this.host.onLost?.(lease, error);
+    } catch (failure) {
+      // A throwing listener is the caller's bug: it surfaces as an uncaught exception, not here.
+      process.nextTick(() => {
+        throw failure;
+      });
+    }
   }
 
   /** Waits up to `ms` for the work of every lease to settle. */
