@@ -97,7 +97,8 @@ const CLI_PARTS = ['dashboard', 'demo', 'harness', 'live', 'run', 'verify', 'wat
  * knowing core only; `client`, then `fleet`; `fence`; `observability` (the metrics sinks,
  * reading the channels core defines); the public surface; the CLI, whose parts share the
  * helpers at its top and two parts of their own (`live`: watching a store and judging its
- * records, for the dashboard and `watch`; `harness`: what demo and verify both run), and
+ * records, for the dashboard and `watch`; `harness`: what demo and verify both run, their worker
+ * processes, event protocol and history checker, which reads permit names from `core`), and
  * `cli/main` over the commands.
  */
 export const ALLOWED: Record<string, readonly string[]> = {
@@ -125,7 +126,7 @@ export const ALLOWED: Record<string, readonly string[]> = {
   ],
   cli: ['.', 'core', 'client', 'fleet', 'stores', 'stores/sqlite'],
   'cli/live': ['cli', 'core'],
-  'cli/harness': ['.'],
+  'cli/harness': ['.', 'core'],
   'cli/dashboard': ['cli', 'cli/live', 'core', 'fleet', 'observability'],
   'cli/watch': ['cli', 'cli/live', 'core'],
   'cli/demo': ['.', 'cli', 'cli/harness', 'cli/dashboard', 'core'],

@@ -1,5 +1,5 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { untilReady } from '../worker-ready.js';
+import { untilReady } from '../harness/worker-ready.js';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';

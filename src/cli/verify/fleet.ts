@@ -1,5 +1,5 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { untilReady } from '../worker-ready.js';
+import { untilReady } from '../harness/worker-ready.js';
 import { EventEmitter } from 'node:events';
 import { createInterface } from 'node:readline';
 import {
@@ -7,7 +7,7 @@ import {
   VERIFY_WORKER_ENV,
   type VerifyEvent,
   type VerifyWorkerConfig,
-} from './worker-protocol.js';
+} from '../harness/worker-protocol.js';
 
 export type VerifyWorkerStatus =
   'starting' | 'running' | 'paused' | 'stalled' | 'stopping' | 'gone';

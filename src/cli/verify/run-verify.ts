@@ -10,8 +10,8 @@ import { createDownstream, WRITES_TABLE } from '../harness/downstream.js';
 import { openQuietly } from '../open-quietly.js';
 import { CliFailure, scrubPassword } from '../output.js';
 import { checkTtlFits } from '../ttl-fit.js';
-import { Beliefs } from './beliefs.js';
-import { checkRecords, type CheckResult } from './checker.js';
+import { Beliefs } from '../harness/beliefs.js';
+import { checkRecords, type CheckResult } from '../harness/checker.js';
 import { DEFAULT_DRIFT_RATE, driftIsBeyond, drifts, formatRate } from './drift.js';
 import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
 import { VerifyFleet, type VerifyWorker } from './fleet.js';
@@ -22,7 +22,7 @@ import {
   type HistoryRecord,
   type RunRecord,
   type WriteRecord,
-} from './history-format.js';
+} from '../harness/history-format.js';
 import { htmlReport } from './html-report.js';
 import { seededRandom } from './random.js';
 import { privateServerScheme, startPrivateServer, type PrivateServer } from './servers/index.js';

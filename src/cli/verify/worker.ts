@@ -13,7 +13,7 @@ import {
 } from '../../index.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from '../harness/downstream.js';
-import { driftingClock } from './drifting-clock.js';
+import { driftingClock } from '../harness/drifting-clock.js';
 import { hostNow, workerClock } from '../harness/host-clock.js';
 import {
   VERIFY_WORKER_ENV,
@@ -21,7 +21,7 @@ import {
   type StallMessage,
   type VerifyEvent,
   type VerifyWorkerConfig,
-} from './worker-protocol.js';
+} from '../harness/worker-protocol.js';
 
 const config = JSON.parse(process.env[VERIFY_WORKER_ENV] ?? 'null') as VerifyWorkerConfig | null;
 if (!config) {

@@ -1,4 +1,4 @@
-import { ceilUs, floorUs } from '../harness/host-clock.js';
+import { ceilUs, floorUs } from './host-clock.js';
 import type { BeliefRecord } from './history-format.js';
 import type { VerifyEvent } from './worker-protocol.js';
 
