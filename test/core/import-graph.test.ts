@@ -98,7 +98,8 @@ const CLI_PARTS = ['dashboard', 'demo', 'harness', 'live', 'run', 'verify', 'wat
  * reading the channels core defines); the public surface; the CLI, whose parts share the
  * helpers at its top and two parts of their own (`live`: watching a store and judging its
  * records, for the dashboard and `watch`; `harness`: what demo and verify both run, their worker
- * processes, event protocol and history checker, which reads permit names from `core`), and
+ * processes (which open the store as every command does, through the CLI's helpers), event
+ * protocol and history checker (which reads permit names from `core`)), and
  * `cli/main` over the commands.
  */
 export const ALLOWED: Record<string, readonly string[]> = {
@@ -126,11 +127,11 @@ export const ALLOWED: Record<string, readonly string[]> = {
   ],
   cli: ['.', 'core', 'client', 'fleet', 'stores', 'stores/sqlite'],
   'cli/live': ['cli', 'core'],
-  'cli/harness': ['.', 'core'],
+  'cli/harness': ['.', 'cli', 'core'],
   'cli/dashboard': ['cli', 'cli/live', 'core', 'fleet', 'observability'],
   'cli/watch': ['cli', 'cli/live', 'core'],
   'cli/demo': ['.', 'cli', 'cli/harness', 'cli/dashboard', 'core'],
-  'cli/verify': ['.', 'cli', 'cli/harness', 'core'],
+  'cli/verify': ['cli', 'cli/harness', 'core'],
   'cli/run': ['.', 'cli'],
   'cli/commands': ['.', 'cli', 'core', ...CLI_PARTS.map((part) => `cli/${part}`)],
   'cli/main': ['.', 'cli', 'cli/commands', 'cli/run'],

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { SqliteFence } from '../../index.js';
+import type { HistoryRecord, WriteRecord } from './history-format.js';
 
 /** The downstream's own table: every accepted fenced write, in commit order (`id`). */
 export const WRITES_TABLE = 'demo_writes';
@@ -66,6 +67,35 @@ export function checkDownstream(path: string): DownstreamVerdict {
       } else highest.set(row.resource, row.token);
     }
     return { writes: rows.length, stale };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Accepted writes in the downstream that no worker reported (it died right after committing), so
+ * that the history holds every committed write once, in commit order by `commit`.
+ */
+export function unreportedWrites(path: string, records: readonly HistoryRecord[]): WriteRecord[] {
+  const reported = new Set(
+    records.flatMap((r) => (r.type === 'write' && r.commit !== undefined ? [r.commit] : [])),
+  );
+  const db = new Database(path, { readonly: true, timeout: 10_000 });
+  try {
+    const rows = db
+      .prepare(`SELECT id, resource, token, worker, at FROM ${WRITES_TABLE} ORDER BY id`)
+      .all() as { id: number; resource: string; token: number; worker: string; at: number }[];
+    return rows
+      .filter((row) => !reported.has(row.id))
+      .map((row) => ({
+        type: 'write',
+        resource: row.resource,
+        owner: row.worker,
+        token: row.token,
+        at: row.at,
+        outcome: 'accepted',
+        commit: row.id,
+      }));
   } finally {
     db.close();
   }
