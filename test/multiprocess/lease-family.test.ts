@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeServer } from '../harness/describe-server.js';
 import { tempDir } from '../harness/processes.js';
 import { RedisServer, redisUnavailable } from '../harness/redis-server.js';
-import { checkHistory, type Tenure } from './check-history.js';
+import { checkTenures, type Tenure } from '../harness/tenures.js';
 
 // Real OS processes contending for a counting lease and for crossing all-or-nothing groups,
 // through SIGKILL and SIGSTOP past the TTL, on SQLite (one file) and on a Redis server: never
@@ -172,7 +172,7 @@ function family(storeName: string, url: () => string): void {
     );
     expect(errors, JSON.stringify(errors.slice(0, 3))).toEqual([]);
     const all = tenures(workers);
-    const verdict = checkHistory(all);
+    const verdict = checkTenures(all);
     expect(verdict.violations, verdict.violations.slice(0, 5).join('\n')).toEqual([]);
     expect(mostAtOnce(all, name)).toBeLessThanOrEqual(3);
     // The contention was real: three held at once, all three permits used, waiters timed out or
@@ -199,7 +199,7 @@ function family(storeName: string, url: () => string): void {
     const lines = workers.flatMap((w) => w.lines);
     const errors = lines.filter((l) => l.kind === 'error');
     expect(errors, JSON.stringify(errors.slice(0, 3))).toEqual([]);
-    const verdict = checkHistory(tenures(workers));
+    const verdict = checkTenures(tenures(workers));
     expect(verdict.violations, verdict.violations.slice(0, 5).join('\n')).toEqual([]);
     // Every process finished and each got groups: nobody stuck behind a crossing order.
     for (const w of workers) {

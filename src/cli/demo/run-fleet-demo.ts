@@ -7,11 +7,11 @@ import { redact } from '../../core/store-url.js';
 import { formatDuration } from '../duration.js';
 import { openQuietly } from '../open-quietly.js';
 import { checkTtlFits } from '../ttl-fit.js';
-import { checkHistory } from './check-history.js';
+import { checkRecords } from '../harness/checker.js';
 import { resourceNames, type DemoSettings } from '../harness/demo-settings.js';
-import { checkDownstream, createDownstream } from '../harness/downstream.js';
-import { wallNow } from './events.js';
-import { Fleet } from './fleet.js';
+import { createDownstream, unreportedWrites } from '../harness/downstream.js';
+import { Fleet } from '../harness/fleet.js';
+import { hostNow } from '../harness/host-clock.js';
 import { LiveView, type ViewMode } from './live-view.js';
 import { Monitor } from './monitor.js';
 import { allRecovered, phaseReport, safetyReport, type DemoReport } from './report.js';
@@ -19,7 +19,7 @@ import { runScenario } from './scenario.js';
 import { sqlitePath } from './sqlite-lock.js';
 import { startDashboard } from '../dashboard/server.js';
 
-const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
+const WORKER_ENTRY = fileURLToPath(new URL('../harness/worker.js', import.meta.url));
 
 export interface FleetDemoOptions {
   settings: DemoSettings;
@@ -43,7 +43,7 @@ export async function runFleetDemo({
   mode,
   dashboardPort,
 }: FleetDemoOptions): Promise<DemoReport> {
-  const startedAt = wallNow();
+  const startedAt = hostNow();
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-demo-'));
   const url = store ?? `sqlite:${join(dir, 'leases.db')}?synchronous=normal`;
   const downstream = join(dir, 'downstream.db');
@@ -62,17 +62,24 @@ export async function runFleetDemo({
   }
   await createDownstream(downstream);
 
-  const fleet = new Fleet(WORKER_ENTRY, {
-    store: url,
-    group: `demo-${run}`,
-    resourcePrefix: prefix,
-    resourceCount: settings.resources,
-    ttlMs: settings.ttlMs,
-    heartbeatMs: settings.heartbeatMs,
-    reconcileMs: settings.reconcileMs,
-    downstream,
-    writeEveryMs: settings.writeEveryMs,
-  });
+  // Workers named by letter (`A`), owning as `worker-A`, on the host's clock, exclusive leases.
+  const fleet = new Fleet(
+    WORKER_ENTRY,
+    {
+      store: url,
+      group: `demo-${run}`,
+      resources,
+      ttlMs: settings.ttlMs,
+      heartbeatMs: settings.heartbeatMs,
+      reconcileMs: settings.reconcileMs,
+      downstream,
+      writeEveryMs: settings.writeEveryMs,
+      driftStepMs: 0,
+      permits: 1,
+      progress: false,
+    },
+    { owner: (letter) => `worker-${letter}`, joining: 'join the fleet' },
+  );
   const monitor = new Monitor(fleet, resources);
   const view = new LiveView(mode, monitor, fleet.workers, startedAt);
   view.header(
@@ -120,8 +127,10 @@ export async function runFleetDemo({
     await watched?.close();
   }
 
-  const tenures = monitor.history.tenures();
-  const safety = safetyReport(checkHistory(tenures), tenures.length, checkDownstream(downstream));
+  // The history: every belief, every fenced write reported, and those committed but not reported
+  // (a worker killed right after its commit), so every committed write is checked in commit order.
+  const records = monitor.history.history();
+  const safety = safetyReport(checkRecords([...records, ...unreportedWrites(downstream, records)]));
   const recovered = allRecovered(phases);
   const { totals } = monitor;
   return {
@@ -134,13 +143,13 @@ export async function runFleetDemo({
     downstream,
     dir,
     workers: settings.workers,
-    pids: Object.fromEntries([...fleet.workers.values()].map((w) => [w.letter, w.pid])),
+    pids: Object.fromEntries([...fleet.workers.values()].map((w) => [w.id, w.pid])),
     resources: settings.resources,
     ttlMs: settings.ttlMs,
     heartbeatMs: settings.heartbeatMs,
     reconcileMs: settings.reconcileMs,
     quick: settings.quick,
-    durationMs: Math.round(wallNow() - startedAt),
+    durationMs: Math.round(hostNow() - startedAt),
     phases: phases.map((p) => phaseReport(p, startedAt)),
     safety,
     totals: {

@@ -39,39 +39,6 @@ export function insertWrite(db: Database.Database): Database.Statement {
   );
 }
 
-export interface DownstreamVerdict {
-  /** Accepted writes found in the table. */
-  writes: number;
-  /** Accepted writes whose token was lower than one already committed for the resource. */
-  stale: string[];
-}
-
-/**
- * Reads every accepted write in commit order and checks that, per resource, tokens never go down:
- * a write under a lower token after a higher one committed is a stale write the fence let through.
- */
-export function checkDownstream(path: string): DownstreamVerdict {
-  const db = new Database(path, { readonly: true, timeout: 10_000 });
-  try {
-    const rows = db
-      .prepare(`SELECT id, resource, token, worker FROM ${WRITES_TABLE} ORDER BY id`)
-      .all() as { id: number; resource: string; token: number; worker: string }[];
-    const highest = new Map<string, number>();
-    const stale: string[] = [];
-    for (const row of rows) {
-      const seen = highest.get(row.resource) ?? 0;
-      if (row.token < seen) {
-        stale.push(
-          `${row.resource}: write #${row.id} by worker ${row.worker} under token ${row.token} committed after token ${seen}`,
-        );
-      } else highest.set(row.resource, row.token);
-    }
-    return { writes: rows.length, stale };
-  } finally {
-    db.close();
-  }
-}
-
 /**
  * Accepted writes in the downstream that no worker reported (it died right after committing), so
  * that the history holds every committed write once, in commit order by `commit`.
