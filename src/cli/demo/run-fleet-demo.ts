@@ -6,12 +6,13 @@ import { fileURLToPath } from 'node:url';
 import { redact } from '../../core/store-url.js';
 import { formatDuration } from '../duration.js';
 import { openQuietly } from '../open-quietly.js';
-import { checkTtlFits } from '../ttl-fit.js';
 import { checkRecords } from '../harness/checker.js';
 import { resourceNames, type DemoSettings } from '../harness/demo-settings.js';
 import { createDownstream, unreportedWrites } from '../harness/downstream.js';
 import { Fleet } from '../harness/fleet.js';
 import { hostNow } from '../harness/host-clock.js';
+import { killOnExit } from '../harness/kill-on-exit.js';
+import { probeStore } from '../harness/probe-store.js';
 import { LiveView, type ViewMode } from './live-view.js';
 import { Monitor } from './monitor.js';
 import { allRecovered, phaseReport, safetyReport, type DemoReport } from './report.js';
@@ -53,13 +54,7 @@ export async function runFleetDemo({
 
   // Opening the store once here checks the URL, the driver and the connection, and creates a
   // SQLite schema before several processes race to. Names unique to this run keep runs on a shared store apart.
-  const probe = await openQuietly(url);
-  try {
-    checkTtlFits({ ms: settings.ttlMs, isDefault: ttlIsDefault }, probe);
-    await probe.get(resources[0]!);
-  } finally {
-    await probe.close();
-  }
+  await probeStore(url, { ms: settings.ttlMs, isDefault: ttlIsDefault }, resources[0]!);
   await createDownstream(downstream);
 
   // Workers named by letter (`A`), owning as `worker-A`, on the host's clock, exclusive leases.
@@ -104,7 +99,15 @@ export async function runFleetDemo({
     ));
   if (dashboard) view.header(`dashboard: ${dashboard.url} (live while the demo runs)`);
 
-  const release = killOnExit(fleet, view);
+  const release = killOnExit(
+    () => fleet.killAll(),
+    (signal) => {
+      fleet.killAll();
+      view.stop();
+      process.stderr.write(`leasehold: demo interrupted by ${signal}; worker processes killed\n`);
+      process.exit(signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143);
+    },
+  );
   let phases;
   view.start();
   try {
@@ -158,26 +161,5 @@ export async function runFleetDemo({
       handoffs: totals.handoffs,
     },
     warnings: monitor.warnings.slice(0, 10),
-  };
-}
-
-/**
- * No worker outlives the demo: a Ctrl-C, a SIGTERM or an early exit kills them all. Returns the
- * uninstaller.
- */
-function killOnExit(fleet: Fleet, view: LiveView): () => void {
-  const onExit = (): void => fleet.killAll();
-  const onSignal = (signal: NodeJS.Signals): void => {
-    fleet.killAll();
-    view.stop();
-    process.stderr.write(`leasehold: demo interrupted by ${signal}; worker processes killed\n`);
-    process.exit(signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143);
-  };
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-  process.on('exit', onExit);
-  for (const signal of signals) process.on(signal, onSignal);
-  return () => {
-    process.off('exit', onExit);
-    for (const signal of signals) process.off(signal, onSignal);
   };
 }

@@ -6,9 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { redact } from '../../core/store-url.js';
 import { resourceNames } from '../harness/demo-settings.js';
 import { createDownstream, unreportedWrites } from '../harness/downstream.js';
-import { openQuietly } from '../open-quietly.js';
 import { CliFailure, scrubPassword } from '../output.js';
-import { checkTtlFits } from '../ttl-fit.js';
 import { checkRecords, type CheckResult } from '../harness/checker.js';
 import { DEFAULT_DRIFT_RATE, driftIsBeyond, drifts, formatRate } from './drift.js';
 import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
@@ -20,6 +18,8 @@ import {
   type HistoryRecord,
   type RunRecord,
 } from '../harness/history-format.js';
+import { killOnExit } from '../harness/kill-on-exit.js';
+import { probeStore } from '../harness/probe-store.js';
 import { HistoryRecorder } from '../harness/recorder.js';
 import { htmlReport } from './html-report.js';
 import { seededRandom } from './random.js';
@@ -104,23 +104,15 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   const store = server?.url ?? options.store;
   const notes: string[] = [];
   const shown = redact(store);
-  let maxClockSkewMs: number;
-  let storeClock: 'store' | 'local';
   const run = randomBytes(3).toString('hex');
   const resources = resourceNames(`verify-${run}/`, options.resources);
-  try {
-    const probe = await openQuietly(store);
-    try {
-      checkTtlFits({ ms: ttlMs, isDefault: options.ttlIsDefault }, probe);
-      maxClockSkewMs = probe.maxClockSkewMs;
-      storeClock = probe.capabilities.clock;
-      await probe.get(resources[0]!);
-    } finally {
-      await probe.close().catch(() => undefined);
-    }
-  } catch (error) {
+  const { maxClockSkewMs, clock: storeClock } = await probeStore(
+    store,
+    { ms: ttlMs, isDefault: options.ttlIsDefault },
+    resources[0]!,
+  ).catch((error: unknown) => {
     throw new CliFailure(`could not run: ${shown}: ${(error as Error).message}`, 2);
-  }
+  });
   if (server)
     notes.push(
       `store: a private ${server.program} verify started on 127.0.0.1:${server.port} in ${server.dir}, stopped and removed at the end`,
@@ -373,7 +365,7 @@ function installKill(running: Running): () => void {
     running.fleet?.killAll();
     running.server?.killNow();
   };
-  const onSignal = (signal: NodeJS.Signals): void => {
+  return killOnExit(onExit, (signal) => {
     if (running.interrupted) process.exit(2); // the exit handler kills what is left
     running.interrupted = true;
     running.fleet?.killAll();
@@ -384,12 +376,5 @@ function installKill(running: Running): () => void {
     if (!server) process.exit(2);
     setTimeout(() => process.exit(2), 8000).unref();
     void server.stop(3000).finally(() => process.exit(2));
-  };
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-  process.on('exit', onExit);
-  for (const s of signals) process.on(s, onSignal);
-  return () => {
-    process.off('exit', onExit);
-    for (const s of signals) process.off(s, onSignal);
-  };
+  });
 }
