@@ -19,6 +19,8 @@ export interface Verdict {
   violations: string[];
   /** Times a resource passed from one owner to another. */
   handovers: number;
+  /** The most owners of one name (a counting lease's permits together) believing at one instant. */
+  mostOwners: number;
 }
 
 /** Checks tenures with the checker demo and verify use, as beliefs of a history. */
@@ -33,7 +35,11 @@ export function checkTenures(tenures: readonly Tenure[]): Verdict {
     how: t.how ?? 'released',
   }));
   const result = checkRecords(beliefs);
-  return { violations: violationLines(result), handovers: result.handovers };
+  return {
+    violations: violationLines(result),
+    handovers: result.handovers,
+    mostOwners: result.mostOwners,
+  };
 }
 
 /** Overlapping tenures of one resource, and tokens that do not rise with each new tenure. */
