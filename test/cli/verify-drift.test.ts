@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { FaultRecord, WriteRecord } from '../../src/cli/verify/history-format.js';
+import type { FaultRecord, WriteRecord } from '../../src/cli/harness/history-format.js';
 import { tempDir } from '../harness/processes.js';
 import { verify } from '../verify/run-verify.js';
 import { runCli } from './run-cli.js';

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { historyLine, type HistoryRecord } from '../../src/cli/verify/history-format.js';
+import { historyLine, type HistoryRecord } from '../../src/cli/harness/history-format.js';
 import { tempDir } from '../harness/processes.js';
 import { runCli } from './run-cli.js';
 

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { FaultRecord } from '../../src/cli/verify/history-format.js';
+import type { FaultRecord } from '../../src/cli/harness/history-format.js';
 import { postgresUnavailable } from '../harness/postgres-server.js';
 import { tempDir } from '../harness/processes.js';
 import { redisUnavailable } from '../harness/redis-server.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { WriteRecord } from '../../src/cli/verify/history-format.js';
+import type { WriteRecord } from '../../src/cli/harness/history-format.js';
 import { tempDir } from '../harness/processes.js';
 import { faultEvidence, verify } from '../verify/run-verify.js';
 

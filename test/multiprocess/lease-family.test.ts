@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeServer } from '../harness/describe-server.js';
 import { tempDir } from '../harness/processes.js';
 import { RedisServer, redisUnavailable } from '../harness/redis-server.js';
-import { checkHistory, type Tenure } from './check-history.js';
+import { checkTenures, type Tenure } from '../harness/tenures.js';
 
 // Real OS processes contending for a counting lease and for crossing all-or-nothing groups,
 // through SIGKILL and SIGSTOP past the TTL, on SQLite (one file) and on a Redis server: never
@@ -99,24 +99,6 @@ function tenures(workers: readonly Worker[]): (Tenure & { name: string; how: str
   return out;
 }
 
-/** The most tenures of `name` believed at one instant. */
-function mostAtOnce(
-  list: readonly { name: string; start: number; end: number }[],
-  name: string,
-): number {
-  const edges = list
-    .filter((t) => t.name === name)
-    .flatMap((t) => [
-      [t.start, 1],
-      [t.end, -1],
-    ])
-    .sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!); // an end before a start at the same instant
-  let now = 0;
-  let most = 0;
-  for (const [, d] of edges) most = Math.max(most, (now += d!));
-  return most;
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function family(storeName: string, url: () => string): void {
@@ -172,12 +154,14 @@ function family(storeName: string, url: () => string): void {
     );
     expect(errors, JSON.stringify(errors.slice(0, 3))).toEqual([]);
     const all = tenures(workers);
-    const verdict = checkHistory(all);
+    const verdict = checkTenures(all);
     expect(verdict.violations, verdict.violations.slice(0, 5).join('\n')).toEqual([]);
-    expect(mostAtOnce(all, name)).toBeLessThanOrEqual(3);
+    // Every tenure here is of one name: the most owners at once are its permits' holders.
+    expect(new Set(all.map((t) => t.name))).toEqual(new Set([name]));
+    expect(verdict.mostOwners).toBeLessThanOrEqual(3);
     // The contention was real: three held at once, all three permits used, waiters timed out or
     // waited, and permits changed hands after a killed or frozen holder's lease lapsed.
-    expect(mostAtOnce(all, name)).toBe(3);
+    expect(verdict.mostOwners).toBe(3);
     expect(new Set(all.map((t) => t.resource)).size).toBe(3);
     expect(all.length).toBeGreaterThan(30);
     expect(kills).toBeGreaterThanOrEqual(2);
@@ -199,7 +183,7 @@ function family(storeName: string, url: () => string): void {
     const lines = workers.flatMap((w) => w.lines);
     const errors = lines.filter((l) => l.kind === 'error');
     expect(errors, JSON.stringify(errors.slice(0, 3))).toEqual([]);
-    const verdict = checkHistory(tenures(workers));
+    const verdict = checkTenures(tenures(workers));
     expect(verdict.violations, verdict.violations.slice(0, 5).join('\n')).toEqual([]);
     // Every process finished and each got groups: nobody stuck behind a crossing order.
     for (const w of workers) {

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/index.js';
 import { tempDir } from '../harness/processes.js';
-import { checkHistory, type Tenure } from './check-history.js';
+import { checkTenures, type Tenure } from '../harness/tenures.js';
 
 const run = promisify(execFile);
 const worker = fileURLToPath(new URL('./race-worker.mjs', import.meta.url));
@@ -21,7 +21,7 @@ it('several OS processes racing on one SQLite file for 100 resources never overl
     ),
   );
   type Line =
-    | Tenure
+    | (Tenure & { kind: 'tenure' })
     | { kind: 'error' | 'late-release'; message: string }
     | { kind: 'refused'; count: number }
     | { kind: 'given-back'; resource: string; token: number };
@@ -31,8 +31,8 @@ it('several OS processes racing on one SQLite file for 100 resources never overl
   const refused = lines.reduce((n, l) => n + (l.kind === 'refused' ? l.count : 0), 0);
   const errors = lines.filter((l) => l.kind === 'error');
   expect(errors, JSON.stringify(errors.slice(0, 3))).toEqual([]);
-  const tenures = lines.filter((l): l is Tenure => l.kind === 'tenure');
-  const verdict = checkHistory(tenures);
+  const tenures = lines.filter((l) => l.kind === 'tenure');
+  const verdict = checkTenures(tenures);
   expect(verdict.violations, verdict.violations.slice(0, 5).join('\n')).toEqual([]);
   // The race was real: processes were refused leases others held, every process won some,
   // resources changed hands often, and both graceful releases and abandoned (expired, then

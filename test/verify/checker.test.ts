@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Beliefs } from '../../src/cli/verify/beliefs.js';
-import { checkRecords, latencies } from '../../src/cli/verify/checker.js';
+import { Beliefs } from '../../src/cli/harness/beliefs.js';
+import { checkRecords, latencies } from '../../src/cli/harness/checker.js';
 import {
   historyLine,
   parseHistory,
@@ -8,7 +8,7 @@ import {
   type HistoryRecord,
   type RunRecord,
   type WriteRecord,
-} from '../../src/cli/verify/history-format.js';
+} from '../../src/cli/harness/history-format.js';
 
 const run: RunRecord = {
   type: 'run',

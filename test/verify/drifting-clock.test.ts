@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { driftIsBeyond, parseDriftRate } from '../../src/cli/verify/drift.js';
-import { driftingClock, type TimeSources } from '../../src/cli/verify/drifting-clock.js';
+import { driftingClock, type TimeSources } from '../../src/cli/harness/drifting-clock.js';
 import { hostNow, workerClock } from '../../src/cli/harness/host-clock.js';
 
 /** Time sources that move only when told, recording the timers asked for. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CheckResult } from '../../src/cli/verify/checker.js';
-import { parseHistory, type HistoryRecord } from '../../src/cli/verify/history-format.js';
+import type { CheckResult } from '../../src/cli/harness/checker.js';
+import { parseHistory, type HistoryRecord } from '../../src/cli/harness/history-format.js';
 import { runCli } from '../cli/run-cli.js';
 
 export interface VerifyRun {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { checkRecords } from '../verify/checker.js';
-import { parseHistory, type RunRecord } from '../verify/history-format.js';
+import { checkRecords } from '../harness/checker.js';
+import { parseHistory, type RunRecord } from '../harness/history-format.js';
 import { checkText } from '../verify/verdict-text.js';
 import { CliFailure, printJson } from '../output.js';
 

@@ -1,5 +1,5 @@
-import { wallNow } from './events.js';
-import type { WorkerProcess } from './fleet.js';
+import { hostNow } from '../harness/host-clock.js';
+import type { WorkerProcess } from '../harness/fleet.js';
 import type { Monitor } from './monitor.js';
 
 export type ViewMode = 'tty' | 'plain' | 'json';
@@ -62,7 +62,7 @@ export class LiveView {
 
   say(text: string): void {
     if (this.mode === 'json') return;
-    const line = `${formatSeconds(wallNow() - this.startedAt)}  ${text}`;
+    const line = `${formatSeconds(hostNow() - this.startedAt)}  ${text}`;
     if (this.mode === 'plain') this.out.write(`${line}\n`);
     else {
       this.pending.push(line);
@@ -87,7 +87,7 @@ export class LiveView {
     const width = Math.max(40, (this.out.columns ?? 80) - 1);
     const fit = (text: string, room = width): string =>
       text.length <= room ? text : `${text.slice(0, Math.max(0, room - 1))}…`;
-    const elapsed = `t+${formatSeconds(wallNow() - this.startedAt).trim()}`;
+    const elapsed = `t+${formatSeconds(hostNow() - this.startedAt).trim()}`;
     const cells = ownership.resources.map((resource) => {
       const owner = ownership.owners.get(resource);
       if (!owner) return this.paint('·', 90);
@@ -105,11 +105,11 @@ export class LiveView {
     }
     const counts = ownership.counts([...this.workers.keys()]);
     const fleet = [...this.workers.values()].map((w) => {
-      const n = counts.get(w.letter) ?? 0;
+      const n = counts.get(w.id) ?? 0;
       const label = w.status === 'running' ? `${n}` : `${w.status}${n > 0 ? ` ${n}` : ''}`;
       return {
-        plain: `${w.letter} ${label}`,
-        painted: `${this.paint(w.letter, colorOf(w.letter))} ${label}`,
+        plain: `${w.id} ${label}`,
+        painted: `${this.paint(w.id, colorOf(w.id))} ${label}`,
       };
     });
     while (fleet.length > 1 && fleet.map((f) => f.plain).join('  ').length + 10 > width)

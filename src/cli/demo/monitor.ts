@@ -1,6 +1,6 @@
-import { History } from './history.js';
-import type { LeaseEvent, WorkerEvent } from './events.js';
-import type { Fleet } from './fleet.js';
+import type { Fleet } from '../harness/fleet.js';
+import { HistoryRecorder } from '../harness/recorder.js';
+import type { LeaseEvent, WorkerEvent } from '../harness/worker-protocol.js';
 import { Ownership } from './ownership.js';
 
 interface Acquisition {
@@ -22,7 +22,8 @@ export interface Tally {
 
 /** Everything the workers report, kept as the live view, the history and the log the report reads. */
 export class Monitor {
-  readonly history = new History();
+  /** The history the safety check reads. */
+  readonly history = new HistoryRecorder();
   readonly ownership: Ownership;
   readonly warnings: string[] = [];
   /** Every lease event but renewals, in arrival order. */
@@ -42,9 +43,7 @@ export class Monitor {
 
   /** Letters of workers that run and have joined (not paused, stopping or dead). */
   live(): string[] {
-    return [...this.fleet.workers.values()]
-      .filter((w) => w.status === 'running')
-      .map((w) => w.letter);
+    return this.fleet.running().map((w) => w.id);
   }
 
   /** When another worker first acquired each of `orphans` (resource → the victim's token) after `since`; null until all were. */
@@ -73,13 +72,12 @@ export class Monitor {
   }
 
   private record(event: WorkerEvent): void {
-    if (event.e === 'ready') return;
+    this.history.record(event);
     if (event.e === 'warn') {
       this.warnings.push(`worker ${event.w}: ${event.message}`);
       return;
     }
-    this.history.record(event);
-    if (event.e === 'renewed') return;
+    if (!('resource' in event) || event.e === 'renewed' || event.e === 'data') return;
     this.ownership.apply(event);
     this.log.push(event);
     count(this.totals, event);
@@ -87,7 +85,7 @@ export class Monitor {
       const list = this.acquisitions.get(event.resource) ?? [];
       list.push({ w: event.w, token: event.token, at: event.at });
       this.acquisitions.set(event.resource, list);
-    } else if (event.e === 'write' && event.accepted) {
+    } else if (event.e === 'write' && event.outcome === 'accepted') {
       this.written.set(
         event.resource,
         Math.max(this.written.get(event.resource) ?? 0, event.token),
@@ -102,8 +100,8 @@ function emptyTally(): Tally {
 
 function count(tally: Tally, event: LeaseEvent): void {
   if (event.e === 'write') {
-    if (event.accepted) tally.writesAccepted++;
-    else {
+    if (event.outcome === 'accepted') tally.writesAccepted++;
+    else if (event.outcome === 'rejected') {
       tally.writesRejected++;
       tally.rejectedBy.set(event.w, (tally.rejectedBy.get(event.w) ?? 0) + 1);
     }

@@ -1,4 +1,4 @@
-import type { LeaseEvent } from './events.js';
+import type { LeaseEvent } from '../harness/worker-protocol.js';
 
 export interface Owner {
   w: string;

@@ -1,7 +1,7 @@
 import { formatDuration } from '../duration.js';
 import { table } from '../format.js';
-import type { Verdict } from './check-history.js';
-import type { DownstreamVerdict } from '../harness/downstream.js';
+import type { CheckResult } from '../harness/checker.js';
+import { overlapLine, staleWriteLine, tokenOrderLine } from '../harness/violation-lines.js';
 import type { PhaseResult } from './scenario.js';
 
 export interface PhaseReport extends Omit<PhaseResult, 'at' | 'endedAt'> {
@@ -56,20 +56,16 @@ export interface DemoReport {
 
 const SHOWN = 10;
 
-export function safetyReport(
-  history: Verdict,
-  tenures: number,
-  down: DownstreamVerdict,
-): SafetyReport {
+/** The safety part of the report, from the check of the run's history. */
+export function safetyReport(result: CheckResult): SafetyReport {
   return {
-    safe:
-      history.overlaps.length === 0 && history.tokenOrder.length === 0 && down.stale.length === 0,
-    tenures,
-    handovers: history.handovers,
-    overlaps: history.overlaps.slice(0, SHOWN),
-    tokenOrder: history.tokenOrder.slice(0, SHOWN),
-    writesChecked: down.writes,
-    staleWritesAccepted: down.stale.slice(0, SHOWN),
+    safe: result.safe,
+    tenures: result.beliefs,
+    handovers: result.handovers,
+    overlaps: result.overlaps.slice(0, SHOWN).map(overlapLine),
+    tokenOrder: result.tokenOrder.slice(0, SHOWN).map(tokenOrderLine),
+    writesChecked: result.writes.accepted,
+    staleWritesAccepted: result.staleAccepted.slice(0, SHOWN).map(staleWriteLine),
   };
 }
 

@@ -6,12 +6,13 @@ import { fileURLToPath } from 'node:url';
 import { redact } from '../../core/store-url.js';
 import { formatDuration } from '../duration.js';
 import { openQuietly } from '../open-quietly.js';
-import { checkTtlFits } from '../ttl-fit.js';
-import { checkHistory } from './check-history.js';
+import { checkRecords } from '../harness/checker.js';
 import { resourceNames, type DemoSettings } from '../harness/demo-settings.js';
-import { checkDownstream, createDownstream } from '../harness/downstream.js';
-import { wallNow } from './events.js';
-import { Fleet } from './fleet.js';
+import { createDownstream, unreportedWrites } from '../harness/downstream.js';
+import { Fleet } from '../harness/fleet.js';
+import { hostNow } from '../harness/host-clock.js';
+import { killOnExit } from '../harness/kill-on-exit.js';
+import { probeStore } from '../harness/probe-store.js';
 import { LiveView, type ViewMode } from './live-view.js';
 import { Monitor } from './monitor.js';
 import { allRecovered, phaseReport, safetyReport, type DemoReport } from './report.js';
@@ -19,7 +20,7 @@ import { runScenario } from './scenario.js';
 import { sqlitePath } from './sqlite-lock.js';
 import { startDashboard } from '../dashboard/server.js';
 
-const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
+const WORKER_ENTRY = fileURLToPath(new URL('../harness/worker.js', import.meta.url));
 
 export interface FleetDemoOptions {
   settings: DemoSettings;
@@ -43,7 +44,7 @@ export async function runFleetDemo({
   mode,
   dashboardPort,
 }: FleetDemoOptions): Promise<DemoReport> {
-  const startedAt = wallNow();
+  const startedAt = hostNow();
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-demo-'));
   const url = store ?? `sqlite:${join(dir, 'leases.db')}?synchronous=normal`;
   const downstream = join(dir, 'downstream.db');
@@ -53,26 +54,27 @@ export async function runFleetDemo({
 
   // Opening the store once here checks the URL, the driver and the connection, and creates a
   // SQLite schema before several processes race to. Names unique to this run keep runs on a shared store apart.
-  const probe = await openQuietly(url);
-  try {
-    checkTtlFits({ ms: settings.ttlMs, isDefault: ttlIsDefault }, probe);
-    await probe.get(resources[0]!);
-  } finally {
-    await probe.close();
-  }
+  await probeStore(url, { ms: settings.ttlMs, isDefault: ttlIsDefault }, resources[0]!);
   await createDownstream(downstream);
 
-  const fleet = new Fleet(WORKER_ENTRY, {
-    store: url,
-    group: `demo-${run}`,
-    resourcePrefix: prefix,
-    resourceCount: settings.resources,
-    ttlMs: settings.ttlMs,
-    heartbeatMs: settings.heartbeatMs,
-    reconcileMs: settings.reconcileMs,
-    downstream,
-    writeEveryMs: settings.writeEveryMs,
-  });
+  // Workers named by letter (`A`), owning as `worker-A`, on the host's clock, exclusive leases.
+  const fleet = new Fleet(
+    WORKER_ENTRY,
+    {
+      store: url,
+      group: `demo-${run}`,
+      resources,
+      ttlMs: settings.ttlMs,
+      heartbeatMs: settings.heartbeatMs,
+      reconcileMs: settings.reconcileMs,
+      downstream,
+      writeEveryMs: settings.writeEveryMs,
+      driftStepMs: 0,
+      permits: 1,
+      progress: false,
+    },
+    { owner: (letter) => `worker-${letter}`, joining: 'join the fleet' },
+  );
   const monitor = new Monitor(fleet, resources);
   const view = new LiveView(mode, monitor, fleet.workers, startedAt);
   view.header(
@@ -97,7 +99,15 @@ export async function runFleetDemo({
     ));
   if (dashboard) view.header(`dashboard: ${dashboard.url} (live while the demo runs)`);
 
-  const release = killOnExit(fleet, view);
+  const release = killOnExit(
+    () => fleet.killAll(),
+    (signal) => {
+      fleet.killAll();
+      view.stop();
+      process.stderr.write(`leasehold: demo interrupted by ${signal}; worker processes killed\n`);
+      process.exit(signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143);
+    },
+  );
   let phases;
   view.start();
   try {
@@ -120,8 +130,10 @@ export async function runFleetDemo({
     await watched?.close();
   }
 
-  const tenures = monitor.history.tenures();
-  const safety = safetyReport(checkHistory(tenures), tenures.length, checkDownstream(downstream));
+  // The history: every belief, every fenced write reported, and those committed but not reported
+  // (a worker killed right after its commit), so every committed write is checked in commit order.
+  const records = monitor.history.history();
+  const safety = safetyReport(checkRecords([...records, ...unreportedWrites(downstream, records)]));
   const recovered = allRecovered(phases);
   const { totals } = monitor;
   return {
@@ -134,13 +146,13 @@ export async function runFleetDemo({
     downstream,
     dir,
     workers: settings.workers,
-    pids: Object.fromEntries([...fleet.workers.values()].map((w) => [w.letter, w.pid])),
+    pids: Object.fromEntries([...fleet.workers.values()].map((w) => [w.id, w.pid])),
     resources: settings.resources,
     ttlMs: settings.ttlMs,
     heartbeatMs: settings.heartbeatMs,
     reconcileMs: settings.reconcileMs,
     quick: settings.quick,
-    durationMs: Math.round(wallNow() - startedAt),
+    durationMs: Math.round(hostNow() - startedAt),
     phases: phases.map((p) => phaseReport(p, startedAt)),
     safety,
     totals: {
@@ -149,26 +161,5 @@ export async function runFleetDemo({
       handoffs: totals.handoffs,
     },
     warnings: monitor.warnings.slice(0, 10),
-  };
-}
-
-/**
- * No worker outlives the demo: a Ctrl-C, a SIGTERM or an early exit kills them all. Returns the
- * uninstaller.
- */
-function killOnExit(fleet: Fleet, view: LiveView): () => void {
-  const onExit = (): void => fleet.killAll();
-  const onSignal = (signal: NodeJS.Signals): void => {
-    fleet.killAll();
-    view.stop();
-    process.stderr.write(`leasehold: demo interrupted by ${signal}; worker processes killed\n`);
-    process.exit(signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143);
-  };
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-  process.on('exit', onExit);
-  for (const signal of signals) process.on(signal, onSignal);
-  return () => {
-    process.off('exit', onExit);
-    for (const signal of signals) process.off(signal, onSignal);
   };
 }

@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../duration.js';
 import type { DemoSettings } from '../harness/demo-settings.js';
 import { letter } from '../harness/demo-settings.js';
-import { wallNow } from './events.js';
-import type { Fleet } from './fleet.js';
+import { hostNow } from '../harness/host-clock.js';
+import type { Fleet } from '../harness/fleet.js';
 import type { Monitor } from './monitor.js';
 import { writeLocksFree } from './sqlite-lock.js';
 
@@ -74,9 +74,9 @@ async function startFleet(ctx: ScenarioContext): Promise<PhaseResult> {
     `starting ${settings.workers} worker processes (${letters.join(' ')})`,
     'each joins the fleet and takes an even share; the first to scan takes more and hands some over',
   );
-  const at = wallNow();
+  const at = hostNow();
   const workers = await Promise.all(letters.map((l) => fleet.start(l, settings.readyTimeoutMs)));
-  ctx.say(`started workers ${workers.map((w) => `${w.letter} (pid ${w.pid})`).join(', ')}`);
+  ctx.say(`started workers ${workers.map((w) => `${w.id} (pid ${w.pid})`).join(', ')}`);
   const settledMs = await settle(ctx, at, () => true);
   return finish(
     ctx,
@@ -122,7 +122,7 @@ async function fault(
     orphans = orphansOf();
     ctx.say(`(${step}) ${title}: it held ${orphans.size} leases`);
     await waitFor(() => {
-      const elapsed = wallNow() - at;
+      const elapsed = hostNow() - at;
       if (elapsed >= settings.maxPauseMs) return true;
       return (
         elapsed >= settings.pauseMs &&
@@ -131,21 +131,21 @@ async function fault(
       );
     });
     fleet.resume(victim);
-    pausedMs = wallNow() - at;
+    pausedMs = hostNow() - at;
     ctx.phase(
       `(${step}/4) SIGCONT worker ${victim}`,
       'it wakes up: its writes in flight carry old tokens and the fence rejects them; then it notices the loss and rejoins',
     );
     ctx.say(`    SIGCONT worker ${victim} after ${formatDuration(pausedMs)}`);
   } else if (kind === 'sigkill') {
-    at = wallNow();
+    at = hostNow();
     fleet.signal(victim, 'SIGKILL');
     await fleet.workers.get(victim)!.closed; // everything it reported before it died has been read
     orphans = orphansOf();
     ctx.say(`(${step}) ${title}: it held ${orphans.size} leases`);
   } else {
     orphans = orphansOf();
-    at = wallNow();
+    at = hostNow();
     fleet.signal(victim, 'SIGTERM');
     ctx.say(`(${step}) ${title}: it held ${orphans.size} leases`);
   }
@@ -155,7 +155,7 @@ async function fault(
     if (kind === 'sigterm') return fleet.workers.get(victim)!.status === 'exited';
     // The resumed worker must have noticed every lease it lost, so its late writes are on record.
     if (kind === 'sigstop')
-      return [...orphans].every(([r, token]) => !monitor.history.isOpen(victim, r, token));
+      return [...orphans].every(([r, token]) => !monitor.history.beliefs.isOpen(victim, r, token));
     return true;
   });
   const recoveredAt = monitor.recoveredAt(orphans, victim, at);
@@ -174,7 +174,7 @@ async function fault(
 async function freeze(ctx: ScenarioContext, victim: string): Promise<number> {
   const { fleet } = ctx;
   for (let attempt = 1; ; attempt++) {
-    const at = wallNow();
+    const at = hostNow();
     fleet.pause(victim, ctx.settings.maxPauseMs + 2000);
     await waitFor(() => fleet.isStopped(victim), 1000, 2);
     if (attempt >= 10 || (await writeLocksFree(ctx.sqliteFiles))) return at;
@@ -190,7 +190,7 @@ async function join(ctx: ScenarioContext, step: number, newcomer: string): Promi
     `(${step}/4) start worker ${newcomer}`,
     'the fleet rebalances: busier workers hand leases over to the newcomer',
   );
-  const at = wallNow();
+  const at = hostNow();
   const worker = await fleet.start(newcomer, settings.readyTimeoutMs);
   ctx.say(`(${step}) started worker ${newcomer} (pid ${worker.pid})`);
   const settledMs = await settle(ctx, at, () => true);
@@ -210,7 +210,7 @@ function finish(
   recoveryMs: number | null,
   settledMs: number | null,
 ): PhaseResult {
-  const endedAt = wallNow();
+  const endedAt = hostNow();
   const tally = ctx.monitor.tally(base.at, endedAt);
   const result: PhaseResult = {
     ...base,
@@ -258,13 +258,13 @@ async function settle(
     settled =
       monitor.ownership.settled(monitor.live()) &&
       ready() &&
-      wallNow() - changed >= settings.quietMs;
-    return settled || wallNow() >= deadline;
+      hostNow() - changed >= settings.quietMs;
+    return settled || hostNow() >= deadline;
   });
   return settled ? Math.max(monitor.ownership.changedAt, from) - from : null;
 }
 
 async function waitFor(check: () => boolean, timeoutMs = Infinity, everyMs = 25): Promise<void> {
-  const end = wallNow() + timeoutMs;
-  while (!check() && wallNow() < end) await sleep(everyMs);
+  const end = hostNow() + timeoutMs;
+  while (!check() && hostNow() < end) await sleep(everyMs);
 }

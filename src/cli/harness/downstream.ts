@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { SqliteFence } from '../../index.js';
+import type { HistoryRecord, WriteRecord } from './history-format.js';
 
 /** The downstream's own table: every accepted fenced write, in commit order (`id`). */
 export const WRITES_TABLE = 'demo_writes';
@@ -38,34 +39,30 @@ export function insertWrite(db: Database.Database): Database.Statement {
   );
 }
 
-export interface DownstreamVerdict {
-  /** Accepted writes found in the table. */
-  writes: number;
-  /** Accepted writes whose token was lower than one already committed for the resource. */
-  stale: string[];
-}
-
 /**
- * Reads every accepted write in commit order and checks that, per resource, tokens never go down:
- * a write under a lower token after a higher one committed is a stale write the fence let through.
+ * Accepted writes in the downstream that no worker reported (it died right after committing), so
+ * that the history holds every committed write once, in commit order by `commit`.
  */
-export function checkDownstream(path: string): DownstreamVerdict {
+export function unreportedWrites(path: string, records: readonly HistoryRecord[]): WriteRecord[] {
+  const reported = new Set(
+    records.flatMap((r) => (r.type === 'write' && r.commit !== undefined ? [r.commit] : [])),
+  );
   const db = new Database(path, { readonly: true, timeout: 10_000 });
   try {
     const rows = db
-      .prepare(`SELECT id, resource, token, worker FROM ${WRITES_TABLE} ORDER BY id`)
-      .all() as { id: number; resource: string; token: number; worker: string }[];
-    const highest = new Map<string, number>();
-    const stale: string[] = [];
-    for (const row of rows) {
-      const seen = highest.get(row.resource) ?? 0;
-      if (row.token < seen) {
-        stale.push(
-          `${row.resource}: write #${row.id} by worker ${row.worker} under token ${row.token} committed after token ${seen}`,
-        );
-      } else highest.set(row.resource, row.token);
-    }
-    return { writes: rows.length, stale };
+      .prepare(`SELECT id, resource, token, worker, at FROM ${WRITES_TABLE} ORDER BY id`)
+      .all() as { id: number; resource: string; token: number; worker: string; at: number }[];
+    return rows
+      .filter((row) => !reported.has(row.id))
+      .map((row) => ({
+        type: 'write',
+        resource: row.resource,
+        owner: row.worker,
+        token: row.token,
+        at: row.at,
+        outcome: 'accepted',
+        commit: row.id,
+      }));
   } finally {
     db.close();
   }

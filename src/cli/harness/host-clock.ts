@@ -2,11 +2,13 @@ import type { Clock, TimerHandle } from '../../index.js';
 import { systemClock } from '../../index.js';
 
 /**
- * The clock every verify process records on: `process.hrtime.bigint()`, which Node reads from
- * `CLOCK_MONOTONIC` on Linux. That clock is one kernel counter shared by every process of the host,
- * so instants read in different worker processes compare directly, with no per-process offset to
- * estimate (unlike `performance.timeOrigin + performance.now()`, whose origin each process fixes
- * on its own when it starts). Milliseconds since boot, nanosecond resolution.
+ * The clock every process of demo and verify records on: `process.hrtime.bigint()`, which Node
+ * reads from `CLOCK_MONOTONIC` on Linux. That clock is one kernel counter shared by every process
+ * of the host, so instants read in different worker processes compare directly, with no
+ * per-process offset to estimate (unlike `performance.timeOrigin + performance.now()`, whose
+ * origin each process fixes on its own when it starts; a process preempted between the two reads
+ * that fix it would run its whole timeline off by that delay). Milliseconds since boot,
+ * nanosecond resolution.
  */
 export const HOST_CLOCK = 'CLOCK_MONOTONIC (process.hrtime.bigint)';
 

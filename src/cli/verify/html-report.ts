@@ -1,4 +1,4 @@
-import type { CheckResult } from './checker.js';
+import type { CheckResult } from '../harness/checker.js';
 import { escapeHtml } from '../html-escape.js';
 import { driftBeyondText, formatRate } from './drift.js';
 import type {
@@ -7,7 +7,7 @@ import type {
   HistoryRecord,
   RunRecord,
   WriteRecord,
-} from './history-format.js';
+} from '../harness/history-format.js';
 import { latencyText, verdictLine } from './verdict-text.js';
 
 const WIDTH = 1100;

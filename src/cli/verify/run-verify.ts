@@ -3,32 +3,30 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { redact } from '../../core/store-url.js';
 import { resourceNames } from '../harness/demo-settings.js';
-import { createDownstream, WRITES_TABLE } from '../harness/downstream.js';
-import { openQuietly } from '../open-quietly.js';
+import { createDownstream, unreportedWrites } from '../harness/downstream.js';
 import { CliFailure, scrubPassword } from '../output.js';
-import { checkTtlFits } from '../ttl-fit.js';
-import { Beliefs } from './beliefs.js';
-import { checkRecords, type CheckResult } from './checker.js';
+import { checkRecords, type CheckResult } from '../harness/checker.js';
 import { DEFAULT_DRIFT_RATE, driftIsBeyond, drifts, formatRate } from './drift.js';
 import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
-import { VerifyFleet, type VerifyWorker } from './fleet.js';
+import { Fleet, type WorkerProcess } from '../harness/fleet.js';
 import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from '../harness/host-clock.js';
 import {
   historyLine,
   type FaultRecord,
   type HistoryRecord,
   type RunRecord,
-  type WriteRecord,
-} from './history-format.js';
+} from '../harness/history-format.js';
+import { killOnExit } from '../harness/kill-on-exit.js';
+import { probeStore } from '../harness/probe-store.js';
+import { HistoryRecorder } from '../harness/recorder.js';
 import { htmlReport } from './html-report.js';
 import { seededRandom } from './random.js';
 import { privateServerScheme, startPrivateServer, type PrivateServer } from './servers/index.js';
 import { injectStoreFault } from './servers/store-fault.js';
 
-const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
+const WORKER_ENTRY = fileURLToPath(new URL('../harness/worker.js', import.meta.url));
 
 export interface VerifyOptions {
   /** A store URL, or a scheme alone (`redis`, `postgres`, `etcd`): verify starts a private server. */
@@ -66,7 +64,7 @@ export interface VerifyOutcome {
 
 /** What must not outlive verify: its worker processes and the server it started. */
 interface Running {
-  fleet?: VerifyFleet;
+  fleet?: Fleet;
   server?: PrivateServer;
   interrupted?: boolean;
 }
@@ -106,23 +104,15 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   const store = server?.url ?? options.store;
   const notes: string[] = [];
   const shown = redact(store);
-  let maxClockSkewMs: number;
-  let storeClock: 'store' | 'local';
   const run = randomBytes(3).toString('hex');
   const resources = resourceNames(`verify-${run}/`, options.resources);
-  try {
-    const probe = await openQuietly(store);
-    try {
-      checkTtlFits({ ms: ttlMs, isDefault: options.ttlIsDefault }, probe);
-      maxClockSkewMs = probe.maxClockSkewMs;
-      storeClock = probe.capabilities.clock;
-      await probe.get(resources[0]!);
-    } finally {
-      await probe.close().catch(() => undefined);
-    }
-  } catch (error) {
+  const { maxClockSkewMs, clock: storeClock } = await probeStore(
+    store,
+    { ms: ttlMs, isDefault: options.ttlIsDefault },
+    resources[0]!,
+  ).catch((error: unknown) => {
     throw new CliFailure(`could not run: ${shown}: ${(error as Error).message}`, 2);
-  }
+  });
   if (server)
     notes.push(
       `store: a private ${server.program} verify started on 127.0.0.1:${server.port} in ${server.dir}, stopped and removed at the end`,
@@ -160,7 +150,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     );
   const heartbeatMs = Math.floor(ttlMs / 4);
   const reconcileMs = Math.round(ttlMs / 2);
-  const fleet = new VerifyFleet(WORKER_ENTRY, {
+  const fleet = new Fleet(WORKER_ENTRY, {
     store,
     group: `verify-${run}`,
     resources,
@@ -171,58 +161,19 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     writeEveryMs: [100, 200],
     permits: options.permits ?? 1,
     driftStepMs,
+    progress: true,
   });
 
-  const records: HistoryRecord[] = [];
-  const beliefs = new Beliefs();
-  const warnings: string[] = [];
+  const recorder = new HistoryRecorder();
+  const { records, warnings } = recorder;
   const stalls = new Map<string, FaultRecord>();
   fleet.on('event', (event) => {
-    switch (event.e) {
-      case 'ready':
-        records.push({
-          type: 'worker',
-          worker: event.w,
-          event: 'ready',
-          at: event.at,
-          pid: event.pid,
-        });
-        return;
-      case 'write':
-        records.push({
-          type: 'write',
-          resource: event.resource,
-          owner: event.w,
-          token: event.token,
-          at: event.at,
-          outcome: event.outcome,
-          ...(event.commit === undefined ? {} : { commit: event.commit }),
-        });
-        return;
-      case 'data':
-        records.push({
-          type: 'data',
-          resource: event.resource,
-          owner: event.w,
-          token: event.token,
-          n: event.n,
-          at: event.at,
-          outcome: event.outcome,
-        });
-        return;
-      case 'stalled': {
-        const fault = stalls.get(event.w);
-        if (fault) {
-          fault.at = event.at;
-          fault.until = event.until;
-        }
-        return;
-      }
-      case 'warn':
-        if (warnings.length < 20) warnings.push(`${event.w}: ${event.message}`);
-        return;
-      default:
-        beliefs.record(event);
+    recorder.record(event);
+    // A stall's record gets the times the worker measured.
+    const fault = event.e === 'stalled' ? stalls.get(event.w) : undefined;
+    if (event.e === 'stalled' && fault) {
+      fault.at = event.at;
+      fault.until = event.until;
     }
   });
   fleet.on('exit', (worker, how) => {
@@ -230,7 +181,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   });
 
   let next = 0;
-  const start = (): Promise<VerifyWorker> => {
+  const start = (): Promise<WorkerProcess> => {
     const id = `w${String(++next).padStart(2, '0')}`;
     const offset = skewOn ? Math.round((random() * 2 - 1) * (skewMs / 2)) : 0;
     const drifting = driftOn && drifts(next);
@@ -246,7 +197,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     if (skewOn)
       records.push({ type: 'fault', kind: 'skew', worker: id, at: hostNow(), skewMs: offset });
     if (drifting) records.push({ type: 'fault', kind: 'drift', worker: id, at: hostNow(), rate });
-    return fleet.start(id, { skewMs: offset, driftRate: rate }, 20_000);
+    return fleet.start(id, 20_000, { skewMs: offset, driftRate: rate });
   };
 
   running.fleet = fleet;
@@ -269,7 +220,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     fleet.killAll();
   }
 
-  records.push(...beliefs.records());
+  records.push(...recorder.beliefs.records());
   records.push(...unreportedWrites(downstream, records));
   const runRecord: RunRecord = {
     type: 'run',
@@ -305,14 +256,14 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
 }
 
 interface NemesisContext {
-  fleet: VerifyFleet;
+  fleet: Fleet;
   /** The private server verify started, for `store-pause` and `store-restart`. */
   server: PrivateServer | undefined;
   options: VerifyOptions;
   random: () => number;
   records: HistoryRecord[];
   stalls: Map<string, FaultRecord>;
-  start: () => Promise<VerifyWorker>;
+  start: () => Promise<WorkerProcess>;
   startedAt: number;
   notes: string[];
 }
@@ -389,32 +340,6 @@ async function nemesis(ctx: NemesisContext): Promise<void> {
     throw new CliFailure(`could not run: store-restart: ${storeFailure.message}`, 2);
 }
 
-/** Accepted writes in the downstream that no worker reported (it died right after committing). */
-function unreportedWrites(path: string, records: readonly HistoryRecord[]): WriteRecord[] {
-  const reported = new Set(
-    records.flatMap((r) => (r.type === 'write' && r.commit !== undefined ? [r.commit] : [])),
-  );
-  const db = new Database(path, { readonly: true, timeout: 10_000 });
-  try {
-    const rows = db
-      .prepare(`SELECT id, resource, token, worker, at FROM ${WRITES_TABLE} ORDER BY id`)
-      .all() as { id: number; resource: string; token: number; worker: string; at: number }[];
-    return rows
-      .filter((row) => !reported.has(row.id))
-      .map((row) => ({
-        type: 'write',
-        resource: row.resource,
-        owner: row.worker,
-        token: row.token,
-        at: row.at,
-        outcome: 'accepted',
-        commit: row.id,
-      }));
-  } finally {
-    db.close();
-  }
-}
-
 function timeOf(record: HistoryRecord): number {
   switch (record.type) {
     case 'belief':
@@ -440,7 +365,7 @@ function installKill(running: Running): () => void {
     running.fleet?.killAll();
     running.server?.killNow();
   };
-  const onSignal = (signal: NodeJS.Signals): void => {
+  return killOnExit(onExit, (signal) => {
     if (running.interrupted) process.exit(2); // the exit handler kills what is left
     running.interrupted = true;
     running.fleet?.killAll();
@@ -451,12 +376,5 @@ function installKill(running: Running): () => void {
     if (!server) process.exit(2);
     setTimeout(() => process.exit(2), 8000).unref();
     void server.stop(3000).finally(() => process.exit(2));
-  };
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-  process.on('exit', onExit);
-  for (const s of signals) process.on(s, onSignal);
-  return () => {
-    process.off('exit', onExit);
-    for (const s of signals) process.off(s, onSignal);
-  };
+  });
 }

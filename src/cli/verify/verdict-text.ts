@@ -1,5 +1,5 @@
 import { visible } from '../escape.js';
-import type { CheckResult, Latencies } from './checker.js';
+import type { CheckResult, Latencies } from '../harness/checker.js';
 
 const SHOWN = 10;
 

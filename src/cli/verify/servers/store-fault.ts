@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreFault } from '../faults.js';
-import type { FaultRecord, HistoryRecord } from '../history-format.js';
+import type { FaultRecord, HistoryRecord } from '../../harness/history-format.js';
 import { hostNow } from '../../harness/host-clock.js';
 import type { PrivateServer } from './private-server.js';
 

@@ -1,6 +1,7 @@
 /**
- * The history of a verify run, one JSON object a line (JSONL). Every time is in ms on one clock
- * shared by the processes of the host (see `host-clock.ts`); the `run` line says which.
+ * The history of a demo or verify run (verify writes it to a file, one JSON object a line: JSONL).
+ * Every time is in ms on one clock shared by the processes of the host (see `host-clock.ts`); the
+ * `run` line says which.
  */
 
 /** The first line: what was run, on which clock, and the bounds the checker applies. */

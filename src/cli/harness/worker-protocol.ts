@@ -1,11 +1,13 @@
 /**
- * What verify tells each worker process it starts, as JSON in an environment variable (never on
- * the command line, where `ps` would show a store password), and what workers report back, one
- * JSON object a line on stdout. Every time is on the host clock (`host-clock.ts`).
+ * What demo and verify tell each worker process they start, as JSON in an environment variable
+ * (never on the command line, where `ps` would show a store password), and what workers report
+ * back, one JSON object a line on stdout. Every time is on the host clock (`host-clock.ts`).
  */
-export interface VerifyWorkerConfig {
-  /** The worker's id, also its owner id in lease records. */
+export interface WorkerConfig {
+  /** The worker's id, as its events name it. */
   id: string;
+  /** Its owner id in lease records; the id when absent. */
+  owner?: string;
   store: string;
   group: string;
   resources: string[];
@@ -23,9 +25,11 @@ export interface VerifyWorkerConfig {
   driftStepMs: number;
   /** `--permits`: each resource a counting lease of this many permits (1: the manager, exclusive leases). */
   permits: number;
+  /** Keep a progress count as lease data after each fenced write, where the store keeps lease data. */
+  progress: boolean;
 }
 
-export const VERIFY_WORKER_ENV = 'LEASEHOLD_VERIFY_WORKER';
+export const WORKER_ENV = 'LEASEHOLD_HARNESS_WORKER';
 
 /** The progress a worker keeps as lease data: the count `n`, written under `token`. */
 export interface Progress {
@@ -40,7 +44,7 @@ interface Fact {
   at: number;
 }
 
-export type VerifyEvent =
+export type WorkerEvent =
   | { e: 'ready'; w: string; pid: number; at: number }
   /**
    * The lease reached the holder's code: it believes from `at` until `until` (its deadline). On a
@@ -53,6 +57,8 @@ export type VerifyEvent =
   | (Fact & { e: 'released'; until: number })
   /** The holder noticed the loss at `at`; its belief ended at `until` if that is earlier. */
   | (Fact & { e: 'lost'; until: number })
+  /** The manager is handing the lease to a less loaded worker (a `released` follows). */
+  | (Fact & { e: 'handoff'; reason: string })
   | (Fact & { e: 'write'; outcome: 'accepted' | 'rejected' | 'error'; commit?: number })
   /** A progress write as lease data (`writeData`): `landed` when the store took it, at `at`. */
   | (Fact & { e: 'data'; n: number; outcome: 'landed' | 'refused' | 'error' })
@@ -60,17 +66,21 @@ export type VerifyEvent =
   | { e: 'stalled'; w: string; at: number; until: number }
   | { e: 'warn'; w: string; at: number; message: string };
 
-/** A message from verify to a worker over IPC. */
+/** The events about one lease. */
+export type LeaseEvent = Extract<WorkerEvent, { resource: string }>;
+
+/** A message to a worker over IPC. */
 export interface StallMessage {
   stallMs: number;
 }
 
-export function parseVerifyEvent(line: string): VerifyEvent | undefined {
+/** Reads one line of a worker's output; `undefined` for anything that is not an event. */
+export function parseEvent(line: string): WorkerEvent | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
     const value = JSON.parse(line) as { e?: unknown; w?: unknown };
     return typeof value.e === 'string' && typeof value.w === 'string'
-      ? (value as VerifyEvent)
+      ? (value as WorkerEvent)
       : undefined;
   } catch {
     return undefined;

@@ -9,7 +9,7 @@ export interface ReadyWorker {
 /**
  * Resolves with `worker` once `fleet` emits an `event` that `isReady` accepts; rejects, naming the
  * worker and its last stderr line, when `fleet` emits `exit` for it first or `timeoutMs` passes.
- * Shared by the demo's and verify's fleets of worker processes.
+ * The fleet's wait for a worker process it started.
  */
 export function untilReady<W extends ReadyWorker, E>(
   fleet: EventEmitter,

@@ -1,6 +1,7 @@
-// One worker process of `leasehold verify`: a LeaseManager over the run's resources that, for every
-// lease it holds, keeps writing rows to the downstream SQLite file through a SqliteFence, and
-// reports every belief and write on stdout (pipe writes are synchronous: nothing is lost on exit).
+// One worker process of `leasehold demo` and `leasehold verify`: a LeaseManager over the run's
+// resources that, for every lease it holds, keeps writing rows to the downstream SQLite file
+// through a SqliteFence, and reports every belief and write on stdout (pipe writes are
+// synchronous: nothing is lost on exit). It leaves when the command that started it goes away.
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ErrorCode,
@@ -12,25 +13,26 @@ import {
   type LeaseStore,
 } from '../../index.js';
 import { openQuietly } from '../open-quietly.js';
-import { insertWrite, openDownstream } from '../harness/downstream.js';
+import { insertWrite, openDownstream } from './downstream.js';
 import { driftingClock } from './drifting-clock.js';
-import { hostNow, workerClock } from '../harness/host-clock.js';
+import { hostNow, workerClock } from './host-clock.js';
 import {
-  VERIFY_WORKER_ENV,
+  WORKER_ENV,
   type Progress,
   type StallMessage,
-  type VerifyEvent,
-  type VerifyWorkerConfig,
+  type WorkerConfig,
+  type WorkerEvent,
 } from './worker-protocol.js';
 
-const config = JSON.parse(process.env[VERIFY_WORKER_ENV] ?? 'null') as VerifyWorkerConfig | null;
+const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
 if (!config) {
   process.stderr.write(
-    `${VERIFY_WORKER_ENV} is not set: this worker is started by leasehold verify\n`,
+    `${WORKER_ENV} is not set: this worker is started by leasehold demo and leasehold verify\n`,
   );
   process.exit(2);
 }
 const w = config.id;
+const owner = config.owner ?? w;
 // The `drift` fault: a clock running fast or slow. A lease's deadline is then an instant on that
 // clock, reported on the host clock (`deadline`) like every other time.
 const clock =
@@ -38,7 +40,7 @@ const clock =
     ? workerClock(config.skewMs)
     : driftingClock({ rate: config.driftRate, skewMs: config.skewMs, stepMs: config.driftStepMs });
 
-function report(event: VerifyEvent): void {
+function report(event: WorkerEvent): void {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 }
 
@@ -52,6 +54,7 @@ function fact(lease: HeldLease): { w: string; resource: string; token: number; a
   return { w, resource: lease.key, token: lease.token, at: hostNow() };
 }
 
+// The command went away (it exited, or was killed): a worker never outlives it.
 process.on('disconnect', () => process.exit(1));
 process.stdout.on('error', () => process.exit(1));
 // The `stall` fault: a long synchronous call that blocks the event loop, timers and all.
@@ -66,13 +69,11 @@ process.on('message', (message: StallMessage) => {
 });
 
 /**
- * The work tied to a lease: a write every few hundred ms, deliberately NOT preceded by
- * `lease.isValid()`: a write already in flight when the process froze still goes out when it
- * wakes, and only the fence stops it.
+ * The progress a grant carried as lease data, if the run keeps progress and the store keeps lease
+ * data; `undefined` where not.
  */
-/** The progress a grant carried as lease data, if the store keeps it; `undefined` where not. */
 function progressOf(lease: HeldLease, store: LeaseStore): Progress | null | undefined {
-  if (!store.capabilities.data) return undefined;
+  if (!config!.progress || !store.capabilities.data) return undefined;
   if (lease.data === null) return null;
   try {
     const value = JSON.parse(
@@ -107,6 +108,11 @@ async function writeProgress(lease: HeldLease, progress: Progress): Promise<void
   }
 }
 
+/**
+ * The work tied to a lease: a write every few hundred ms, deliberately NOT preceded by
+ * `lease.isValid()`: a write already in flight when the process froze still goes out when it
+ * wakes, and only the fence stops it.
+ */
 function writeLoop(downstream: string, store: LeaseStore): (lease: HeldLease) => Promise<void> {
   const fence = new SqliteFence(openDownstream(downstream));
   let insert: ReturnType<typeof insertWrite> | undefined;
@@ -150,7 +156,7 @@ async function join(): Promise<void> {
   const store = await openStoreFor(config!.store);
   const manager = new LeaseManager({
     store,
-    owner: w,
+    owner,
     group: config!.group,
     resources: config!.resources,
     ttlMs: config!.ttlMs,
@@ -167,8 +173,10 @@ async function join(): Promise<void> {
     report({ e: 'released', ...fact(lease), until: deadline(lease) }),
   );
   manager.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: deadline(lease) }));
+  manager.on('handoff', (lease, reason) => report({ e: 'handoff', ...fact(lease), reason }));
   manager.on('reconcile-failed', (error) => warn(`reconcile failed: ${message(error)}`));
   manager.on('work-failed', (_lease, error) => warn(`work failed: ${message(error)}`));
+  // SIGTERM: stop gracefully (abort the work, release everything in one call), then exit by the signal.
   manager.installShutdownHandlers();
   await manager.start();
   report({ e: 'ready', w, pid: process.pid, at: hostNow() });
@@ -184,7 +192,7 @@ async function contend(permits: number): Promise<void> {
   const store = await openStoreFor(config!.store);
   const client = new LeaseClient({
     store,
-    owner: w,
+    owner,
     ttlMs: config!.ttlMs,
     heartbeatMs: config!.heartbeatMs,
     clock,

@@ -1,6 +1,6 @@
-import { ceilUs, floorUs } from '../harness/host-clock.js';
+import { ceilUs, floorUs } from './host-clock.js';
 import type { BeliefRecord } from './history-format.js';
-import type { VerifyEvent } from './worker-protocol.js';
+import type { LeaseEvent } from './worker-protocol.js';
 
 interface Open {
   resource: string;
@@ -13,8 +13,6 @@ interface Open {
   ended?: number;
   how?: string;
 }
-
-type LeaseEvent = Extract<VerifyEvent, { resource: string }>;
 
 /**
  * Turns the workers' reports into belief intervals. A belief runs from the instant the lease
@@ -54,6 +52,12 @@ export class Beliefs {
       default:
         return;
     }
+  }
+
+  /** Whether the holder of this lease has not yet said it stopped believing. */
+  isOpen(w: string, resource: string, token: number): boolean {
+    const belief = this.open.get(`${w}\u0000${resource}\u0000${token}`);
+    return belief !== undefined && belief.ended === undefined;
   }
 
   records(): BeliefRecord[] {

@@ -1,60 +1,76 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { untilReady } from '../worker-ready.js';
 import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import {
-  parseVerifyEvent,
-  VERIFY_WORKER_ENV,
-  type VerifyEvent,
-  type VerifyWorkerConfig,
-} from './worker-protocol.js';
+import { untilReady } from './worker-ready.js';
+import { parseEvent, WORKER_ENV, type WorkerConfig, type WorkerEvent } from './worker-protocol.js';
 
-export type VerifyWorkerStatus =
-  'starting' | 'running' | 'paused' | 'stalled' | 'stopping' | 'gone';
+export type WorkerStatus =
+  'starting' | 'running' | 'paused' | 'stalled' | 'stopping' | 'killed' | 'exited';
 
-export interface VerifyWorker {
+export interface WorkerProcess {
   readonly id: string;
   readonly pid: number;
   readonly skewMs: number;
   /** Its clock's rate error (`drift`); 0 on the host's rate. */
   readonly driftRate: number;
-  status: VerifyWorkerStatus;
+  /** `killed` from the SIGKILL on; `exited` once a process not killed has gone. */
+  status: WorkerStatus;
   /** The resources it holds, as its events tell: acquired and not yet released or lost. */
   readonly holding: Set<string>;
+  /** Resolves once the process has exited and all of its output was read. */
   readonly closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** The last few KiB it wrote on stderr, for error messages. */
   stderr: string;
 }
 
-interface FleetEvents {
-  event: [event: VerifyEvent];
-  exit: [worker: VerifyWorker, how: string];
+export interface FleetEvents {
+  event: [event: WorkerEvent];
+  exit: [worker: WorkerProcess, how: string];
 }
 
-/** verify's worker processes, each in its own process group; none outlives verify. */
-export class VerifyFleet extends EventEmitter<FleetEvents> {
-  readonly workers = new Map<string, VerifyWorker>();
+/** A worker clock: its offset from the host's wall clock and its rate error. */
+export interface WorkerClockSpec {
+  skewMs: number;
+  driftRate: number;
+}
+
+const HOST_RATE: WorkerClockSpec = { skewMs: 0, driftRate: 0 };
+
+/**
+ * The worker processes of demo and verify (`worker.ts`). Each runs in its own process group, so a
+ * Ctrl-C in the terminal reaches only the command, which then kills them; a worker also leaves on
+ * its own when the command's IPC channel closes, and a stopped one gets SIGHUP from the kernel when
+ * its group is orphaned. None outlives the command.
+ */
+export class Fleet extends EventEmitter<FleetEvents> {
+  readonly workers = new Map<string, WorkerProcess>();
   private readonly children = new Map<string, ChildProcess>();
   private readonly guards = new Map<string, ChildProcess>();
+  private readonly gone = new Set<string>();
 
+  /**
+   * @param entry the worker's script (`worker.js`).
+   * @param base what every worker is told, but its id and clock.
+   * @param joining what a worker does before it counts as started, for error messages.
+   */
   constructor(
     private readonly entry: string,
-    private readonly base: Omit<VerifyWorkerConfig, 'id' | 'skewMs' | 'driftRate'>,
+    private readonly base: Omit<WorkerConfig, 'id' | 'owner' | 'skewMs' | 'driftRate'>,
+    private readonly options: { owner?: (id: string) => string; joining?: string } = {},
   ) {
     super();
   }
 
   /**
-   * Starts a worker on a clock `skewMs` off and running at `1 + driftRate`; resolves once it has
-   * joined, rejects if it exits or takes too long.
+   * Starts a worker on a clock `skewMs` off and running at `1 + driftRate` (the host's by
+   * default); resolves once it has joined, rejects if it exits or takes too long.
    */
-  start(
-    id: string,
-    clock: { skewMs: number; driftRate: number },
-    readyTimeoutMs: number,
-  ): Promise<VerifyWorker> {
-    const config: VerifyWorkerConfig = { ...this.base, id, ...clock };
+  start(id: string, readyTimeoutMs: number, clock = HOST_RATE): Promise<WorkerProcess> {
+    const owner = this.options.owner?.(id);
+    const config: WorkerConfig = { ...this.base, id, ...(owner ? { owner } : {}), ...clock };
     const child = fork(this.entry, [], {
-      env: { ...process.env, [VERIFY_WORKER_ENV]: JSON.stringify(config) },
+      env: { ...process.env, [WORKER_ENV]: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       detached: true,
       execArgv: [],
@@ -62,10 +78,11 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
     const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.once('close', (code, signal) => resolve({ code, signal })),
     );
-    const worker: VerifyWorker = {
+    const worker: WorkerProcess = {
       id,
       pid: child.pid ?? -1,
-      ...clock,
+      skewMs: clock.skewMs,
+      driftRate: clock.driftRate,
       status: 'starting',
       holding: new Set(),
       closed,
@@ -77,47 +94,57 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
       worker.stderr = (worker.stderr + chunk.toString()).slice(-4096);
     });
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      const event = parseVerifyEvent(line);
+      const event = parseEvent(line);
       if (!event) return;
       if (event.e === 'ready' && worker.status === 'starting') worker.status = 'running';
       else if (event.e === 'acquired') worker.holding.add(event.resource);
       else if (event.e === 'released' || event.e === 'lost') worker.holding.delete(event.resource);
       this.emit('event', event);
     });
-    child.on('error', () => undefined);
+    child.on('error', () => undefined); // a failed IPC send to a dead worker; its exit tells the rest
     void closed.then(({ code, signal }) => {
-      worker.status = 'gone';
+      this.gone.add(id);
+      if (worker.status !== 'killed') worker.status = 'exited';
       worker.holding.clear();
       this.guards.get(id)?.kill('SIGKILL');
+      this.guards.delete(id);
       this.emit('exit', worker, signal ? `signal ${signal}` : `code ${code}`);
     });
     return untilReady(
       this,
       worker,
       id,
-      (event: VerifyEvent) => event.e === 'ready' && event.w === id,
+      (event: WorkerEvent) => event.e === 'ready' && event.w === id,
       readyTimeoutMs,
+      this.options.joining,
     );
   }
 
-  running(): VerifyWorker[] {
+  /** The workers that have joined and are neither paused, stalled, stopping nor dead. */
+  running(): WorkerProcess[] {
     return [...this.workers.values()].filter((w) => w.status === 'running');
   }
 
-  live(): VerifyWorker[] {
-    return [...this.workers.values()].filter((w) => w.status !== 'gone');
+  /** The workers whose process has not gone yet. */
+  live(): WorkerProcess[] {
+    return [...this.workers.values()].filter((w) => !this.gone.has(w.id));
   }
 
+  /** Sends a signal to a worker and notes what it does to it. */
   signal(id: string, signal: 'SIGKILL' | 'SIGTERM' | 'SIGSTOP' | 'SIGCONT'): void {
     const worker = this.workers.get(id);
-    if (!worker || worker.status === 'gone') return;
+    if (!worker || this.gone.has(id) || worker.status === 'killed') return;
     this.children.get(id)?.kill(signal);
-    if (signal === 'SIGTERM') worker.status = 'stopping';
+    if (signal === 'SIGKILL') worker.status = 'killed';
+    else if (signal === 'SIGTERM') worker.status = 'stopping';
     else if (signal === 'SIGSTOP') worker.status = 'paused';
-    else if (signal === 'SIGCONT' && worker.status === 'paused') worker.status = 'running';
+    else if (worker.status === 'paused') worker.status = 'running';
   }
 
-  /** SIGSTOPs a worker; a guard process SIGCONTs it after `atMostMs` even if verify dies meanwhile. */
+  /**
+   * SIGSTOPs a running worker. A guard process SIGCONTs it after `atMostMs` in any case, so a
+   * worker cannot stay frozen forever if the command itself is killed (SIGKILL) meanwhile.
+   */
   pause(id: string, atMostMs: number): void {
     const worker = this.workers.get(id);
     if (!worker || worker.status !== 'running') return;
@@ -129,10 +156,24 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
     this.signal(id, 'SIGSTOP');
   }
 
+  /** SIGCONTs a paused worker and retires its guard. */
   resume(id: string): void {
     this.signal(id, 'SIGCONT');
     this.guards.get(id)?.kill('SIGKILL');
     this.guards.delete(id);
+  }
+
+  /** Whether the kernel shows the worker stopped (Linux `/proc`; elsewhere assumed once signalled). */
+  isStopped(id: string): boolean {
+    const worker = this.workers.get(id);
+    if (!worker) return false;
+    try {
+      const stat = readFileSync(`/proc/${worker.pid}/stat`, 'utf8');
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      return state === 'T' || state === 't';
+    } catch {
+      return true;
+    }
   }
 
   /** Asks a worker to block its event loop for `ms` (a long synchronous call). */
@@ -159,8 +200,10 @@ export class VerifyFleet extends EventEmitter<FleetEvents> {
     await all;
   }
 
+  /** SIGKILL to every worker still there; synchronous, so it can run in an exit handler. */
   killAll(): void {
     for (const w of this.live()) {
+      w.status = 'killed';
       this.children.get(w.id)?.kill('SIGKILL');
       this.children.get(w.id)?.kill('SIGCONT');
     }

@@ -1,8 +1,8 @@
 import type { Clock, TimerHandle } from '../../index.js';
 import { systemClock } from '../../index.js';
-import { hostNow, type WorkerClock } from '../harness/host-clock.js';
+import { hostNow, type WorkerClock } from './host-clock.js';
 
-export type { WorkerClock } from '../harness/host-clock.js';
+export type { WorkerClock } from './host-clock.js';
 
 /** A worker's clock, and how to put an instant read on it back on the host clock. */
 /** Where a drifting clock reads real time and schedules timers (the real ones by default). */
