@@ -25,8 +25,8 @@ import {
 } from './history-format.js';
 import { htmlReport } from './html-report.js';
 import { seededRandom } from './random.js';
-import { privateServerScheme, startPrivateServer, type PrivateServer } from './servers/index.js';
-import { injectStoreFault } from './servers/store-fault.js';
+import { privateServerScheme, startPrivateServer, type PrivateServer } from './private-servers.js';
+import { injectStoreFault } from './store-fault.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('./worker.js', import.meta.url));
 
