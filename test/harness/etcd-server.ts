@@ -1,18 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PrivateEtcd } from '../../src/cli/harness/servers/etcd-server.js';
 import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
 
-/** Whether the `etcd` binary can run here; the reason when it cannot. */
-export function etcdUnavailable(): string | null {
-  try {
-    execFileSync('etcd', ['--version'], { stdio: 'ignore' });
-    return null;
-  } catch {
-    return 'etcd not found on PATH (Debian package etcd-server)';
-  }
-}
+export { etcdUnavailable } from '../../src/cli/harness/servers/etcd-server.js';
 
 export interface EtcdClusterOptions {
   /** Members. @default 1 */

@@ -1,16 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { PrivateNats, type PrivateNatsOptions } from '../../src/cli/harness/servers/nats-server.js';
 import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
 
-/** Whether `nats-server` can run here; the reason when it cannot. */
-export function natsUnavailable(): string | null {
-  try {
-    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
-    return null;
-  } catch {
-    return 'nats-server not found on PATH (Debian package nats-server)';
-  }
-}
+export { natsUnavailable } from '../../src/cli/harness/servers/nats-server.js';
 
 /** One client connection as the server's monitoring endpoint reports it. */
 export interface NatsConnectionStats {
