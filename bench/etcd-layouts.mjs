@@ -28,7 +28,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Etcd3 } from 'etcd3';
 import { treeCpuUs } from './lib/cpu.mjs';
-import { startEtcd } from './lib/etcd-server.mjs';
+import { startEtcd } from './lib/private-servers.mjs';
 import { DEFAULT_DIST } from './lib/library.mjs';
 import { installCleanupHandlers } from './lib/processes.mjs';
 import { spread } from './lib/stats.mjs';

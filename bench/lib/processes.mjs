@@ -1,57 +1,12 @@
-// Process and folder plumbing for the benchmarks: free ports, temp folders, process trees, and one
+// Process and folder plumbing for the benchmarks: free ports, temp folders, and one
 // cleanup list that runs on every way out (normal end, error, signal), so no server or worker
 // outlives the run.
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (listen on 0, read it, close). */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Every pid in the tree under `pid`, `pid` first: PostgreSQL backends are their own groups. */
-export function processTree(pid) {
-  let table;
-  try {
-    table = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' });
-  } catch {
-    return [pid];
-  }
-  const children = new Map();
-  for (const line of table.trim().split('\n')) {
-    const [p, pp] = line.trim().split(/\s+/).map(Number);
-    children.set(pp, [...(children.get(pp) ?? []), p]);
-  }
-  const out = [];
-  const walk = (p) => {
-    out.push(p);
-    for (const c of children.get(p) ?? []) walk(c);
-  };
-  walk(pid);
-  return out;
-}
-
-/** Signals every process of a tree; a process already gone is not an error. */
-export function signalTree(pid, signal) {
-  for (const p of processTree(pid)) {
-    try {
-      process.kill(p, signal);
-    } catch {
-      // already gone
-    }
-  }
-}
+// A TCP port on 127.0.0.1 that was free a moment ago: the one leasehold's own starters use.
+export { freePort } from '../../dist/cli/harness/servers/process-tree.js';
 
 /** Polls `check` until it returns true, or throws after `timeoutMs`. */
 export async function waitFor(what, check, timeoutMs = 20_000, everyMs = 25) {

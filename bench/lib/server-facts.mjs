@@ -6,7 +6,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { createRequire } from 'node:module';
-import { fourLetter } from './zookeeper-server.mjs';
+import { fourLetter } from './private-servers.mjs';
 
 const require = createRequire(import.meta.url);
 const { fetch, AbortSignal } = globalThis;

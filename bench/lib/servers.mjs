@@ -7,16 +7,19 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { URLSearchParams } from 'node:url';
-import { CEPH_S3_USER, startCeph } from './ceph-server.mjs';
-import { startDynalite } from './dynalite-server.mjs';
-import { startEtcd } from './etcd-server.mjs';
-import { startMariadb } from './mariadb-server.mjs';
-import { startNats } from './nats-server.mjs';
-import { startPostgres } from './postgres-server.mjs';
+import {
+  CEPH_S3_USER,
+  startCeph,
+  startDynalite,
+  startEtcd,
+  startMariadb,
+  startNats,
+  startPostgres,
+  startRedis,
+  startZookeeper,
+} from './private-servers.mjs';
 import { tempDir } from './processes.mjs';
-import { startRedis } from './redis-server.mjs';
 import { serverFacts } from './server-facts.mjs';
-import { startZookeeper } from './zookeeper-server.mjs';
 
 export const STORE_NAMES = [
   'sqlite',

@@ -1,11 +1,13 @@
 // One private server per store for the whole run; each scale gets its own table, key prefix or
 // file, so a run starts from empty records without restarting the server.
 import { join } from 'node:path';
-import { startEtcd } from './etcd-server.mjs';
-import { startNats } from './nats-server.mjs';
-import { startPostgres } from './postgres-server.mjs';
-import { startRedis } from './redis-server.mjs';
-import { startZookeeper } from './zookeeper-server.mjs';
+import {
+  startEtcd,
+  startNats,
+  startPostgres,
+  startRedis,
+  startZookeeper,
+} from './private-servers.mjs';
 import { tempDir } from './processes.mjs';
 
 export const STORES = ['sqlite', 'redis', 'postgres', 'etcd', 'zookeeper', 'nats'];

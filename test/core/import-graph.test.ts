@@ -66,14 +66,16 @@ const PAGE = 'cli/dashboard/page';
  * The layer a module belongs to: its top folder under `src/`, one level deeper under `cli/` and
  * `stores/` (each CLI part and each store is a layer of its own), `.` for the public surface
  * (`index.ts`), `cli/main` for the command's entry, which sits above every CLI part (the other
- * files at the top of `cli/` are helpers every part may use), and `cli/dashboard/page` for the
- * page script, which runs in a browser.
+ * files at the top of `cli/` are helpers every part may use), `cli/dashboard/page` for the page
+ * script, which runs in a browser, and `cli/harness/servers`: the private store servers, which
+ * the tests and the benchmarks start too.
  */
 export function layerOf(file: string): string {
   const parts = file.split('/');
   if (parts.length === 1) return '.';
   if (file === 'cli/main.ts') return 'cli/main';
   if (file.startsWith(`${PAGE}/`)) return PAGE;
+  if (file.startsWith('cli/harness/servers/')) return 'cli/harness/servers';
   if ((parts[0] === 'cli' || parts[0] === 'stores') && parts.length > 2) {
     return `${parts[0]}/${parts[1]}`;
   }
@@ -104,8 +106,9 @@ const CLI_PARTS = ['dashboard', 'demo', 'harness', 'live', 'run', 'verify', 'wat
  * helpers at its top and two parts of their own (`live`: watching a store and judging its
  * records, for the dashboard and `watch`; `harness`: what demo and verify both run, their worker
  * processes (which open the store as every command does, through the CLI's helpers), event
- * protocol and history checker (which reads permit names from `core`)), and
- * `cli/main` over the commands.
+ * protocol and history checker (which reads permit names from `core`); `harness/servers`: the
+ * private store servers verify starts, which the tests and the benchmarks start too, so they
+ * know nothing else of leasehold), and `cli/main` over the commands.
  */
 export const ALLOWED: Record<string, readonly string[]> = {
   core: [],
@@ -133,6 +136,7 @@ export const ALLOWED: Record<string, readonly string[]> = {
   cli: ['.', 'core', 'client', 'fleet', 'stores', 'stores/sqlite'],
   'cli/live': ['core'],
   'cli/harness': ['.', 'cli', 'core'],
+  'cli/harness/servers': [],
   'cli/dashboard': ['cli', 'cli/live', 'core', 'fleet', 'observability'],
   // The browser's part of the dashboard: only what has no imports of Node or of packages, namely
   // the lease-state rule the server judges by (cli/live/lease-state.ts) and the record-key marks
@@ -140,7 +144,7 @@ export const ALLOWED: Record<string, readonly string[]> = {
   [PAGE]: ['cli/live', 'core'],
   'cli/watch': ['cli', 'cli/live', 'core'],
   'cli/demo': ['.', 'cli', 'cli/harness', 'cli/dashboard', 'core'],
-  'cli/verify': ['cli', 'cli/harness', 'core'],
+  'cli/verify': ['cli', 'cli/harness', 'cli/harness/servers', 'core'],
   'cli/run': ['.', 'cli'],
   'cli/commands': ['.', 'cli', 'core', ...CLI_PARTS.map((part) => `cli/${part}`)],
   'cli/main': ['.', 'cli', 'cli/commands', 'cli/run'],
@@ -283,6 +287,8 @@ describe('the checks themselves', () => {
     expect(layerOf('cli/main.ts')).toBe('cli/main');
     expect(layerOf('cli/format.ts')).toBe('cli');
     expect(layerOf('cli/demo/tour/run-tour.ts')).toBe('cli/demo');
+    expect(layerOf('cli/harness/servers/redis-server.ts')).toBe('cli/harness/servers');
+    expect(layerOf('cli/harness/host-clock.ts')).toBe('cli/harness');
     expect(layerOf('stores/open-store.ts')).toBe('stores');
     expect(layerOf('index.ts')).toBe('.');
     expect(layerOf('cli/dashboard/page/main.ts')).toBe('cli/dashboard/page');

@@ -1,8 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
-import { freePort } from './ports.js';
-import { signalTree, startProcess, stopProcess, waitFor } from './processes.js';
+import {
+  PrivateDynalite,
+  DYNALITE_TIMINGS,
+} from '../../src/cli/harness/servers/dynalite-server.js';
+import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
 
 const require = createRequire(import.meta.url);
 
@@ -10,7 +12,6 @@ const require = createRequire(import.meta.url);
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 type Dynalite = (options: object) => Server;
-const TIMINGS = { createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 };
 
 /** Why dynalite or the AWS SDK cannot run here, or `null` when they can. */
 export function dynaliteUnavailable(): string | null {
@@ -56,7 +57,7 @@ function urlFor(port: number) {
 /** dynalite inside the test process: starts in milliseconds, the port picked by the OS. */
 export async function startDynalite(): Promise<DynaliteServer> {
   const dynalite = require('dynalite') as Dynalite;
-  const server = dynalite(TIMINGS);
+  const server = dynalite(DYNALITE_TIMINGS);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -78,41 +79,33 @@ export async function startDynalite(): Promise<DynaliteServer> {
 
 /** dynalite as a child process (`node …/dynalite/cli.js`), ready in about 0.1 s. */
 export async function startDynaliteProcess(): Promise<DynaliteProcess> {
-  const cli = require.resolve('dynalite/cli.js');
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const child = startProcess(process.execPath, [
-      cli,
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      ...Object.entries(TIMINGS).flatMap(([k, v]) => [`--${k}`, String(v)]),
-    ]);
+    const server = new PrivateDynalite(serverFolder('leasehold-dynalite-'), {
+      port: await freePort(),
+      watchdog: false,
+      detached: false,
+    });
     try {
-      await waitFor(`dynalite on port ${port}`, () => {
-        if (child.exitCode !== null) throw new Error(`dynalite exited: ${child.output()}`);
-        return child.output().includes('listening');
-      });
-      return processHandle(child, port);
+      await server.launch(15_000);
+      return processHandle(server);
     } catch (error) {
-      await stopProcess(child, 'SIGKILL');
+      await server.kill();
+      await server.stop();
       if (attempt >= 3) throw error; // else the port was taken in the meantime: another one
     }
   }
 }
 
-function processHandle(child: ChildProcess, port: number): DynaliteProcess {
+function processHandle(server: PrivateDynalite): DynaliteProcess {
   return {
-    port,
-    endpoint: `http://127.0.0.1:${port}`,
-    url: urlFor(port),
-    pause: () => {
-      if (child.pid) signalTree(child.pid, 'SIGSTOP');
+    port: server.port,
+    endpoint: server.endpoint,
+    url: urlFor(server.port),
+    pause: () => server.pause(),
+    resume: () => server.resume(),
+    stop: async () => {
+      await server.kill();
+      await server.stop();
     },
-    resume: () => {
-      if (child.pid) signalTree(child.pid, 'SIGCONT');
-    },
-    stop: () => stopProcess(child, 'SIGKILL'),
   };
 }

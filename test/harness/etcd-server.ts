@@ -1,20 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from './ports.js';
-import { ServerProcess } from './server-process.js';
-import { startProcess, stopProcess, waitFor } from './processes.js';
+import { PrivateEtcd } from '../../src/cli/harness/servers/etcd-server.js';
+import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
 
-/** Whether the `etcd` binary can run here; the reason when it cannot. */
-export function etcdUnavailable(): string | null {
-  try {
-    execFileSync('etcd', ['--version'], { stdio: 'ignore' });
-    return null;
-  } catch {
-    return 'etcd not found on PATH (Debian package etcd-server)';
-  }
-}
+export { etcdUnavailable } from '../../src/cli/harness/servers/etcd-server.js';
 
 export interface EtcdClusterOptions {
   /** Members. @default 1 */
@@ -33,60 +22,22 @@ export interface EtcdClusterOptions {
   strictReconfigCheck?: boolean;
 }
 
-/** One etcd process: a member of an `EtcdCluster`. */
-export class EtcdMember extends ServerProcess {
-  constructor(
-    readonly name: string,
-    readonly clientPort: number,
-    readonly peerPort: number,
-    private readonly args: readonly string[],
-  ) {
-    super();
-  }
-
-  /** `127.0.0.1:port` of its client endpoint. */
-  get endpoint(): string {
-    return `127.0.0.1:${this.clientPort}`;
-  }
-
-  get running(): boolean {
-    return this.child !== undefined;
-  }
-
+/** One etcd process: a member of an `EtcdCluster`, its data kept by `stop` for `launch`. */
+export class EtcdMember extends PrivateEtcd {
   /** Starts the process; with `wait`, until it reports itself healthy (which needs a quorum). */
-  async launch(wait = true): Promise<void> {
-    const child = startProcess('etcd', [...this.args]);
-    this.child = child;
-    if (wait) await this.healthy();
+  override async launch(wait: boolean | number = true): Promise<void> {
+    if (wait === false) this.spawnServer();
+    else await super.launch(wait === true ? 15_000 : wait);
   }
 
+  /** Waits until it reports itself healthy. */
   async healthy(): Promise<void> {
-    const child = this.child;
-    if (!child) throw new Error(`etcd ${this.name} is not running`);
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code, signal) =>
-        reject(
-          new Error(
-            `etcd ${this.name} exited (${code ?? signal}) during start:\n${child.output()}`,
-          ),
-        ),
-      ),
-    );
-    exited.catch(() => {});
-    await Promise.race([
-      waitFor(`etcd ${this.name} on port ${this.clientPort} to be healthy`, async () => {
-        const response = await fetch(`http://${this.endpoint}/health`, {
-          signal: AbortSignal.timeout(500),
-        });
-        return ((await response.json()) as { health?: string }).health === 'true';
-      }),
-      exited,
-    ]);
+    await this.untilReady(15_000);
   }
 
-  async stop(): Promise<void> {
-    if (this.child) await stopProcess(this.child);
-    this.child = undefined;
+  /** Shuts the member down (SIGTERM, SIGKILL after a grace period); its data stays. */
+  override async stop(): Promise<void> {
+    await this.shutdown();
   }
 }
 
@@ -118,29 +69,25 @@ export class EtcdCluster {
 
   private static async create(options: EtcdClusterOptions): Promise<EtcdCluster> {
     const size = options.size ?? 1;
-    const heartbeat = options.heartbeatMs ?? (size === 1 ? 10 : 25);
-    const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-    const dir = mkdtempSync(join(base, 'leasehold-etcd-'));
+    const dir = serverFolder('leasehold-etcd-', true);
     const ports: { client: number; peer: number }[] = [];
     for (let i = 0; i < size; i++) ports.push({ client: await freePort(), peer: await freePort() });
-    const peers = ports.map((p, i) => `m${i}=http://127.0.0.1:${p.peer}`).join(',');
-    const members = ports.map((p, i) => {
-      const data = join(dir, `m${i}`);
-      mkdirSync(data);
-      return new EtcdMember(`m${i}`, p.client, p.peer, [
-        ...['--name', `m${i}`, '--data-dir', data],
-        ...['--listen-client-urls', `http://127.0.0.1:${p.client}`],
-        ...['--advertise-client-urls', `http://127.0.0.1:${p.client}`],
-        ...['--listen-peer-urls', `http://127.0.0.1:${p.peer}`],
-        ...['--initial-advertise-peer-urls', `http://127.0.0.1:${p.peer}`],
-        ...['--initial-cluster', peers, '--initial-cluster-state', 'new'],
-        ...['--initial-cluster-token', dir],
-        ...['--heartbeat-interval', String(heartbeat)],
-        ...['--election-timeout', String(heartbeat * 10)],
-        ...['--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'warn'],
-        ...(options.strictReconfigCheck === false ? ['--strict-reconfig-check=false'] : []),
-      ]);
-    });
+    const initialCluster = ports.map((p, i) => `m${i}=http://127.0.0.1:${p.peer}`).join(',');
+    const members = ports.map(
+      (p, i) =>
+        new EtcdMember(join(dir, `m${i}`), {
+          name: `m${i}`,
+          clientPort: p.client,
+          peerPort: p.peer,
+          initialCluster,
+          clusterToken: dir,
+          heartbeatMs: options.heartbeatMs ?? (size === 1 ? 10 : 25),
+          strictReconfigCheck: options.strictReconfigCheck,
+          ownsDir: false,
+          watchdog: false,
+          detached: false,
+        }),
+    );
     return new EtcdCluster(members, dir);
   }
 

@@ -1,36 +1,21 @@
-import { execFileSync, type ChildProcess } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdtempSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { createConnection } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { freePort } from './ports.js';
-import { signalTree, startProcess, stopProcess, tempDir, waitFor } from './processes.js';
-
-const SEARCH_PATH = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin'];
+import {
+  installDbArgs,
+  mariadbBinary,
+  mariadbUnavailable,
+  PrivateMariadb,
+} from '../../src/cli/harness/servers/mariadb-server.js';
+import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { waitFor } from './processes.js';
 
 /** The database every private server creates at startup. */
 export const MARIADB_DATABASE = 'leasehold';
 
-function findBinary(name: string): string | undefined {
-  return SEARCH_PATH.map((dir) => join(dir, name)).find((path) => existsSync(path));
-}
-
-/** Why a private MariaDB cannot start here, or `null` when the binaries are installed. */
-export function mariadbUnavailable(): string | null {
-  const missing = ['mariadbd', 'mariadb-install-db'].filter((name) => !findBinary(name));
-  return missing.length === 0
-    ? null
-    : `${missing.join(' and ')} not found (install the mariadb-server package)`;
-}
+export { mariadbUnavailable };
 
 /** A private MariaDB on a free 127.0.0.1 port with its data in a temp folder. */
 export interface MariadbServer {
@@ -63,22 +48,15 @@ const INNODB_SIZES = ['--innodb-buffer-pool-size=16M', '--innodb-log-file-size=8
  */
 function dataTemplate(): string {
   const version = /Ver\s+(\S+)/.exec(
-    execFileSync(findBinary('mariadbd')!, ['--version'], { encoding: 'utf8' }),
+    execFileSync(mariadbBinary('mariadbd')!, ['--version'], { encoding: 'utf8' }),
   )?.[1];
   const path = join(tmpdir(), `leasehold-mariadb-template-${(version ?? 'x').replace(/\W/g, '_')}`);
   if (existsSync(path)) return path;
   const staging = mkdtempSync(`${path}.tmp-`);
   try {
     execFileSync(
-      findBinary('mariadb-install-db')!,
-      [
-        '--no-defaults',
-        `--datadir=${join(staging, 'data')}`,
-        '--user=root',
-        '--auth-root-authentication-method=normal',
-        '--skip-test-db',
-        ...INNODB_SIZES,
-      ],
+      mariadbBinary('mariadb-install-db')!,
+      [...installDbArgs(join(staging, 'data')), ...INNODB_SIZES],
       { stdio: 'pipe' },
     );
     renameSync(staging, path);
@@ -107,27 +85,12 @@ export async function startMariadb(options: MariadbOptions = {}): Promise<Mariad
   const reason = mariadbUnavailable();
   if (reason) throw new Error(reason);
   const template = dataTemplate();
-  const dir = tempDir('leasehold-mariadb-');
-  const data = join(dir.path, 'data');
-  const initFile = join(dir.path, 'init.sql');
-  const errorLog = join(dir.path, 'err.log');
+  const dir = serverFolder('leasehold-mariadb-');
+  const initFile = join(dir, 'init.sql');
   writeFileSync(initFile, `CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};\n`);
-  cpSync(join(template, 'data'), data, { recursive: true });
-  let port = 0;
-  let child: ChildProcess | undefined;
-  let paused = false;
-
-  const args = (): string[] => [
-    '--no-defaults',
-    `--datadir=${data}`,
-    '--user=root',
-    '--bind-address=127.0.0.1',
-    `--port=${port}`,
-    `--socket=${join(dir.path, 'sock')}`,
-    `--pid-file=${join(dir.path, 'pid')}`,
-    `--log-error=${errorLog}`,
+  cpSync(join(template, 'data'), join(dir, 'data'), { recursive: true });
+  const args = [
     `--init-file=${initFile}`,
-    '--skip-name-resolve',
     ...INNODB_SIZES,
     // Commits reach the OS at once, so they survive SIGKILL of the server, but nothing waits for
     // the disk: tests never crash the machine. One tablespace makes CREATE TABLE cheap.
@@ -136,70 +99,19 @@ export async function startMariadb(options: MariadbOptions = {}): Promise<Mariad
     '--innodb-doublewrite=0',
     '--innodb-file-per-table=0',
     '--performance-schema=OFF',
-    ...(options.logBin ? [`--log-bin=${join(dir.path, 'binlog')}`] : []),
+    ...(options.logBin ? [`--log-bin=${join(dir, 'binlog')}`] : []),
     ...(options.serverId === undefined ? [] : [`--server-id=${options.serverId}`]),
     ...(options.args ?? []),
   ];
-  const exited = (c: ChildProcess): boolean => c.exitCode !== null || c.signalCode !== null;
-
-  const server: MariadbServer = {
-    get port() {
-      return port;
-    },
-    dir: dir.path,
-    url: (params = {}) => {
-      const query = new URLSearchParams(
-        Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]),
-      ).toString();
-      return `mysql://root@127.0.0.1:${port}/${MARIADB_DATABASE}${query ? `?${query}` : ''}`;
-    },
-    async start() {
-      if (child && !exited(child)) return;
-      const started = startProcess(findBinary('mariadbd')!, args());
-      child = started;
-      paused = false;
-      await waitFor(
-        `MariaDB on port ${port}`,
-        async () => exited(started) || (await acceptsQueries(port)),
-        30_000,
-      );
-      if (exited(started)) {
-        const log = existsSync(errorLog) ? readFileSync(errorLog, 'utf8').slice(-2000) : '';
-        throw new Error(`mariadbd exited: ${started.output()}${log}`);
-      }
-    },
-    async stop() {
-      if (child) await stopProcess(child, 'SIGTERM', 15_000);
-      paused = false;
-    },
-    async kill() {
-      if (child) await stopProcess(child, 'SIGKILL');
-      paused = false;
-    },
-    async restart(graceful = false) {
-      await (graceful ? server.stop() : server.kill());
-      await server.start();
-    },
-    pause() {
-      if (child?.pid && !paused) {
-        signalTree(child.pid, 'SIGSTOP');
-        paused = true;
-      }
-    },
-    resume() {
-      if (child?.pid && paused) {
-        signalTree(child.pid, 'SIGCONT');
-        paused = false;
-      }
-    },
-    async dispose() {
-      await server.kill();
-      dir.cleanup();
-    },
-  };
   // A free port may be taken between the probe and the bind: try another one.
   for (let attempt = 1; ; attempt++) {
-    port = await freePort();
+    const mariadb = new PrivateMariadb(dir, {
+      port: await freePort(),
+      args,
+      watchdog: false,
+      detached: false,
+    });
+    const server = handle(mariadb);
     try {
       await server.start();
       return server;
@@ -209,8 +121,62 @@ export async function startMariadb(options: MariadbOptions = {}): Promise<Mariad
         await server.dispose();
         throw error;
       }
+      await mariadb.kill();
     }
   }
+}
+
+/** The test handle of a private MariaDB. */
+function handle(mariadb: PrivateMariadb): MariadbServer {
+  let paused = false;
+  const server: MariadbServer = {
+    port: mariadb.port,
+    dir: mariadb.dir,
+    url: (params = {}) => {
+      const query = new URLSearchParams(
+        Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]),
+      ).toString();
+      return `${mariadb.url}/${MARIADB_DATABASE}${query ? `?${query}` : ''}`;
+    },
+    async start() {
+      if (mariadb.running) return;
+      paused = false;
+      try {
+        await mariadb.launch(30_000);
+      } catch (error) {
+        throw new Error(`${(error as Error).message}\n${mariadb.errorLogTail()}`, { cause: error });
+      }
+    },
+    async stop() {
+      await mariadb.shutdown(15_000);
+      paused = false;
+    },
+    async kill() {
+      await mariadb.kill();
+      paused = false;
+    },
+    async restart(graceful = false) {
+      await (graceful ? server.stop() : server.kill());
+      await server.start();
+    },
+    pause() {
+      if (mariadb.running && !paused) {
+        mariadb.pause();
+        paused = true;
+      }
+    },
+    resume() {
+      if (mariadb.running && paused) {
+        mariadb.resume();
+        paused = false;
+      }
+    },
+    async dispose() {
+      await mariadb.kill();
+      await mariadb.stop();
+    },
+  };
+  return server;
 }
 
 /**
@@ -239,22 +205,4 @@ export async function replicate(replica: MariadbServer, primary: MariadbServer):
   } finally {
     await Promise.allSettled([connection.end(), source.end()]);
   }
-}
-
-/**
- * Whether the server has finished starting: it sends its handshake greeting (protocol 10) only
- * once it accepts connections, and the database from the init file exists before it listens.
- */
-function acceptsQueries(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.once('error', () => done(false));
-    // Packet header (4 bytes) then protocol version 10; an error packet (0xff) means "not yet".
-    socket.once('data', (chunk) => done(chunk.length > 4 && chunk[4] === 10));
-  });
 }

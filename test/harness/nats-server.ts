@@ -1,19 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { freePort } from './ports.js';
-import { ServerProcess } from './server-process.js';
-import { startProcess, stopProcess, tempDir, waitFor } from './processes.js';
+import { PrivateNats, type PrivateNatsOptions } from '../../src/cli/harness/servers/nats-server.js';
+import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
 
-/** Whether `nats-server` can run here; the reason when it cannot. */
-export function natsUnavailable(): string | null {
-  try {
-    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
-    return null;
-  } catch {
-    return 'nats-server not found on PATH (Debian package nats-server)';
-  }
-}
+export { natsUnavailable } from '../../src/cli/harness/servers/nats-server.js';
 
 /** One client connection as the server's monitoring endpoint reports it. */
 export interface NatsConnectionStats {
@@ -26,80 +14,27 @@ export interface NatsConnectionStats {
 }
 
 /** How to start a `NatsServer`; the defaults make a single server. */
-export interface NatsServerOptions {
-  /** More server flags, after the defaults: `['--user', 'u', '--pass', 'pw']`. */
-  args?: readonly string[];
-}
+export type NatsServerOptions = Pick<PrivateNatsOptions, 'args'>;
 
 /**
- * A private `nats-server -js` on 127.0.0.1: the first start lets the server pick its client and
- * monitoring ports (`-p -1 -m -1`, read back from its ports file), later starts reuse them, and
- * the JetStream store folder stays across `kill` / `restart` until `stop`.
+ * A private `nats-server -js` on 127.0.0.1 (`PrivateNats`): the server picks its ports at the
+ * first start, later starts reuse them, and the JetStream store stays across `kill` / `restart`
+ * until `stop`.
  */
-export class NatsServer extends ServerProcess {
-  port = -1;
-  monitorPort = -1;
-  private readonly dir = tempDir('leasehold-nats-');
-
-  private constructor(private readonly options: NatsServerOptions) {
-    super();
+export class NatsServer extends PrivateNats {
+  private constructor(options: NatsServerOptions) {
+    super(serverFolder('leasehold-nats-'), { ...options, watchdog: false, detached: false });
   }
 
   static async start(options: NatsServerOptions = {}): Promise<NatsServer> {
     const server = new NatsServer(options);
     try {
-      await server.launch();
+      await server.launch(15_000);
       return server;
     } catch (error) {
       await server.stop();
       throw error;
     }
-  }
-
-  /** `nats://127.0.0.1:PORT`; add `?bucket=…` and other parameters. */
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-
-  get monitorUrl(): string {
-    return `http://127.0.0.1:${this.monitorPort}`;
-  }
-
-  async launch(): Promise<void> {
-    const portsDir = join(this.dir.path, 'ports');
-    rmSync(portsDir, { recursive: true, force: true });
-    mkdirSync(portsDir);
-    const child = startProcess('nats-server', [
-      ...['-a', '127.0.0.1', '-p', String(this.port), '-m', String(this.monitorPort)],
-      ...['-js', '-sd', join(this.dir.path, 'js'), '--ports_file_dir', portsDir],
-      ...(this.options.args ?? []),
-    ]);
-    this.child = child;
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code, signal) =>
-        reject(
-          new Error(`nats-server exited (${code ?? signal}) during start:\n${child.output()}`),
-        ),
-      ),
-    );
-    exited.catch(() => {});
-    await Promise.race([
-      waitFor('nats-server to answer with JetStream ready', async () => {
-        const file = readdirSync(portsDir).find((name) => name.endsWith('.ports'));
-        if (!file) return false;
-        const ports = JSON.parse(readFileSync(join(portsDir, file), 'utf8')) as {
-          nats: string[];
-          monitoring: string[];
-        };
-        this.port = Number(new URL(ports.nats[0]!).port);
-        this.monitorPort = Number(new URL(ports.monitoring[0]!).port);
-        const health = await fetch(`${this.monitorUrl}/healthz`, {
-          signal: AbortSignal.timeout(500),
-        });
-        return health.ok && ((await health.json()) as { status?: string }).status === 'ok';
-      }),
-      exited,
-    ]);
   }
 
   /** The client connections the server has now, with their message counts. */
@@ -142,13 +77,6 @@ export class NatsServer extends ServerProcess {
       bytes += c.in_bytes - (before.get(cid)?.in_bytes ?? 0);
     }
     return { result, msgs, bytes };
-  }
-
-  /** Stops the server and removes its folder (the JetStream store with it). */
-  async stop(): Promise<void> {
-    if (this.child) await stopProcess(this.child);
-    this.child = undefined;
-    if (existsSync(this.dir.path)) this.dir.cleanup();
   }
 }
 

@@ -1,18 +1,2 @@
-import { createServer } from 'node:net';
-
-/** A TCP port on 127.0.0.1 that was free a moment ago (listen on 0, read it, close). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address
-          ? resolve(address.port)
-          : reject(new Error('no port')),
-      );
-    });
-  });
-}
+// A TCP port on 127.0.0.1 that was free a moment ago: the one every private server starts on.
+export { freePort } from '../../src/cli/harness/servers/process-tree.js';

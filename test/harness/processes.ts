@@ -2,7 +2,7 @@ import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processTree } from '../../src/cli/verify/servers/process-tree.js';
+import { processTree, signalAll } from '../../src/cli/harness/servers/process-tree.js';
 
 /** A fresh folder under the system temp dir, removed by `cleanup`. */
 export function tempDir(prefix = 'leasehold-'): { path: string; cleanup: () => void } {
@@ -31,13 +31,7 @@ export { processTree };
 
 /** Sends `signal` to every process in the tree (SIGSTOP/SIGCONT pause and resume a whole server). */
 export function signalTree(pid: number, signal: NodeJS.Signals): void {
-  for (const p of processTree(pid)) {
-    try {
-      process.kill(p, signal);
-    } catch {
-      // already gone
-    }
-  }
+  signalAll(processTree(pid), signal);
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes. */

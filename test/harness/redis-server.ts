@@ -2,9 +2,12 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './ports.js';
-import { ServerProcess } from './server-process.js';
-import { startProcess, stopProcess, tempDir, waitFor } from './processes.js';
+import {
+  PrivateRedis,
+  type PrivateRedisOptions,
+} from '../../src/cli/harness/servers/redis-server.js';
+import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { tempDir, waitFor } from './processes.js';
 
 const run = promisify(execFile);
 
@@ -19,41 +22,28 @@ export function redisUnavailable(): string | null {
   }
 }
 
-export interface RedisServerOptions {
-  /** Append-only file with `appendfsync always`: records survive kill and restart. @default false */
-  aof?: boolean;
-  /** Start as a Redis Cluster node (`--cluster-enabled yes`). @default false */
-  cluster?: boolean;
-  /** Start as a replica of the server on this 127.0.0.1 port. */
-  replicaOf?: number;
+export type RedisServerOptions = Omit<PrivateRedisOptions, 'port'> & {
   /** Folder for data and config; a fresh temp folder when omitted (removed by `stop`). */
   dir?: string;
-  /** More server flags, after the defaults (which they override): `['--requirepass', 'pw']`. */
-  args?: readonly string[];
-}
+};
 
-/** A private redis-server on a free 127.0.0.1 port. */
-export class RedisServer extends ServerProcess {
-  private readonly ownDir: ReturnType<typeof tempDir> | undefined;
-  readonly dir: string;
-
-  private constructor(
-    public port: number,
-    private readonly options: RedisServerOptions,
-  ) {
-    super();
-    if (options.dir) {
-      this.dir = options.dir;
-      mkdirSync(this.dir, { recursive: true });
-    } else {
-      this.ownDir = tempDir('leasehold-redis-');
-      this.dir = this.ownDir.path;
-    }
+/** A private redis-server on a free 127.0.0.1 port (`PrivateRedis`, with the test lifecycle). */
+export class RedisServer extends PrivateRedis {
+  private constructor(port: number, options: RedisServerOptions) {
+    const own = options.dir === undefined;
+    super(options.dir ?? serverFolder('leasehold-redis-'), {
+      ...options,
+      port,
+      ownsDir: own,
+      watchdog: false,
+      detached: false,
+    });
   }
 
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
     let lastError: unknown;
     for (let attempt = 0; attempt < 3; attempt++) {
+      if (options.dir) mkdirSync(options.dir, { recursive: true });
       const server = new RedisServer(await freePort(), options);
       try {
         await server.launch();
@@ -66,17 +56,6 @@ export class RedisServer extends ServerProcess {
     throw lastError;
   }
 
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  /** Stops the server (SIGTERM, SIGKILL after a grace period) and removes its own temp folder. */
-  async stop(): Promise<void> {
-    if (this.child) await stopProcess(this.child);
-    this.child = undefined;
-    this.ownDir?.cleanup();
-  }
-
   /** Runs one `redis-cli` command against this server and returns its output. */
   async cli(...args: string[]): Promise<string> {
     const { stdout } = await run('redis-cli', [
@@ -87,50 +66,6 @@ export class RedisServer extends ServerProcess {
       ...args,
     ]);
     return stdout.trim();
-  }
-
-  async launch(): Promise<void> {
-    const args = [
-      '--port',
-      String(this.port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      this.dir,
-      '--save',
-      '',
-      '--appendonly',
-      this.options.aof ? 'yes' : 'no',
-      '--appendfsync',
-      'always',
-      '--protected-mode',
-      'no',
-      '--repl-diskless-sync-delay',
-      '0', // a replica syncs at once instead of after 5 s
-    ];
-    if (this.options.replicaOf !== undefined) {
-      args.push('--replicaof', '127.0.0.1', String(this.options.replicaOf));
-    }
-    if (this.options.cluster) {
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf');
-    }
-    args.push(...(this.options.args ?? []));
-    const child = startProcess('redis-server', args);
-    this.child = child;
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code, signal) =>
-        reject(
-          new Error(`redis-server exited (${code ?? signal}) during start:\n${child.output()}`),
-        ),
-      ),
-    );
-    exited.catch(() => {});
-    await Promise.race([
-      waitFor(`redis-server on port ${this.port}`, () =>
-        child.output().includes('Ready to accept connections'),
-      ),
-      exited,
-    ]);
   }
 }
 

@@ -4,7 +4,7 @@
 // deciding expiry; a pool of 10 (leasehold's default) on both sides.
 import { Buffer } from 'node:buffer';
 import mysql from 'mysql2/promise';
-import { DATABASE } from '../mariadb-server.mjs';
+import { DATABASE } from '../private-servers.mjs';
 import { leaseholdContenders } from './leasehold.mjs';
 
 const POOL = 10;

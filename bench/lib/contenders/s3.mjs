@@ -5,7 +5,7 @@
 // else writes the object (a read only when it is stale), the caller's clock deciding expiry with
 // leasehold's default 1 s skew allowance. The SDK client is set up as leasehold's own.
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { CEPH_S3_USER } from '../ceph-server.mjs';
+import { CEPH_S3_USER } from '../private-servers.mjs';
 import { S3_BUCKET } from '../servers.mjs';
 import { leaseholdContenders } from './leasehold.mjs';
 

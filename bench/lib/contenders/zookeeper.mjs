@@ -7,7 +7,7 @@
 import { Buffer } from 'node:buffer';
 import { clearTimeout } from 'node:timers';
 import zookeeper from 'node-zookeeper-client';
-import { fourLetter } from '../zookeeper-server.mjs';
+import { fourLetter } from '../private-servers.mjs';
 import { leaseholdContenders } from './leasehold.mjs';
 
 const ROOT = '/bench_bare';

@@ -7,7 +7,7 @@ import { requireShared } from '../store.js';
 import { driftBeyondText, parseDriftRate } from '../verify/drift.js';
 import { DEFAULT_FAULTS, parseFaults, type FaultName } from '../verify/faults.js';
 import { runVerify } from '../verify/run-verify.js';
-import { privateServerScheme } from '../verify/servers/index.js';
+import { privateServerScheme } from '../verify/private-servers.js';
 import { checkText } from '../verify/verdict-text.js';
 
 interface VerifyFlags {

@@ -23,8 +23,8 @@ import { probeStore } from '../harness/probe-store.js';
 import { HistoryRecorder } from '../harness/recorder.js';
 import { htmlReport } from './html-report.js';
 import { seededRandom } from './random.js';
-import { privateServerScheme, startPrivateServer, type PrivateServer } from './servers/index.js';
-import { injectStoreFault } from './servers/store-fault.js';
+import { privateServerScheme, startPrivateServer, type PrivateServer } from './private-servers.js';
+import { injectStoreFault } from './store-fault.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('../harness/worker.js', import.meta.url));
 

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { processTree, signalAll, untilEnded } from './process-tree.js';
+import { appendFileSync, rmSync } from 'node:fs';
+import { processTree, signalAll, untilEnded, untilStopped } from './process-tree.js';
 import { watchFolder } from './watchdog.js';
 
 /** What to run to start a server: the file, its arguments and spawn options. */
@@ -8,6 +8,27 @@ export interface ServerCommand {
   file: string;
   args: string[];
   options?: SpawnOptions;
+}
+
+/** How a `PrivateServer` owns its folder and processes. */
+export interface PrivateServerOptions {
+  /**
+   * Whether the folder is the server's own, removed by `stop` (else the caller's, which may hold
+   * other servers' folders too). @default true
+   */
+  readonly ownsDir?: boolean;
+  /**
+   * A separate watchdog process that kills every process working in the folder and removes it
+   * when this process ends without stopping the server (even by SIGKILL). @default true
+   */
+  readonly watchdog?: boolean;
+  /**
+   * Each process in its own process group, so a Ctrl-C at the terminal reaches this process and
+   * not the server. @default true
+   */
+  readonly detached?: boolean;
+  /** A file the server's output is appended to as it comes, beside the tail kept for messages. */
+  readonly outputFile?: string;
 }
 
 /** A server process, keeping the tail of its output for error messages. */
@@ -18,15 +39,15 @@ interface ServerChild {
 }
 
 /**
- * A store server verify starts for one run: a private instance from the installed binary, on a
- * free 127.0.0.1 port, with its data in a temporary folder. It can be paused (SIGSTOP of its whole
- * process tree), killed and started again on the same port and folder, and is stopped and its
- * folder removed when the run ends, whichever way it ends.
+ * A store server started from the installed binary: a private instance on a 127.0.0.1 port, with
+ * its data in a temporary folder. It can be paused (SIGSTOP of its whole process tree), killed and
+ * started again on the same port and folder, shut down and started again, and stopped for good,
+ * its folder removed, whichever way this process ends.
  */
 export abstract class PrivateServer {
   /** The program, for messages (`redis-server`). */
   abstract readonly program: string;
-  /** The URL verify's processes open. */
+  /** The URL a store opens. */
   abstract get url(): string;
   /** The port clients connect to. */
   abstract get port(): number;
@@ -36,18 +57,28 @@ export abstract class PrivateServer {
   protected abstract isReady(output: string): Promise<boolean> | boolean;
   /** The signal that shuts the server down cleanly. */
   protected readonly stopSignal: NodeJS.Signals = 'SIGTERM';
+  /** How often `untilReady` asks `isReady`. */
+  protected readonly readyPollMs: number = 25;
 
   private child: ServerChild | undefined;
   /** A one-off helper process running to its end (initdb). */
   private helper: ServerChild | undefined;
   private stopped = false;
-  private readonly watchdog: { dismiss: () => void };
+  private readonly watchdog: { dismiss: () => void } | undefined;
+  /** Whether the folder is the server's own, removed by `stop`. */
+  protected readonly ownsDir: boolean;
+  private readonly detached: boolean;
+  private readonly outputFile: string | undefined;
 
   constructor(
-    /** The server's own temporary folder, removed by `stop`. */
+    /** The server's folder (its working directory), removed by `stop` when it is its own. */
     readonly dir: string,
+    options: PrivateServerOptions = {},
   ) {
-    this.watchdog = watchFolder(dir);
+    this.ownsDir = options.ownsDir ?? true;
+    this.detached = options.detached ?? true;
+    this.outputFile = options.outputFile;
+    this.watchdog = (options.watchdog ?? true) ? watchFolder(dir) : undefined;
   }
 
   /** The pid of the running server, if it runs. */
@@ -55,15 +86,39 @@ export abstract class PrivateServer {
     return this.child?.process.pid;
   }
 
+  /** Whether a server process was started, has not ended, and was neither killed nor stopped. */
+  get running(): boolean {
+    return this.child !== undefined && this.child.exited() === undefined;
+  }
+
+  /** What the running server has printed lately (the last 64 KiB), `''` when none runs. */
+  output(): string {
+    return this.child?.output() ?? '';
+  }
+
   /** Work done once before the first start (PostgreSQL's initdb). */
   async prepare(): Promise<void> {}
 
   /** Starts the server and waits until it answers; throws with its last output if it cannot. */
   async launch(timeoutMs = 20_000): Promise<void> {
+    this.spawnServer();
+    await this.untilReady(timeoutMs);
+  }
+
+  /** Starts the server process without waiting for it (the members of a cluster start together). */
+  spawnServer(): void {
     if (this.stopped) throw new Error(`${this.program} was stopped`);
     const { file, args, options } = this.command();
-    const child = this.spawn(file, args, { cwd: this.dir, ...options });
-    this.child = child;
+    this.child = this.spawn(file, args, { cwd: this.dir, ...options });
+  }
+
+  /**
+   * Waits until the started server answers. Throws with its last output when it exits first, and
+   * kills it when it does not answer within `timeoutMs`.
+   */
+  async untilReady(timeoutMs = 20_000): Promise<void> {
+    const child = this.child;
+    if (!child) throw new Error(`${this.program} is not running`);
     const end = Date.now() + timeoutMs;
     for (;;) {
       const exited = child.exited();
@@ -72,6 +127,7 @@ export abstract class PrivateServer {
           `${this.program} exited (${exited}) while starting: ${tail(child.output())}`,
         );
       if (this.stopped) throw new Error(`${this.program} was stopped while starting`);
+      if (this.child !== child) throw new Error(`${this.program} was killed while starting`);
       const ready = await Promise.resolve()
         .then(() => this.isReady(child.output()))
         .catch(() => false);
@@ -82,16 +138,12 @@ export abstract class PrivateServer {
           `${this.program} did not start within ${timeoutMs} ms: ${tail(child.output())}`,
         );
       }
-      await new Promise((r) => setTimeout(r, 25));
+      await new Promise((r) => setTimeout(r, this.readyPollMs));
     }
   }
 
   /** Runs a helper program to its end in the server's folder; throws with its output if it fails. */
-  protected async runToEnd(
-    file: string,
-    args: string[],
-    options: SpawnOptions = {},
-  ): Promise<void> {
+  async runToEnd(file: string, args: string[], options: SpawnOptions = {}): Promise<string> {
     if (this.stopped) throw new Error(`${this.program} was stopped`);
     const helper = this.spawn(file, args, { cwd: this.dir, ...options });
     this.helper = helper;
@@ -103,18 +155,31 @@ export abstract class PrivateServer {
     const exited = helper.exited();
     if (exited !== 'code 0')
       throw new Error(`${file} failed (${exited}): ${tail(helper.output())}`);
+    return helper.output();
   }
 
-  /** SIGSTOP of every process of the server: connections stay open, nothing answers. */
+  /**
+   * SIGSTOP of every process of the server: connections stay open, nothing answers. Returns once
+   * every process of the tree shows as stopped (at most half a second), so no call made after it
+   * can still be served by a thread that had not stopped yet.
+   */
   pause(): void {
-    if (this.child?.process.pid) signalAll(processTree(this.child.process.pid), 'SIGSTOP');
+    const pid = this.child?.process.pid;
+    if (!pid) return;
+    const pids = processTree(pid);
+    signalAll(pids, 'SIGSTOP');
+    untilStopped(pids, 500);
   }
 
+  /** SIGCONT of every process of the server. */
   resume(): void {
     if (this.child?.process.pid) signalAll(processTree(this.child.process.pid), 'SIGCONT');
   }
 
-  /** SIGKILL of every process of the server (a crash); waits until all have ended. */
+  /**
+   * SIGKILL of every process of the server (a crash); waits until all have ended. The folder
+   * stays for `launch` or `restart`.
+   */
   async kill(): Promise<void> {
     const child = this.child;
     this.child = undefined;
@@ -146,12 +211,10 @@ export abstract class PrivateServer {
   }
 
   /**
-   * Shuts the server down (its clean-stop signal, SIGKILL of the tree after `graceMs`), waits
-   * until every process of it has ended and removes its folder. Safe to call more than once.
+   * Shuts the server down (its clean-stop signal, SIGKILL of the tree after `graceMs`) and waits
+   * until every process of it has ended. The folder stays: `launch` starts it again.
    */
-  async stop(graceMs = 5000): Promise<void> {
-    this.stopped = true;
-    this.killHelper();
+  async shutdown(graceMs = 5000): Promise<void> {
     const child = this.child;
     const pid = child?.process.pid;
     if (child && pid !== undefined && child.exited() === undefined) {
@@ -162,6 +225,16 @@ export abstract class PrivateServer {
       await untilEnded(pids, graceMs);
     }
     this.child = undefined;
+  }
+
+  /**
+   * Shuts the server down for good and removes its folder when it is its own. Safe to call more
+   * than once.
+   */
+  async stop(graceMs = 5000): Promise<void> {
+    this.stopped = true;
+    this.killHelper();
+    await this.shutdown(graceMs);
     this.removeFolder();
   }
 
@@ -182,25 +255,28 @@ export abstract class PrivateServer {
   }
 
   private removeFolder(): void {
-    try {
-      rmSync(this.dir, { recursive: true, force: true, maxRetries: 3 });
-    } catch {
-      // a process still ending wrote into it; the folder is in the system temp dir
+    if (this.ownsDir) {
+      try {
+        rmSync(this.dir, { recursive: true, force: true, maxRetries: 3 });
+      } catch {
+        // a process still ending wrote into it; the folder is in the system temp dir
+      }
     }
-    this.watchdog.dismiss();
+    this.watchdog?.dismiss();
   }
 
-  /** Spawns a process in its own group (a Ctrl-C at the terminal reaches verify, not the server). */
+  /** Spawns a process, keeping the tail of its output (and all of it in `outputFile`). */
   protected spawn(file: string, args: string[], options: SpawnOptions): ServerChild {
     const child = spawn(file, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
+      detached: this.detached,
       ...options,
     });
     let output = '';
     let exited: string | undefined;
     const keep = (chunk: Buffer): void => {
       output = (output + chunk.toString()).slice(-65536);
+      if (this.outputFile) appendFileSync(this.outputFile, chunk);
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);

@@ -1,10 +1,12 @@
-// The configuration of the benchmarks' private Ceph, the tests' (test/harness/ceph-server.ts):
-// authentication off, one monitor, one memstore OSD of at most 128 MiB, pools of one placement
-// group and one replica, and the monitor's proposal interval cut from 1 s to 20 ms (radosgw
-// creates its pools one by one at start).
 import { randomUUID } from 'node:crypto';
 
-export function cephConf(dir, monPort, rgwPort) {
+/**
+ * The configuration of a private Ceph in `dir`: authentication off, one monitor, one memstore OSD
+ * of at most 128 MiB, pools of one placement group and one replica, the monitor's proposal
+ * interval cut from 1 s to 20 ms (radosgw creates its pools one by one at start), and a radosgw
+ * with few threads on `rgwPort`.
+ */
+export function cephConf(dir: string, monPort: number, rgwPort: number): string {
   return `[global]
 fsid = ${randomUUID()}
 mon host = v2:127.0.0.1:${monPort}

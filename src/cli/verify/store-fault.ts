@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { StoreFault } from '../faults.js';
-import type { FaultRecord, HistoryRecord } from '../../harness/history-format.js';
-import { hostNow } from '../../harness/host-clock.js';
-import type { PrivateServer } from './private-server.js';
+import type { StoreFault } from './faults.js';
+import type { FaultRecord, HistoryRecord } from '../harness/history-format.js';
+import { hostNow } from '../harness/host-clock.js';
+import type { PrivateServer } from '../harness/servers/private-server.js';
 
 /**
  * `store-pause`: SIGSTOP of the server's whole process tree for a seeded time, half the time

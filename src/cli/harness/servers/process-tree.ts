@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
 /** Every pid in the process tree under `pid`, `pid` first (PostgreSQL backends are their own groups). */
@@ -62,6 +63,27 @@ export async function untilEnded(pids: readonly number[], timeoutMs: number): Pr
   return true;
 }
 
+/** Whether `pid` is stopped (or gone): its state in /proc is T or t (Z or missing: gone). */
+export function isStopped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'T' || state === 't' || state === 'Z';
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Blocks until every pid shows as stopped, at most `timeoutMs` (a SIGSTOP lands on each thread
+ * a moment after it was sent). Synchronous, so a pause is complete when the call returns.
+ */
+export function untilStopped(pids: readonly number[], timeoutMs: number): void {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until && !pids.every(isStopped))
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+}
+
 /** The path of an executable `name` on `PATH`, or `undefined`. */
 export function onPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
@@ -92,4 +114,12 @@ export function freePort(): Promise<number> {
       );
     });
   });
+}
+
+/**
+ * A fresh folder for a server's data: on /dev/shm when `inMemory` and there is one (etcd and
+ * ZooKeeper fsync every write; in memory that costs nothing), else in the system temp dir.
+ */
+export function serverFolder(prefix: string, inMemory = false): string {
+  return mkdtempSync(join(inMemory && existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), prefix));
 }
