@@ -109,8 +109,11 @@ function family(storeName: string, url: () => string): void {
     let nextId = 10;
     let kills = 0;
     let stops = 0;
+    // The chaos starts once a worker holds a permit: ten Node processes take a while to start on
+    // two shared cores, and a fault on a fleet that holds nothing tests nothing.
+    const holds = () => workers.some((w) => w.lines.some((l) => l.kind === 'start'));
+    for (const giveUp = Date.now() + 60_000; !holds() && Date.now() < giveUp;) await sleep(100);
     const chaosEnd = Date.now() + 6500;
-    await sleep(800); // the workers start (a Node process each, on two shared cores)
     while (Date.now() < chaosEnd) {
       const live = workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null);
       // Prefer a worker that holds a permit now, so the fault hits a holder.
