@@ -19,8 +19,16 @@ export function dynamodbFactory(): StoreFactory {
     setup: async () => {
       server = await startDynalite();
     },
-    open: (namespace) =>
-      openStore(server!.url(namespace, { createTable: true, maxClockSkewMs: 100 })),
+    open: (namespace, options) =>
+      openStore(
+        server!.url(namespace, {
+          createTable: true,
+          maxClockSkewMs: 100,
+          ...(options?.deadlineMs === undefined ? {} : { requestTimeoutMs: options.deadlineMs }),
+        }),
+      ),
+    unreachableUrl: (port, deadlineMs) =>
+      `dynamodb://nobody_home?endpoint=http://127.0.0.1:${port}&region=us-east-1&requestTimeoutMs=${deadlineMs}`,
     teardown: async () => {
       await server?.stop();
       server = undefined;
