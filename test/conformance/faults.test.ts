@@ -93,6 +93,7 @@ describeStores(
           })(),
         );
         expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
+        expect(error.message).toContain(`127.0.0.1:${port}`); // says what it could not reach
         expect(error.message).not.toContain('s3cret');
       },
     );
