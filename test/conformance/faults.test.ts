@@ -98,11 +98,17 @@ describeStores(
       },
     );
 
+    // A store opened during the pause is part of it on the setups that open a store from a URL,
+    // where the store makes its own connections (a setup handing the store a client it connected
+    // itself has nothing of the store's to fail there).
+    const opensFromUrl = factory.unreachableUrl !== undefined;
+
     it.skipIf(!factory.pause)(
-      'while the server is paused every call fails by its deadline with a retryable STORE_UNAVAILABLE; after resume the store works again and nothing changed',
+      'while the server is paused every call, and a store opened meanwhile, fails by its deadline with a retryable STORE_UNAVAILABLE; after resume both work and nothing changed',
       async () => {
         const store = await openShort();
         const lease = (await store.tryAcquire('job', 'a', 30_000))!;
+        let opened: LeaseStore | undefined;
         factory.pause!();
         let errors: LeaseError[];
         try {
@@ -115,6 +121,14 @@ describeStores(
               () => store.release({ ...lease, token: lease.token + 1 }),
               () => store.get('job'),
               () => store.list(),
+              ...(opensFromUrl
+                ? [
+                    async () => {
+                      opened = await reopen(store, SHORT);
+                      await opened.tryAcquire('opened', 'b', 5000);
+                    },
+                  ]
+                : []),
             ].map((call) => rejection(call())),
           );
         } finally {
@@ -128,35 +142,13 @@ describeStores(
           token: lease.token,
         });
         expect(await store.get('job')).toMatchObject({ owner: 'a', token: lease.token });
-      },
-    );
-
-    // On the setups that open a store from a URL, where the store makes its own connections (a
-    // setup handing the store a client it connected itself has nothing of the store's to fail).
-    it.skipIf(!factory.pause || !factory.unreachableUrl)(
-      'a store opened while the server is paused fails by its deadline, and works once it is back',
-      async () => {
-        const first = await openShort(); // the namespace exists before the pause
-        let opened: LeaseStore | undefined;
-        factory.pause!();
-        let error: LeaseError;
-        try {
-          error = await rejection(
-            (async () => {
-              opened = await reopen(first, SHORT);
-              await opened.tryAcquire('job', 'a', 5000);
-            })(),
-          );
-        } finally {
-          factory.resume!();
+        if (opensFromUrl) {
+          const late = opened ?? (await openShort(store));
+          // A grant whose answer the pause withheld may land after resume: the same owner's.
+          const grant = await answer(() => late.tryAcquire('opened', 'b', 5000));
+          if (grant) expect(grant).toMatchObject({ owner: 'b', token: 1 });
+          expect(await late.get('opened')).toMatchObject({ owner: 'b', token: 1 });
         }
-        expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
-        const store = opened ?? (await openShort(first));
-        // A grant whose answer the pause withheld may land after resume: the same owner's.
-        const lease = await answer(() => store.tryAcquire('job', 'a', 5000));
-        const record = await store.get('job');
-        expect(record).toMatchObject({ owner: 'a', token: 1 });
-        if (lease) expect(lease).toMatchObject({ owner: 'a', token: 1 });
       },
     );
 
@@ -164,19 +156,14 @@ describeStores(
       'a holder keeps its lease through a pause shorter than its TTL',
       async () => {
         const store = await openShort();
-        const held = await client(store, 'holder', 3000).acquire('job');
+        const held = await client(store, 'holder', 4000).acquire('job');
         const risks: string[] = [];
         held.on('at-risk', (reason) => risks.push(reason));
 
         factory.pause!();
         await sleep(1200);
         factory.resume!();
-        await waitFor(
-          'a renewal after the pause',
-          async () => (await nextOutcome(held)) === 'renewed',
-          20_000,
-          0,
-        );
+        expect(await nextOutcome(held)).toBe('renewed');
 
         expect(risks.some((r) => r.includes('renewal failed'))).toBe(true); // the pause was felt
         expect(held.signal.aborted).toBe(false);
@@ -189,7 +176,7 @@ describeStores(
       'a pause longer than the TTL aborts the holder at its deadline, before the server returns; a peer then takes over with a higher token',
       async () => {
         const store = await openShort();
-        const held = await client(store, 'holder', 1500).acquire('job');
+        const held = await client(store, 'holder', 1000).acquire('job');
         let paused = false;
         let abortedWhilePaused: boolean | undefined;
         let abortedAt = 0;
@@ -213,7 +200,7 @@ describeStores(
 
         // A renewal sent during the pause may land after resume and hold the record a little
         // longer: the peer waits it out.
-        const peer = client(await openShort(store), 'peer', 1500);
+        const peer = client(await openShort(store), 'peer', 1000);
         const taken = await peer.acquire('job', { waitMs: 15_000 });
         expect(taken.token).toBeGreaterThan(held.token);
         expect(await answer(() => store.get('job'))).toMatchObject({
@@ -224,61 +211,54 @@ describeStores(
     );
 
     it.skipIf(!factory.restart)(
-      'a server restart loses no lease and no token: the holder renews after it, or is lost only at its deadline',
+      'a server restart loses no lease and no token: the holder renews after it, or is lost only at its deadline; a watch goes on reporting',
       async () => {
         const store = await openShort();
         for (let i = 0; i < 2; i++)
           await store.release((await store.tryAcquire('job', 'w', 5000))!);
         const held = await client(store, 'holder', 3000).acquire('job');
         expect(held.token).toBe(3);
-
-        await factory.restart!();
-        const outcome = await nextOutcome(held);
-        if (outcome === 'lost') {
-          // Allowed only at its deadline, never early and never "probably still held".
-          expect(performance.now()).toBeGreaterThanOrEqual(held.validUntil);
-          expect(held.signal.aborted).toBe(true);
-        } else {
-          expect(held.state).not.toBe('lost');
-          expect(await answer(() => store.get('job'))).toMatchObject({
-            owner: 'holder',
-            token: 3,
-          });
-        }
-        await held.release().catch(() => {});
-
-        const other = client(await openShort(store), 'other', 3000);
-        const next = await other.acquire('job', { waitMs: 15_000 });
-        expect(next.token).toBe(4);
-      },
-    );
-
-    it.skipIf(!factory.restart || !factory.watchEvents)(
-      'a watch outlives a server restart: releases after it are still reported',
-      async () => {
-        const watcher = await openShort();
-        const writer = await openShort(watcher);
         const events: string[] = [];
-        const unwatch = watcher.watch!('', (event) =>
-          events.push(`${event.type} ${event.resource}`),
-        );
-        try {
-          await unwatch.ready;
-          const before = (await writer.tryAcquire('before', 'a', 60_000))!;
+        const watcher = factory.watchEvents ? await openShort(store) : undefined;
+        const unwatch = watcher?.watch!('', (e) => events.push(`${e.type} ${e.resource}`));
+        await unwatch?.ready;
+        const before = (await store.tryAcquire('before', 'a', 60_000))!;
 
+        try {
           await factory.restart!();
-          const after = (await answer(() => writer.tryAcquire('after', 'a', 60_000)))!;
-          await answer(() => writer.release(before)); // may have landed on an earlier try
-          expect(await writer.release(after)).toBe(true);
-          await waitFor(
-            'the releases after the restart',
-            () => events.includes('released before') && events.includes('released after'),
-            20_000,
-          );
+          const outcome = await nextOutcome(held);
+          if (outcome === 'lost') {
+            // Allowed only at its deadline, never early and never "probably still held".
+            expect(performance.now()).toBeGreaterThanOrEqual(held.validUntil);
+            expect(held.signal.aborted).toBe(true);
+          } else {
+            expect(held.state).not.toBe('lost');
+            expect(await answer(() => store.get('job'))).toMatchObject({
+              owner: 'holder',
+              token: 3,
+            });
+          }
+          await held.release().catch(() => {});
+
+          const other = client(await openShort(store), 'other', 3000);
+          const next = await other.acquire('job', { waitMs: 15_000 });
+          expect(next.token).toBe(4);
+
+          if (unwatch) {
+            const after = (await answer(() => store.tryAcquire('after', 'a', 60_000)))!;
+            await answer(() => store.release(before)); // may have landed on an earlier try
+            expect(await store.release(after)).toBe(true);
+            await waitFor(
+              'the releases after the restart, by the watch',
+              () => events.includes('released before') && events.includes('released after'),
+              20_000,
+            );
+          }
         } finally {
-          unwatch();
+          unwatch?.();
         }
       },
+      60_000, // a JVM restarting on a busy machine, then a takeover
     );
   },
   (factory) => !!(factory.pause || factory.restart || factory.unreachableUrl),
