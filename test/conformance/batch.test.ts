@@ -64,6 +64,37 @@ describeStores('batch calls', ({ open, shortTtl }) => {
     expect(records.map((r) => [r?.owner, r?.expiresAt])).toEqual(names.map(() => ['', 0]));
   });
 
+  it('answers a lease listed twice, a stale token and a forged owner as one-by-one calls would', async () => {
+    const store = await open();
+    const a = (await store.tryAcquire('d1', 'a', 1000))!;
+    const b = (await store.tryAcquire('d2', 'b', 5000))!;
+    const renewed = await store.renewMany([
+      a,
+      { ...a, owner: 'mallory' },
+      { ...a, token: a.token + 1 },
+      b,
+      { ...a, ttlMs: 9000 },
+    ]);
+    expect(renewed.map((r) => r && `${r.resource} ${r.owner} ${r.token}`)).toEqual([
+      'd1 a 1',
+      null,
+      null,
+      'd2 b 1',
+      'd1 a 1',
+    ]);
+    // The record keeps the longest expiry granted, so no holder believes in more than is stored.
+    const stored = (await store.get('d1'))!.expiresAt;
+    expect(Math.max(renewed[0]!.expiresAt, renewed[4]!.expiresAt)).toBe(stored);
+    expect(renewed[4]!.ttlMs).toBe(9000);
+
+    const released = await store.releaseMany([{ ...b, owner: 'mallory' }, b, b, a]);
+    expect(released).toEqual([false, true, false, true]);
+    expect(await store.list({ prefix: 'd' })).toEqual([
+      { resource: 'd1', owner: '', token: 1, expiresAt: 0 },
+      { resource: 'd2', owner: '', token: 1, expiresAt: 0 },
+    ]);
+  });
+
   it('empty batches return empty arrays', async () => {
     const store = await open();
     expect(await store.renewMany([])).toEqual([]);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { MemoryStore, SqliteStore, type LeaseStore } from '../../src/index.js';
 import { describeServer } from '../harness/describe-server.js';
 import { tempDir } from '../harness/processes.js';
-import { freshNamespace, type StoreFactory } from './factory.js';
+import { freshNamespace, type OpenOptions, type StoreFactory } from './factory.js';
 import { dynamodbFactory } from './factories/dynamodb.js';
 import { etcdFactory } from './factories/etcd.js';
 import { mysqlFactory } from './factories/mysql.js';
@@ -35,6 +35,7 @@ function sqliteFactory(): StoreFactory {
       dir = tempDir('leasehold-sqlite-');
     },
     open: async (namespace) => SqliteStore.open(`${dir!.path}/leases.db`, { table: namespace }),
+    watchEvents: ['released'],
     teardown: async () => dir?.cleanup(),
   };
 }
@@ -68,22 +69,24 @@ export interface StoreContext {
   /** A TTL short enough to wait out in a test, yet one the store expires promptly. */
   readonly shortTtl: number;
   /** A store on a fresh namespace, closed after the test file. */
-  open(): Promise<LeaseStore>;
+  open(options?: OpenOptions): Promise<LeaseStore>;
   /** A second store over the same namespace as `store` (for reopen and multi-handle tests). */
-  reopen(store: LeaseStore): Promise<LeaseStore>;
+  reopen(store: LeaseStore, options?: OpenOptions): Promise<LeaseStore>;
 }
 
 /**
  * Servers started and not yet taken by a store block. The blocks run one after another, and each
  * would otherwise start its server only when it begins, one at a time, while the machine's other
- * core waited: the first block that finds its server not started starts every selected store's
- * server at once, and each block takes its own (a file with two topics starts them all again for
- * the second) and stops it when done.
+ * core waited: the first block that finds its server not started starts the server of every store
+ * the file's topics registered at once, and each block takes its own (a file with two topics starts
+ * them all again for the second) and stops it when done.
  */
 const started = new Map<StoreFactory, Promise<void>>();
+/** The stores some topic of this file registered a block for. */
+const registered = new Set<StoreFactory>();
 function setUp(factory: StoreFactory): Promise<void> {
   if (!started.has(factory)) {
-    for (const f of selectedStores()) {
+    for (const f of registered) {
       if (f.unavailable() !== null || started.has(f)) continue;
       const setup = f.setup();
       setup.catch(() => {}); // reported by the block that takes it
@@ -104,11 +107,17 @@ afterAll(async () => {
 });
 
 /**
- * Registers `body` once per selected store. A store whose server cannot start fails in CI and is
- * skipped with a loud line elsewhere, never silently passed.
+ * Registers `body` once per selected store (of those `only` accepts: a topic about what some
+ * stores declare, such as a watch or fault controls). A store whose server cannot start fails in
+ * CI and is skipped with a loud line elsewhere, never silently passed.
  */
-export function describeStores(topic: string, body: (ctx: StoreContext) => void): void {
-  for (const factory of selectedStores()) {
+export function describeStores(
+  topic: string,
+  body: (ctx: StoreContext) => void,
+  only: (factory: StoreFactory) => boolean = () => true,
+): void {
+  for (const factory of selectedStores().filter(only)) {
+    registered.add(factory);
     const title = `${topic} [${factory.name}]`;
     describeServer(title, factory.unavailable(), () => {
       const opened: LeaseStore[] = [];
@@ -126,14 +135,14 @@ export function describeStores(topic: string, body: (ctx: StoreContext) => void)
       body({
         factory,
         shortTtl: factory.shortTtlMs ?? 120,
-        open: async () => {
+        open: async (options) => {
           const ns = freshNamespace();
-          return track(await factory.open(ns), ns);
+          return track(await factory.open(ns, options), ns);
         },
-        reopen: async (store) => {
+        reopen: async (store, options) => {
           const ns = namespaces.get(store);
           if (!ns) throw new Error('reopen() takes a store from open()');
-          return track(await factory.open(ns), ns);
+          return track(await factory.open(ns, options), ns);
         },
       });
     });

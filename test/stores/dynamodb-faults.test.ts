@@ -7,7 +7,6 @@ import {
   type DynaliteProcess,
   type DynaliteServer,
 } from '../harness/dynalite-server.js';
-import { freePort } from '../harness/ports.js';
 import { TcpProxy } from '../harness/tcp-proxy.js';
 import { describeServer } from '../harness/describe-server.js';
 import { rejection } from '../harness/expect-error.js';
@@ -129,30 +128,6 @@ describeServer('DynamoDB store faults', dynaliteUnavailable(), () => {
     afterAll(async () => {
       child?.resume();
       await child?.stop();
-    });
-
-    it('nothing listening: open fails with a retryable STORE_UNAVAILABLE', async () => {
-      const port = await freePort();
-      const url = `dynamodb://nobody_home?endpoint=http://127.0.0.1:${port}&requestTimeoutMs=3000`;
-      const error = await rejection(openStore(url));
-      expect(error.code).toBe('STORE_UNAVAILABLE');
-      expect(error.retryable).toBe(true);
-      expect(error.message).toContain('ECONNREFUSED');
-      expect(error.message).toContain(`127.0.0.1:${port}`);
-    });
-
-    it('a paused server: open fails by its deadline instead of hanging', async () => {
-      child.pause();
-      try {
-        const url = child.url(freshTable(), { createTable: true, requestTimeoutMs: 1000 });
-        // Settled while the server is still paused: no answer could have ended it.
-        const error = await rejection(openStore(url));
-        expect(error.code).toBe('STORE_UNAVAILABLE');
-        expect(error.retryable).toBe(true);
-        expect(error.message).toContain('no answer within 1000 ms');
-      } finally {
-        child.resume();
-      }
     });
 
     it('a server paused mid-flight: calls fail by their deadline while it is paused, then work again', async () => {

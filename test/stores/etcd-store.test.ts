@@ -1,6 +1,6 @@
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type LeaseStore, type WatchEvent } from '../../src/index.js';
+import { openStore, type LeaseStore } from '../../src/index.js';
 import { EtcdStore } from '../../src/stores/etcd/index.js';
 import { validUntil } from '../../src/core/time.js';
 import { opsNeeded } from '../../src/stores/etcd/etcd-batch.js';
@@ -338,33 +338,6 @@ describeServer('etcd store', etcdUnavailable(), () => {
     expect(acquiredToken(retried, keys, 'a', nonce)).toBe(1);
     expect(acquiredToken(retried, keys, 'a', nonces.next())).toBeUndefined();
     expect(acquiredToken(retried, keys, 'b', nonce)).toBeUndefined();
-  });
-
-  it('watch tells acquired, released and expired apart, under a prefix, until unsubscribed', async () => {
-    const store = await open('/app8/');
-    const events: WatchEvent[] = [];
-    const unwatch = store.watch('w/', (event) => events.push(event));
-    await unwatch.ready;
-    // A second subscription that stays: what it hears, the first would have heard by then.
-    const marks: WatchEvent[] = [];
-    const unmark = store.watch('w/', (event) => marks.push(event));
-    await unmark.ready;
-    const released = (await store.tryAcquire('w/released', 'a', 5000))!;
-    await store.tryAcquire('other', 'a', 1000);
-    await store.tryAcquire('w/expired', 'a', 1000);
-    await store.release(released);
-    await waitFor('the expiry event', () => events.some((e) => e.type === 'expired'), 4000);
-    expect(events).toEqual([
-      { type: 'acquired', resource: 'w/released' },
-      { type: 'acquired', resource: 'w/expired' },
-      { type: 'released', resource: 'w/released' },
-      { type: 'expired', resource: 'w/expired' },
-    ]);
-    unwatch();
-    await store.tryAcquire('w/late', 'a', 5000);
-    await waitFor('the late acquire, by the subscription left', () => marks.length === 5, 5000);
-    expect(events).toHaveLength(4);
-    unmark();
   });
 
   describe('acquireMany', () => {

@@ -174,38 +174,6 @@ describeServer('NATS batches on a private nats-server', natsUnavailable(), () =>
     expect((await b.get('n/1'))!.expiresAt).toBe(t0 + 2500);
   });
 
-  it('renewMany answers per lease: a lease taken over after it lapsed is null, the rest renewed; a lease listed twice renews twice', async () => {
-    const bucket = `batch_${++buckets}`;
-    let now = 1_800_000_000_000;
-    const clock = { now: () => now };
-    const holder = await open(bucket, clock);
-    const rival = await open(bucket, clock);
-    const leases = (await holder.acquireMany(['p/1', 'p/2', 'p/3'], 'holder', 1000)).map(
-      (o) => o.lease!,
-    );
-    now += 1001; // lapsed
-    const taken = (await rival.tryAcquire('p/2', 'rival', 1000))!;
-    expect(taken).toMatchObject({ owner: 'rival', token: 2 });
-    now += 10;
-    const renewed = await holder.renewMany([leases[0]!, leases[1]!, leases[2]!, leases[0]!], 5000);
-    expect(renewed.map((l) => l && `${l.resource} ${l.token} ${l.expiresAt - now}`)).toEqual([
-      'p/1 1 5000',
-      null,
-      'p/3 1 5000',
-      'p/1 1 5000',
-    ]);
-    expect(await holder.get('p/2')).toMatchObject({ owner: 'rival', token: 2 });
-    expect(await holder.get('p/1')).toMatchObject({
-      owner: 'holder',
-      token: 1,
-      expiresAt: now + 5000,
-    });
-    // releaseMany: the same per-lease answers, and the rival's grant untouched.
-    expect(await holder.releaseMany(leases)).toEqual([true, false, true]);
-    expect(await holder.get('p/2')).toMatchObject({ owner: 'rival', token: 2 });
-    expect(await holder.get('p/3')).toMatchObject({ owner: '', token: 1, expiresAt: 0 });
-  });
-
   it('a batch larger than its window renews and releases every lease', async () => {
     const store = await open(`batch_${++buckets}`, undefined, '&concurrency=7');
     const names = Array.from({ length: 50 }, (_, i) => `w/${i}`);

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseClient, type HeldLease, type LeaseError, type LeaseStore } from '../../src/index.js';
+import { LeaseClient, type HeldLease, type LeaseStore } from '../../src/index.js';
 import { NatsStore } from '../../src/stores/nats/index.js';
 import { describeServer } from '../harness/describe-server.js';
-import { rejection, sleep } from '../harness/expect-error.js';
+import { rejection } from '../harness/expect-error.js';
 import { NatsServer, natsUnavailable } from '../harness/nats-server.js';
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
@@ -47,138 +47,6 @@ describeServer('NATS store under faults', natsUnavailable(), () => {
       held.once('lost', () => resolve('lost'));
     });
 
-  it('SIGKILL and restart on the same store folder: the held lease survives and tokens keep rising', async () => {
-    const bucket = freshBucket();
-    const st = await store(bucket);
-    const tokens: number[] = [];
-    for (let i = 0; i < 2; i++) {
-      const lease = (await st.tryAcquire('job', 'warmup', 5000))!;
-      tokens.push(lease.token);
-      await st.release(lease);
-    }
-    const held = await client(st, 'a', 3000, 300).acquire('job');
-    tokens.push(held.token);
-
-    await server.restart(); // SIGKILL, then the same port and JetStream folder
-    await waitFor(
-      'a renewal after the restart',
-      async () => (await nextOutcome(held)) === 'renewed',
-      10_000,
-    );
-    expect(held.state).not.toBe('lost');
-    expect(await st.get('job')).toMatchObject({ owner: 'a', token: held.token });
-    await held.release();
-
-    for (let i = 0; i < 2; i++) {
-      await server.restart();
-      const lease = (await waitForAnswer(() => st.tryAcquire('job', `after-${i}`, 5000)))!;
-      tokens.push(lease.token);
-      expect(await st.release(lease)).toBe(true);
-    }
-    expect(tokens).toEqual([1, 2, 3, 4, 5]);
-    // A store opened after the restarts reads the same records.
-    expect(await (await store(bucket)).get('job')).toMatchObject({ owner: '', token: 5 });
-  }, 40_000);
-
-  it('the watch outlives a server restart: a release after it is still reported', async () => {
-    const bucket = freshBucket();
-    const errors: string[] = [];
-    const watcher = await NatsStore.open(
-      `${server.url}?bucket=${bucket}&maxClockSkewMs=50&timeoutMs=400`,
-      { onWatchError: (error) => errors.push(error.message) },
-    );
-    cleanup.push(() => watcher.close());
-    const writer = await store(bucket);
-    const events: string[] = [];
-    const unwatch = watcher.watch('', (event) => events.push(`${event.type} ${event.resource}`));
-    cleanup.push(async () => unwatch());
-    await unwatch.ready;
-    const before = (await writer.tryAcquire('before', 'a', 60_000))!;
-    await waitFor('the first event', () => events.length === 1);
-
-    await server.restart();
-    const after = (await waitForAnswer(() => writer.tryAcquire('after', 'a', 60_000)))!;
-    await writer.release(before);
-    await writer.release(after);
-    await waitFor(
-      'the events after the restart',
-      () => events.includes('released before') && events.includes('released after'),
-      15_000,
-    );
-    expect(events[0]).toBe('acquired before');
-  }, 30_000);
-
-  it('renewals resume after a pause shorter than the TTL, and nothing is lost', async () => {
-    const st = await store(freshBucket());
-    const held = await client(st, 'holder', 3000, 500).acquire('job');
-    const risks: string[] = [];
-    held.on('at-risk', (reason) => risks.push(reason));
-
-    server.pause();
-    await sleep(1200);
-    server.resume();
-    await waitFor('a renewal after the pause', async () => (await nextOutcome(held)) === 'renewed');
-
-    expect(risks.some((r) => r.includes('renewal failed'))).toBe(true); // the pause was felt
-    expect(held.signal.aborted).toBe(false);
-    expect(held.isValid()).toBe(true);
-    expect(await st.get('job')).toMatchObject({ owner: 'holder', token: held.token });
-  });
-
-  it('a pause longer than the TTL aborts the holder by its deadline, before the server returns; a peer takes over', async () => {
-    const bucket = freshBucket();
-    const held = await client(await store(bucket), 'holder', 1500, 250).acquire('job');
-    let paused = false;
-    let abortedWhilePaused: boolean | undefined;
-    let abortedAt = 0;
-    held.signal.addEventListener('abort', () => {
-      abortedWhilePaused = paused;
-      abortedAt = performance.now();
-    });
-
-    paused = true;
-    server.pause();
-    await waitFor('the holder to give up', () => held.signal.aborted, 10_000);
-    paused = false;
-    server.resume();
-
-    expect(abortedWhilePaused).toBe(true);
-    expect(abortedAt).toBeGreaterThanOrEqual(held.validUntil); // at its deadline, not before
-    expect((held.signal.reason as LeaseError).code).toBe('LEASE_LOST');
-    expect(held.isValid()).toBe(false);
-
-    // Renewals that timed out during the pause may land now (NATS applies them on resume): they
-    // only hold the record a little longer; the peer still takes it, with the next token.
-    const peer = client(await store(bucket), 'peer', 1500, 250);
-    const taken = await peer.acquire('job', { waitMs: 10_000 });
-    expect(taken.token).toBe(held.token + 1);
-  }, 20_000);
-
-  it('a paused server gives STORE_UNAVAILABLE within the deadline on every call, then works again', async () => {
-    const st = await store(freshBucket(), 'timeoutMs=300');
-    const lease = (await st.tryAcquire('job', 'a', 10_000))!;
-    server.pause();
-    try {
-      for (const call of [
-        () => st.tryAcquire('other', 'a', 5000),
-        () => st.renew(lease),
-        () => st.renewMany([lease, lease]),
-        () => st.release({ ...lease, token: 9 }),
-        () => st.get('job'),
-        () => st.list(),
-      ]) {
-        const error = await rejection(call(), 5000);
-        expect(error.code).toBe('STORE_UNAVAILABLE');
-        expect(error.retryable).toBe(true);
-      }
-      const opening = await rejection(store(freshBucket(), 'timeoutMs=300'), 5000);
-      expect([opening.code, opening.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
-    } finally {
-      server.resume();
-    }
-    expect(await waitForAnswer(() => st.renew(lease))).toMatchObject({ owner: 'a', token: 1 });
-  });
-
   it('a paused server fails a renewMany of many leases within about one deadline, not one per lease', async () => {
     // 500 leases, 50 in flight: one deadline per window in turn would be 10 s.
     const st = await store(freshBucket(), 'timeoutMs=1000&concurrency=50');
@@ -207,15 +75,10 @@ describeServer('NATS store under faults', natsUnavailable(), () => {
     );
   });
 
-  it('nothing listening: open fails with a retryable STORE_UNAVAILABLE, without the password', async () => {
+  it('nothing listening: a token in the URL is never shown either', async () => {
     const port = await freePort();
-    const error = await rejection(
-      NatsStore.open(`nats://lh:s3cret@127.0.0.1:${port}?timeoutMs=300`),
-    );
-    expect([error.code, error.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
-    expect(error.message).toContain(`127.0.0.1:${port}`);
-    expect(error.message).not.toContain('s3cret');
     const token = await rejection(NatsStore.open(`nats://t0ken@127.0.0.1:${port}?timeoutMs=300`));
+    expect([token.code, token.retryable]).toEqual(['STORE_UNAVAILABLE', true]);
     expect(token.message).not.toContain('t0ken');
   });
 

@@ -232,35 +232,6 @@ describeServer('NatsStore on a private nats-server', natsUnavailable(), () => {
   });
 
   describe('watch', () => {
-    it('reports acquires, releases and expiries under its prefix, from any handle', async () => {
-      const watcher = await open('watched');
-      const writer = await open('watched');
-      const events: WatchEvent[] = [];
-      const unwatch = watcher.watch('jobs/', (event) => events.push(event));
-      await unwatch.ready;
-      // A second subscription that stays: what it hears, the first would have heard by then.
-      const marks: WatchEvent[] = [];
-      const unmark = watcher.watch('jobs/', (event) => marks.push(event));
-      await unmark.ready;
-      const lease = (await writer.tryAcquire('jobs/1', 'a', 5000))!;
-      await writer.renew(lease); // a renewal is not a new grant
-      await writer.tryAcquire('other/1', 'a', 5000); // outside the prefix
-      await writer.release(lease);
-      await writer.tryAcquire('jobs/2', 'a', 200);
-      await waitFor('the expiry', () => events.some((e) => e.type === 'expired'), 5000);
-      expect(events).toEqual([
-        { type: 'acquired', resource: 'jobs/1' },
-        { type: 'released', resource: 'jobs/1' },
-        { type: 'acquired', resource: 'jobs/2' },
-        { type: 'expired', resource: 'jobs/2' },
-      ]);
-      unwatch();
-      await writer.tryAcquire('jobs/3', 'a', 5000);
-      await waitFor('jobs/3, by the subscription left', () => marks.length === 5, 5000);
-      expect(events).toHaveLength(4);
-      unmark();
-    });
-
     it('wakes a waiting acquirer: on a release, and once a lapsed lease may be taken (not before)', async () => {
       const waiter = await open('waking');
       const holder = await open('waking');

@@ -3,11 +3,10 @@ import { afterEach, expect, it } from 'vitest';
 import type { LeaseError } from '../../src/index.js';
 import { LeaseClient, openStore, type HeldLease, type LeaseStore } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisServer, redisUnavailable, type RedisServerOptions } from '../harness/redis-server.js';
 import { describeServer } from '../harness/describe-server.js';
-import { rejection, sleep } from '../harness/expect-error.js';
+import { rejection } from '../harness/expect-error.js';
 
 describeServer('redis store under faults', redisUnavailable(), () => {
   const cleanup: (() => Promise<unknown>)[] = [];
@@ -81,46 +80,6 @@ describeServer('redis store under faults', redisUnavailable(), () => {
     expect(next!.token).toBeLessThan(held.token);
   });
 
-  it('a pause shorter than the TTL loses nothing', async () => {
-    const s = await server();
-    const st = await store(s);
-    const held = (await client(st, 'a', 2000).tryAcquire('job'))!;
-    const renewals = renewalsOf(held);
-
-    s.pause();
-    await sleep(700);
-    s.resume();
-    const after = renewals();
-    await waitFor('a renewal after resume', () => renewals() > after, 5000);
-
-    expect(held.signal.aborted).toBe(false);
-    expect(await st.get('job')).toMatchObject({ owner: 'a', token: 1 });
-  });
-
-  it('a pause longer than the TTL: the holder aborts before resume, then another owner takes over with a higher token', async () => {
-    const s = await server();
-    const st = await store(s);
-    const held = (await client(st, 'a', 1000).tryAcquire('job'))!;
-
-    s.pause();
-    try {
-      await waitFor(
-        'the holder to give up while the server is paused',
-        () => held.signal.aborted,
-        5000,
-      );
-    } finally {
-      s.resume();
-    }
-    expect((held.signal.reason as LeaseError).code).toBe('LEASE_LOST');
-
-    // A renew queued during the pause may land after resume and extend the record once more,
-    // so the new owner waits for it rather than expecting the lease at once.
-    const taken = await client(st, 'b', 1000).acquire('job', { waitMs: 5000 });
-    expect(taken.token).toBe(2);
-    expect(await st.get('job')).toMatchObject({ owner: 'b', token: 2 });
-  });
-
   it('failover to a replica that missed an acknowledged acquire: two holders with one token', async () => {
     const primary = await server();
     const replica = await server({ replicaOf: primary.port });
@@ -145,28 +104,6 @@ describeServer('redis store under faults', redisUnavailable(), () => {
     const c = await (await store(replica)).tryAcquire('job', 'c', 10_000);
     expect(c).toMatchObject({ owner: 'c', token: 2 }); // b still believes it holds token 2
   });
-
-  it('an unreachable or paused server fails open with STORE_UNAVAILABLE, without the password', async () => {
-    const port = await freePort(); // nothing listens there
-    const refused = await rejection(
-      openStore(`redis://lh:s3cret@127.0.0.1:${port}?connectTimeoutMs=500`),
-    );
-    expect(refused.code).toBe('STORE_UNAVAILABLE');
-    expect(refused.message).not.toContain('s3cret');
-    expect(refused.message).toContain('***');
-
-    const s = await server();
-    s.pause();
-    try {
-      const paused = await rejection(
-        openStore(`redis://:s3cret@127.0.0.1:${s.port}?connectTimeoutMs=300`),
-      );
-      expect(paused.code).toBe('STORE_UNAVAILABLE');
-      expect(paused.message).not.toContain('s3cret');
-    } finally {
-      s.resume();
-    }
-  }, 10_000);
 
   it('on a client without a command timeout, every call still ends at the store deadline; late writes may land', async () => {
     const s = await server();
@@ -210,17 +147,10 @@ describeServer('redis store under faults', redisUnavailable(), () => {
     expect(await st.tryAcquire('job', 'b', 5000)).toMatchObject({ owner: 'b', token: 2 });
   }, 10_000);
 
-  it('calls in flight when the server pauses or dies fail with STORE_UNAVAILABLE, then work again', async () => {
+  it('calls in flight when the server dies fail with STORE_UNAVAILABLE, then work again', async () => {
     const s = await server();
     const st = await store(s);
     const lease = (await st.tryAcquire('job', 'a', 5000))!;
-
-    s.pause();
-    const paused = await rejection(st.tryAcquire('other', 'a', 5000));
-    s.resume();
-    expect(paused.code).toBe('STORE_UNAVAILABLE');
-    expect(paused.retryable).toBe(true);
-    expect(await st.renew(lease)).toMatchObject({ token: 1 });
 
     await s.kill();
     const dead = await rejection(st.renewMany([lease]));

@@ -454,30 +454,6 @@ describeServer('redis store', redisUnavailable(), () => {
     expect(await names('', '\uffff')).toEqual(['🚀']); // byte order, not UTF-16 order
     expect(await names('', '🚀')).toEqual([]);
   });
-
-  it('wakes watchers of a matching prefix on release, and only them', async () => {
-    const watcher = (await open('prefix=app5:')) as RedisStore;
-    const other = await open('prefix=app5:');
-    const jobs: WatchEvent[] = [];
-    const all: string[] = [];
-    const stopJobs = watcher.watch('jobs/', (e) => jobs.push(e));
-    const stopAll = watcher.watch('', (e) => all.push(e.resource));
-    await Promise.all([stopJobs.ready, stopAll.ready]);
-
-    const x = (await other.tryAcquire('other/1', 'b', 5000))!;
-    const j1 = (await other.tryAcquire('jobs/1', 'b', 5000))!;
-    expect(await other.release({ ...j1, token: 99 })).toBe(false); // not ours: no event
-    expect(await other.releaseMany([x, j1])).toEqual([true, true]);
-    await waitFor('the release of jobs/1', () => jobs.length === 1);
-    expect(jobs).toEqual([{ type: 'released', resource: 'jobs/1' }]);
-    expect(all).toEqual(['other/1', 'jobs/1']);
-
-    stopJobs();
-    await other.release((await other.tryAcquire('jobs/2', 'b', 5000))!);
-    await waitFor('the release of jobs/2', () => all.length === 3);
-    expect(jobs).toHaveLength(1);
-    stopAll();
-  });
 });
 
 /**

@@ -99,46 +99,6 @@ describeServer('zookeeper store', zookeeperUnavailable(), () => {
     expect((await store.list()).map((r) => r.resource).sort()).toEqual([...names].sort());
   });
 
-  it('watch tells of acquire and release at once, through another store on the path', async () => {
-    const chroot = fresh();
-    const watching = await open(chroot);
-    const acting = await open(chroot);
-    await acting.release((await acting.tryAcquire('w/existing', 'a', 5000))!);
-    const events: WatchEvent[] = [];
-    const unwatch = watching.watch('w/', (event) => events.push(event));
-    await unwatch.ready;
-    // A second subscription that stays: what it hears, the first would have heard by then.
-    const marks: WatchEvent[] = [];
-    const unmark = watching.watch('w/', (event) => marks.push(event));
-    await unmark.ready;
-
-    const lease = (await acting.tryAcquire('w/existing', 'b', 5000))!;
-    await waitFor('the acquire event', () => events.length >= 1, 5000);
-    await acting.release(lease);
-    await waitFor('the release event', () => events.length >= 2, 5000);
-    // A resource acquired for the first time appears through the watch on the records znode.
-    const created = (await acting.tryAcquire('w/new', 'c', 5000))!;
-    await waitFor('the first acquire of a new resource', () => events.length >= 3, 5000);
-    await acting.release(created);
-    await waitFor('its release', () => events.length >= 4, 5000);
-    // Outside the prefix: not heard, while the next change under it is.
-    await acting.tryAcquire('elsewhere', 'c', 5000);
-    const next = (await acting.tryAcquire('w/next', 'c', 5000))!;
-    await waitFor('the acquire after it', () => events.length >= 5, 5000);
-    expect(events).toEqual([
-      { type: 'acquired', resource: 'w/existing' },
-      { type: 'released', resource: 'w/existing' },
-      { type: 'acquired', resource: 'w/new' },
-      { type: 'released', resource: 'w/new' },
-      { type: 'acquired', resource: 'w/next' },
-    ]);
-    unwatch();
-    await acting.release(next);
-    await waitFor('the release, by the subscription left', () => marks.length === 6, 5000);
-    expect(events).toHaveLength(5);
-    unmark();
-  });
-
   it('watch never loses the last change, however quickly acquires and releases follow each other', async () => {
     const chroot = fresh();
     const watching = await open(chroot);
@@ -155,25 +115,6 @@ describeServer('zookeeper store', zookeeperUnavailable(), () => {
       events.length = 0;
     }
     unwatch();
-  });
-
-  it('a waiting acquirer woken by the watch takes the lease the moment it is released', async () => {
-    const chroot = fresh();
-    const holder = await open(chroot);
-    const waiter = await open(chroot);
-    const held = (await holder.tryAcquire('job', 'holder', 60_000))!;
-    let watching: Promise<unknown> | undefined;
-    const taken = new Promise<number>((resolve) => {
-      const unwatch = waiter.watch('job', (event) => {
-        if (event.type !== 'released') return;
-        unwatch();
-        void waiter.tryAcquire('job', 'waiter', 5000).then((lease) => resolve(lease!.token));
-      });
-      watching = unwatch.ready;
-    });
-    await watching;
-    await holder.release(held);
-    expect(await taken).toBe(2);
   });
 
   it('close leaves a session whose leases are still believed in: they last until their TTL', async () => {

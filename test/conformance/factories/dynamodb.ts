@@ -1,26 +1,38 @@
 import { openStore } from '../../../src/index.js';
 import {
   dynaliteUnavailable,
-  startDynalite,
-  type DynaliteServer,
+  startDynaliteProcess,
+  type DynaliteProcess,
 } from '../../harness/dynalite-server.js';
 import type { StoreFactory } from '../factory.js';
 
 /**
- * dynalite in the test process; each namespace is a fresh table, created on open. Every store
- * here reads one host clock, so a small skew allowance keeps the expiry tests short.
+ * dynalite as a child process (so it can be paused: SIGSTOP); each namespace is a fresh table,
+ * created on open. A call's deadline is the store's request timeout. Every store here reads one
+ * host clock, so a small skew allowance keeps the expiry tests short. dynalite keeps its tables in
+ * memory, so a restart would lose them: it offers none.
  */
 export function dynamodbFactory(): StoreFactory {
-  let server: DynaliteServer | undefined;
+  let server: DynaliteProcess | undefined;
   return {
     name: 'dynamodb',
     durable: true,
     unavailable: dynaliteUnavailable,
     setup: async () => {
-      server = await startDynalite();
+      server = await startDynaliteProcess();
     },
-    open: (namespace) =>
-      openStore(server!.url(namespace, { createTable: true, maxClockSkewMs: 100 })),
+    open: (namespace, options) =>
+      openStore(
+        server!.url(namespace, {
+          createTable: true,
+          maxClockSkewMs: 100,
+          ...(options?.deadlineMs === undefined ? {} : { requestTimeoutMs: options.deadlineMs }),
+        }),
+      ),
+    pause: () => server!.pause(),
+    resume: () => server?.resume(),
+    unreachableUrl: (port, deadlineMs) =>
+      `dynamodb://nobody_home?endpoint=http://127.0.0.1:${port}&region=us-east-1&requestTimeoutMs=${deadlineMs}`,
     teardown: async () => {
       await server?.stop();
       server = undefined;

@@ -6,7 +6,8 @@ import type { StoreFactory } from '../factory.js';
 
 /**
  * A private `nats-server -js`; each namespace is its own KV bucket, created on open. Every store
- * here reads one host clock, so a small skew allowance keeps the expiry tests short.
+ * here reads one host clock, so a small skew allowance keeps the expiry tests short. The server can be paused and restarted (SIGKILL, then a
+ * start on the same JetStream folder and port).
  */
 export function natsFactory(): StoreFactory {
   let server: NatsServer | undefined;
@@ -17,10 +18,18 @@ export function natsFactory(): StoreFactory {
     setup: async () => {
       server = await NatsServer.start();
     },
-    open: (namespace): Promise<LeaseStore> =>
+    open: (namespace, options): Promise<LeaseStore> =>
       openNats(
-        parseStoreUrl(`${server!.url}?bucket=${namespace}&maxClockSkewMs=100&timeoutMs=3000`),
+        parseStoreUrl(
+          `${server!.url}?bucket=${namespace}&maxClockSkewMs=100&timeoutMs=${options?.deadlineMs ?? 3000}`,
+        ),
       ),
+    watchEvents: ['acquired', 'released', 'expired'],
+    pause: () => server!.pause(),
+    resume: () => server?.resume(),
+    restart: () => server!.restart(),
+    unreachableUrl: (port, deadlineMs) =>
+      `nats://lh:s3cret@127.0.0.1:${port}?timeoutMs=${deadlineMs}`,
     teardown: async () => {
       await server?.stop();
       server = undefined;

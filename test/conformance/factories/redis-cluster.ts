@@ -12,10 +12,15 @@ export function redisClusterFactory(): StoreFactory {
     setup: async () => {
       cluster = await RedisCluster.start();
     },
-    open: (namespace): Promise<LeaseStore> => {
+    open: (namespace, options): Promise<LeaseStore> => {
       const [first, ...rest] = cluster!.seeds;
-      return openStore(`redis://${first}?cluster=${rest.join(',')}&prefix=${namespace}:`);
+      const ms = options?.deadlineMs;
+      const deadline = ms === undefined ? '' : `&commandTimeoutMs=${ms}&connectTimeoutMs=${ms}`;
+      return openStore(
+        `redis://${first}?cluster=${rest.join(',')}&prefix=${namespace}:${deadline}`,
+      );
     },
+    watchEvents: ['released'],
     teardown: async () => cluster?.stop(),
   };
 }

@@ -17,13 +17,19 @@ export function redisNodeFactory(): StoreFactory {
     setup: async () => {
       server = await RedisServer.start();
     },
-    open: async (namespace): Promise<LeaseStore> => {
+    open: async (namespace, options): Promise<LeaseStore> => {
       const client = createClient({ url: server!.url });
       client.on('error', () => {}); // failures reach the store's calls; the suite keeps the server up
       await client.connect();
       clients.push(client);
-      return RedisStore.open(client, { prefix: `${namespace}:` });
+      return RedisStore.open(client, {
+        prefix: `${namespace}:`,
+        commandTimeoutMs: options?.deadlineMs,
+      });
     },
+    watchEvents: ['released'],
+    pause: () => server!.pause(),
+    resume: () => server?.resume(),
     teardown: async () => {
       await Promise.allSettled(clients.splice(0).map((client) => client.close()));
       await server?.stop();
