@@ -123,6 +123,8 @@ export interface NatsKvStatus {
   readonly storage: string;
   /** How many servers keep a copy of the stream (`num_replicas`). */
   readonly replicas?: number;
+  /** The bucket's stream info; `state.last_seq` is the revision of its newest write. */
+  readonly streamInfo?: { readonly state?: { readonly last_seq?: number } };
 }
 
 /** `@nats-io/kv`'s `Kvm`: opens and creates buckets. */

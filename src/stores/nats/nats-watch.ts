@@ -38,6 +38,11 @@ const RESTART_MS = 250;
  * write came meanwhile, it reports `expired`, and a waiting acquirer tries at once instead of at
  * its next poll. A watch that fails is started again; it first replays each key's last value, so
  * a release missed meanwhile is still reported.
+ *
+ * What is a replay and what is new is told by revision: before each watch starts, the stream's
+ * last sequence is read, and an entry at or below it is a replay. The driver's own `isUpdate`
+ * marks the last replayed value as new (it counts one too many), which made a watch started after
+ * a write report that write as if it had just happened.
  */
 export class NatsWatch implements WatchSource {
   private iterator: NatsKvIterator<NatsKvEntry> | undefined;
@@ -46,6 +51,8 @@ export class NatsWatch implements WatchSource {
   private readonly hub: WatchHub;
   private readonly held = new Map<string, Held>();
   private restartTimer: NodeJS.Timeout | undefined;
+  /** The stream's last sequence when the running watch started: entries up to it are replays. */
+  private replayedUpTo: number | undefined;
 
   constructor(
     private readonly kv: NatsKv,
@@ -81,7 +88,10 @@ export class NatsWatch implements WatchSource {
   private start(): void {
     this.running = true;
     const { timeoutMs, bucket } = this.settings;
-    const opened = this.kv.watch({ key: '>' });
+    const opened = this.kv.status().then((status) => {
+      this.replayedUpTo = status.streamInfo?.state?.last_seq;
+      return this.kv.watch({ key: '>' });
+    });
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () =>
@@ -142,7 +152,10 @@ export class NatsWatch implements WatchSource {
     }
     const before = this.held.get(resource);
     clearTimeout(before?.timer);
-    const update = entry.isUpdate !== false;
+    const update =
+      this.replayedUpTo === undefined
+        ? entry.isUpdate !== false
+        : entry.revision > this.replayedUpTo;
     if (stored === null || stored.record.owner === '') {
       this.held.delete(resource);
       if (before || (update && stored !== null)) this.emit({ type: 'released', resource });
