@@ -511,7 +511,7 @@ export class RedisStore extends StoreBase {
   ): Promise<T> {
     return this.deadlines.bound<T>(operation, (resolve, reject) => {
       const onReply = replying(reply, resolve, reject);
-      this.coalescer.push({ kind, resource, candidates, owner, detail, onReply, onError: reject });
+      this.coalescer.push({ kind, resource, candidates, owner, detail }, onReply, reject);
     });
   }
 
