@@ -57,7 +57,7 @@ export class TransitionGroup {
       // One statement alone runs in autocommit: measured here, an explicit BEGIN IMMEDIATE …
       // COMMIT around one statement costs about 200 µs more CPU per acquire-release cycle than the
       // statement on its own, for the same single commit. Its result is read to its end, so its
-      // commit's failure is thrown (see SqliteStore.grant).
+      // commit's failure is thrown (see SqliteTransitions.grant).
       const { operation, apply } = members[0]!;
       this.runStep(operation, URGENT.has(operation), apply).then(
         (result) => reply.answer([result]),
