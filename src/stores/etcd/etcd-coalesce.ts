@@ -1,4 +1,5 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { GroupCommit, MemberFailure, nextTurn, type GroupReply } from '../../core/group-commit.js';
 import { opsNeeded } from './etcd-batch.js';
 import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import { refusedAsAWhole } from './etcd-errors.js';
@@ -8,8 +9,6 @@ import type { EtcdRpc } from './etcd-rpc.js';
 interface Waiting {
   readonly resource: string;
   readonly txn: EtcdTxnRequest;
-  readonly resolve: (answer: EtcdTxnResponse) => void;
-  readonly reject: (error: unknown) => void;
 }
 
 /**
@@ -28,89 +27,47 @@ interface Waiting {
  * sends each part once more alone; any other failure is each part's own, as it would have been.
  */
 export class Coalescer {
-  private queue: Waiting[] = [];
-  private scheduled = false;
-  private onWire = 0;
-  private readonly landed = (): void => {
-    this.onWire--;
-  };
+  private readonly group: GroupCommit<Waiting, EtcdTxnResponse>;
 
   constructor(
     private readonly rpc: EtcdRpc,
-    private readonly maxTxnOps: number,
-  ) {}
-
-  /** The answer to `txn`, a transaction on `resource`'s keys alone. */
-  send(resource: string, txn: EtcdTxnRequest): Promise<EtcdTxnResponse> {
-    if (this.onWire === 0 && !this.scheduled) return this.alone(txn);
-    return new Promise<EtcdTxnResponse>((resolve, reject) => {
-      this.queue.push({ resource, txn, resolve, reject });
-      if (this.scheduled) return;
-      this.scheduled = true;
-      setImmediate(() => this.flush());
+    maxTxnOps: number,
+  ) {
+    this.group = new GroupCommit({
+      schedule: nextTurn,
+      keying: { mode: 'once', keyOf: (waiting) => waiting.resource },
+      limit: {
+        size: (waiting) => opsNeeded(waiting.txn),
+        // The outer transaction counts one operation per part, plus the largest part's own.
+        fits: (count, _total, largest) => count + largest <= maxTxnOps,
+      },
+      aloneWhenIdle: true,
+      send: (group, reply) => this.sendGroup(group, reply),
     });
   }
 
-  private alone(txn: EtcdTxnRequest): Promise<EtcdTxnResponse> {
-    this.onWire++;
-    const sent = this.rpc.txn(txn);
-    sent.then(this.landed, this.landed);
-    return sent;
+  /** The answer to `txn`, a transaction on `resource`'s keys alone. */
+  send(resource: string, txn: EtcdTxnRequest): Promise<EtcdTxnResponse> {
+    return this.group.run({ resource, txn });
   }
 
-  private flush(): void {
-    this.scheduled = false;
-    const queue = this.queue;
-    this.queue = [];
-    const seen = new Map<string, number>();
-    const rounds: Waiting[][] = [];
-    for (const waiting of queue) {
-      const round = seen.get(waiting.resource) ?? 0;
-      seen.set(waiting.resource, round + 1);
-      (rounds[round] ??= []).push(waiting);
-    }
-    for (const round of rounds) {
-      let group: Waiting[] = [];
-      let most = 0;
-      for (const waiting of round) {
-        const ops = opsNeeded(waiting.txn);
-        if (group.length > 0 && group.length + 1 + Math.max(most, ops) > this.maxTxnOps) {
-          this.sendGroup(group);
-          group = [];
-          most = 0;
-        }
-        group.push(waiting);
-        most = Math.max(most, ops);
-      }
-      this.sendGroup(group);
-    }
-  }
-
-  private sendGroup(group: Waiting[]): void {
+  private sendGroup(group: readonly Waiting[], reply: GroupReply<EtcdTxnResponse>): void {
     if (group.length === 1) {
-      const [waiting] = group as [Waiting];
-      this.alone(waiting.txn).then(waiting.resolve, waiting.reject);
+      this.rpc.txn(group[0]!.txn).then((answer) => reply.answer([answer]), reply.fail);
       return;
     }
-    this.onWire++;
     this.rpc
       .txn({ compare: [], success: group.map((w) => ({ request_txn: w.txn })), failure: [] })
       .then(
-        (response) => {
-          this.onWire--;
-          group.forEach((waiting, k) => {
-            const answer = response.responses[k]?.response_txn;
-            if (answer) waiting.resolve(answer);
-            else waiting.reject(missingPart());
-          });
-        },
+        (response) =>
+          reply.answer(
+            group.map(
+              (_, k) => response.responses[k]?.response_txn ?? new MemberFailure(missingPart()),
+            ),
+          ),
         (error: unknown) => {
-          this.onWire--;
-          if (refusedAsAWhole(error)) {
-            for (const w of group) this.alone(w.txn).then(w.resolve, w.reject);
-          } else {
-            for (const w of group) w.reject(error);
-          }
+          if (refusedAsAWhole(error)) reply.answer(group.map((w) => this.rpc.txn(w.txn)));
+          else reply.fail(error);
         },
       );
   }

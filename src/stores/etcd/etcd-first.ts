@@ -1,10 +1,12 @@
 import { isLive, type Lease, type LeaseRecord } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import { LIMITS } from '../../core/options.js';
 import { commonPrefix } from '../../core/store-defaults.js';
+import type { EtcdContext } from './etcd-context.js';
 import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import type { ResourceKeys } from './etcd-keys.js';
 import { acquiredData, acquiredToken, acquireTxn, acquireWrites } from './etcd-ops.js';
+import { grantOf, refusalOf, undoGrants } from './etcd-overwrite.js';
 
 /*
  * `acquireFirst` as one etcd transaction. Its compares check that no candidate's hold key is on
@@ -173,4 +175,47 @@ export async function pickFirst(
     if (lease) return lease;
   }
   return null;
+}
+
+/**
+ * `firstTxn` over `resources` on the owner's etcd lease, as `tryAcquire` picks and keeps it; sent
+ * once more without the candidates this owner already holds on that etcd lease, if any.
+ */
+export async function acquireChain(
+  ctx: EtcdContext,
+  resources: readonly string[],
+  owner: string,
+  ttlMs: number,
+): Promise<Lease | null> {
+  const { answer, expiresAt } = await ctx.leases.attach(
+    'acquireFirst',
+    owner,
+    ttlMs,
+    async (leaseId, expiresAt, nonce) => {
+      let left = [...resources];
+      for (;;) {
+        const keys = left.map((r) => ctx.keys.of(r));
+        const txn = firstTxn(keys, owner, leaseId, expiresAt, nonce);
+        const response = await ctx.rpc.txn(txn);
+        const taken = firstTaken(response, keys, owner, leaseId, nonce);
+        const writes = taken && 'index' in taken && firstWrites(response, taken.index, keys.length);
+        if (writes) {
+          const grant = grantOf(writes, keys[taken.index]!, taken.token);
+          const refusal = refusalOf(grant, left[taken.index]!);
+          if (refusal) throw await undoGrants(ctx, [grant], owner, refusal);
+        }
+        if (taken === undefined || 'index' in taken)
+          return taken && { ...taken, resource: left[taken.index]! };
+        const own = new Set(taken.ownHeld);
+        left = left.filter((_, i) => !own.has(i));
+        if (left.length === 0 || own.size === 0) return undefined;
+      }
+    },
+  );
+  return answer
+    ? withData(
+        { resource: answer.resource, owner, token: answer.token, expiresAt, ttlMs },
+        answer.data,
+      )
+    : null;
 }

@@ -1,8 +1,17 @@
-import type { LeaseData } from '../../core/lease-data.js';
+import type { Lease } from '../../core/lease.js';
+import { withData, type LeaseData } from '../../core/lease-data.js';
 import { LIMITS } from '../../core/options.js';
+import type { EtcdContext } from './etcd-context.js';
 import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import type { ResourceKeys } from './etcd-keys.js';
-import { acquiredData, acquiredToken, acquireTxn, acquireWrites } from './etcd-ops.js';
+import {
+  acquiredData,
+  acquiredToken,
+  acquireTxn,
+  acquireWrites,
+  blockingHolder,
+} from './etcd-ops.js';
+import { firstRefusal, grantOf, undoGrants } from './etcd-overwrite.js';
 
 /*
  * All-or-nothing groups as one etcd transaction: the single acquire's compare for every member,
@@ -88,4 +97,50 @@ export function groupTokens(
   nonce: string,
 ): number[] | undefined {
   return groupGrants(response, keys, owner, nonce)?.map((g) => g.token);
+}
+
+/** A group member's missing answer: no writes seen. */
+const NO_WRITES: EtcdTxnResponse = Object.freeze({ succeeded: false, responses: [] });
+
+/**
+ * `acquireAll`: one transaction whose compares cover every member (see `groupTxn`), on the owner's
+ * etcd lease picked, kept alive when needed and retried once exactly as `tryAcquire` does.
+ */
+export async function acquireGroup(
+  ctx: EtcdContext,
+  resources: readonly string[],
+  owner: string,
+  ttlMs: number,
+): Promise<Lease[] | null> {
+  const keys = resources.map((r) => ctx.keys.of(r));
+  const { answer, expiresAt } = await ctx.leases.attach(
+    'acquireAll',
+    owner,
+    ttlMs,
+    async (leaseId, expiresAt, nonce) => {
+      const txn = groupTxn(keys, owner, leaseId, expiresAt, nonce);
+      const response = await ctx.rpc.txn(txn);
+      const grants = groupGrants(response, keys, owner, nonce);
+      // Refused: RECORD_INVALID when a member's keys read back are not a record.
+      if (!grants && !response.succeeded)
+        resources.forEach((resource, i) => {
+          const read = { succeeded: false, responses: response.responses.slice(i, i + 1) };
+          blockingHolder(read, keys[i]!, resource);
+        });
+      // Granted over a member's keys that are not a record: every member is put back.
+      if (grants && response.succeeded) {
+        const taken = grants.map(({ token }, i) =>
+          grantOf(response.responses[i]?.response_txn ?? NO_WRITES, keys[i]!, token),
+        );
+        const refusal = firstRefusal(taken, resources);
+        if (refusal) throw await undoGrants(ctx, taken, owner, refusal);
+      }
+      return grants;
+    },
+  );
+  return (
+    answer?.map(({ token, data }, i) =>
+      withData({ resource: resources[i]!, owner, token, expiresAt, ttlMs }, data),
+    ) ?? null
+  );
 }

@@ -6,6 +6,7 @@ import type {
   EtcdTxnRequest,
   EtcdTxnResponse,
 } from './etcd-driver.js';
+import type { EtcdContext } from './etcd-context.js';
 import type { ResourceKeys } from './etcd-keys.js';
 import { checkTokenKey } from './etcd-record.js';
 
@@ -88,4 +89,37 @@ export function undoTxn(grants: readonly Grant[]): EtcdTxnRequest {
     ]),
     failure: [],
   };
+}
+
+/**
+ * Puts back the keys of grants that landed on keys that are not a record, in transactions that
+ * keep to `maxTxnOps`; answers `refusal`, to throw. If that fails, the grants stay on the owner's
+ * etcd lease, which is then used for nothing new so that it lapses.
+ */
+export async function undoGrants(
+  ctx: EtcdContext,
+  grants: readonly Grant[],
+  owner: string,
+  refusal: LeaseError,
+): Promise<LeaseError> {
+  const per = Math.max(1, Math.floor(ctx.maxTxnOps / 2));
+  try {
+    for (let start = 0; start < grants.length; start += per)
+      await ctx.rpc.txn(undoTxn(grants.slice(start, start + per)));
+  } catch {
+    ctx.leases.dropOwner(owner);
+  }
+  return refusal;
+}
+
+/** The first member's refusal among a group's grants (see `refusalOf`). */
+export function firstRefusal(
+  grants: readonly Grant[],
+  resources: readonly string[],
+): LeaseError | undefined {
+  for (const [i, grant] of grants.entries()) {
+    const refusal = refusalOf(grant, resources[i]!);
+    if (refusal) return refusal;
+  }
+  return undefined;
 }

@@ -1,4 +1,9 @@
-import type { LeaseRef } from '../../core/lease.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import type { AcquireOutcome } from '../../core/store.js';
+import { yieldToLoop } from '../../core/time.js';
+import type { MysqlCalls } from './mysql-calls.js';
+import { queryOptions as q } from './mysql-driver.js';
+import { batchOutcome, bytes, int, toRecord, type Row } from './mysql-record.js';
 
 /** One distinct (resource, owner, token) of a batch and where it appears in the caller's list. */
 export interface BatchEntry<T extends LeaseRef> {
@@ -85,4 +90,103 @@ export function planRanked(resources: readonly string[]): Buffer {
   }));
   rows.sort((a, b) => Buffer.compare(a.bytes, b.bytes));
   return Buffer.from(JSON.stringify(rows.map((row) => [row.resource, row.position])), 'utf8');
+}
+
+/** The batches, each one round trip, and `list`, their answers decoded a slice per turn. */
+export class MysqlBatch {
+  constructor(
+    private readonly calls: MysqlCalls,
+    /** The single renewal and release, for a batch of one. */
+    private readonly single: {
+      renew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null>;
+      release(lease: LeaseRef): Promise<boolean>;
+    },
+  ) {}
+
+  /** One round trip for the whole batch: the grants, and the live record behind each refusal. */
+  async acquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const batch = planNames(resources);
+    const o = bytes(owner);
+    const results = await this.calls
+      .call((c) => c.query(q(this.calls.sql.acquireBatch), [batch.json, o, ttlMs, o, ttlMs]))
+      .catch((error: unknown) => this.calls.refused(error, resources));
+    const outcomes: AcquireOutcome[] = resources.map((resource) => ({ resource, lease: null }));
+    const rows = (results as unknown[])[3] as (Omit<Row, 'resource'> & { i: unknown })[];
+    await inTurns(rows, (row) => {
+      const position = batch.positions[int(row.i, 'batch row') - 1]!;
+      outcomes[position] = batchOutcome(resources[position]!, owner, ttlMs, row);
+    });
+    return outcomes;
+  }
+
+  async renewMany(leases: readonly Lease[], ttlMs: number | undefined): Promise<(Lease | null)[]> {
+    if (leases.length === 1) return [await this.single.renew(leases[0]!, ttlMs)];
+    const batch = planBatch(leases, (lease) => ttlMs ?? lease.ttlMs);
+    const results = await this.calls.call((c) =>
+      c.query(q(this.calls.sql.renewBatch), [batch.json]),
+    );
+    const out: (Lease | null)[] = leases.map(() => null);
+    for (const row of (results as unknown[])[2] as { i: unknown; expiresAt: unknown }[]) {
+      const entry = batch.entries[int(row.i, 'batch row') - 1]!;
+      const renewed: Lease = {
+        ...pick(entry.lease),
+        expiresAt: int(row.expiresAt, 'expires_at'),
+        ttlMs: entry.ttlMs,
+      };
+      for (const position of entry.positions) out[position] = renewed;
+    }
+    return out;
+  }
+
+  async releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
+    if (leases.length === 1) return [await this.single.release(leases[0]!)];
+    const batch = planBatch(leases, () => 0);
+    const results = await this.calls.call((c) =>
+      c.query(q(this.calls.sql.releaseBatch), [batch.json]),
+    );
+    const out = leases.map(() => false);
+    for (const row of (results as unknown[])[2] as { i: unknown }[]) {
+      out[batch.entries[int(row.i, 'batch row') - 1]!.positions[0]!] = true;
+    }
+    return out;
+  }
+
+  async list(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    const from = bytes(prefix);
+    // UTF-8 never contains 0xff, so bumping the last byte bounds every name that starts with `prefix`.
+    const to = from.length === 0 ? undefined : Buffer.from(from);
+    if (to) to[to.length - 1]! += 1;
+    const rows = (await this.calls.call((c) =>
+      to
+        ? c.execute(q(this.calls.sql.listRange), [from, to, bytes(after), limit])
+        : c.execute(q(this.calls.sql.listFrom), [from, bytes(after), limit]),
+    )) as Row[];
+    const records: LeaseRecord[] = [];
+    await inTurns(rows, (row) => records.push(toRecord(row)));
+    return records;
+  }
+}
+
+/**
+ * Answer rows handled per turn of the event loop: decoding 4 KiB of lease data took about 13 µs a
+ * row here, so a turn stays near 3 ms however many rows a batch or a list returns (design rule 6).
+ */
+const ROWS_PER_TURN = 250;
+
+/** `fn` on every row in order, yielding to the loop between slices of `ROWS_PER_TURN`. */
+async function inTurns<R>(rows: readonly R[], fn: (row: R) => unknown): Promise<void> {
+  for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
+    if (start > 0) await yieldToLoop();
+    const end = Math.min(rows.length, start + ROWS_PER_TURN);
+    for (let i = start; i < end; i++) fn(rows[i]!);
+  }
+}
+
+/** The lease's resource, owner and token alone. */
+export function pick(lease: LeaseRef): LeaseRef {
+  return { resource: lease.resource, owner: lease.owner, token: lease.token };
 }

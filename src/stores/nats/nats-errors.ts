@@ -104,3 +104,11 @@ export function mapNatsError(error: unknown, operation: string, bucket: string):
     { cause: error, retryable: permanent === undefined },
   );
 }
+
+/** A call that got no answer within `ms`: it may still take effect. */
+export function noAnswer(operation: string, bucket: string, ms: number): LeaseError {
+  return new LeaseError(
+    ErrorCode.STORE_UNAVAILABLE,
+    `NATS KV ${operation} on bucket "${bucket}" failed: no answer within ${ms} ms (is the server paused or unreachable? a write may still take effect)`,
+  );
+}

@@ -5,7 +5,6 @@ import { isLive, type Lease, type LeaseRecord, type LeaseRef } from '../../core/
 import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
-  compareResources,
   StoreBase,
   type AcquireOutcome,
   type StoreCapabilities,
@@ -14,17 +13,10 @@ import {
 import { runInOrder } from '../../core/run-in-order.js';
 import { openBucket } from './nats-bucket.js';
 import { connectNats } from './nats-connect.js';
-import {
-  loadNats,
-  type NatsConnectionLike,
-  type NatsKv,
-  type NatsKvEntry,
-  type NatsModules,
-} from './nats-driver.js';
-import { mapNatsError } from './nats-errors.js';
-import { filterOf, resourceOf } from './nats-keys.js';
+import { loadNats, type NatsConnectionLike, type NatsKv, type NatsModules } from './nats-driver.js';
+import { mapNatsError, noAnswer } from './nats-errors.js';
+import { listRecords } from './nats-list.js';
 import { editPrefix } from './nats-ops.js';
-import { decodeEntry } from './nats-record.js';
 import {
   resolveNatsOptions,
   type NatsStoreOptions,
@@ -323,62 +315,9 @@ export class NatsStore extends StoreBase {
     return stored.stored?.record ?? null;
   }
 
-  /**
-   * One consumer stream of every value under the prefix (a filter on the server: see
-   * nats-keys.ts), sorted here; `after` and `limit` are applied here too, so every page reads the
-   * whole prefix. Right for an admin command or a dashboard, not for a hot path: on a bucket under
-   * steady writes to the prefix the consumer may not run out of messages before the deadline.
-   */
+  /** One consumer stream of every value under the prefix, sorted here (see `listRecords`). */
   protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    let iterator: { stop(): void } | undefined;
-    const scan = async (): Promise<LeaseRecord[]> => {
-      // The keys there are now: once each has come by, the scan is complete. (Without that, a
-      // consumer on a bucket under steady writes to the prefix may never run out of messages.)
-      const waiting = await this.keysNow(prefix);
-      const entries = await this.kv.history({ key: filterOf(prefix) });
-      iterator = entries;
-      // Each key's last entry, decoded once the scan is over: an earlier value of a key (history)
-      // does not count, and a value leasehold does not write fails the list as RECORD_INVALID.
-      const last = new Map<string, NatsKvEntry>();
-      for await (const entry of entries) {
-        const resource = resourceOf(entry.key);
-        if (resource !== undefined && (after === '' || compareResources(resource, after) > 0))
-          last.set(resource, entry);
-        if (waiting?.delete(this.kv.subjectForKey(entry.key)) && waiting.size === 0) {
-          entries.stop();
-          break;
-        }
-      }
-      const records = [...last].flatMap(([resource, entry]) => {
-        const stored = decodeEntry(resource, entry);
-        return stored ? [stored.record] : [];
-      });
-      return records.sort((a, b) => compareResources(a.resource, b.resource)).slice(0, limit);
-    };
-    const ms = this.options.timeoutMs;
-    return withDeadline(scan(), ms, () => {
-      iterator?.stop();
-      return noAnswer('list', this.options.bucket, ms);
-    });
-  }
-
-  /**
-   * The subjects of the keys under `prefix` now, from the stream's own count per subject (one
-   * request); `undefined` when the driver or the server cannot say (then the scan runs until the
-   * consumer has nothing more).
-   */
-  private async keysNow(prefix: string): Promise<Set<string> | undefined> {
-    const { jsm, stream } = this.kv;
-    if (!jsm || stream === undefined) return undefined;
-    const info = await jsm.streams.info(stream, {
-      subjects_filter: this.kv.subjectForKey(filterOf(prefix)),
-    });
-    // Left out when no key matches (and by a server that ignores the filter): the scan then runs
-    // out by itself. Paged by the server beyond 100,000 subjects: the same.
-    const subjects = info.state?.subjects;
-    if (!subjects) return undefined;
-    const keys = Object.keys(subjects);
-    return keys.length > 0 && keys.length < 100_000 ? new Set(keys) : undefined;
+    return listRecords(this.kv, { prefix, limit, after }, this.options);
   }
 
   protected async doClose(): Promise<void> {
@@ -404,11 +343,4 @@ export class NatsStore extends StoreBase {
     const left = Math.max(0, startedAt + ms - performance.now());
     return withDeadline(fn(), left, () => noAnswer(operation, this.options.bucket, ms));
   }
-}
-
-function noAnswer(operation: string, bucket: string, ms: number): LeaseError {
-  return new LeaseError(
-    ErrorCode.STORE_UNAVAILABLE,
-    `NATS KV ${operation} on bucket "${bucket}" failed: no answer within ${ms} ms (is the server paused or unreachable? a write may still take effect)`,
-  );
 }

@@ -1,9 +1,10 @@
+import { GroupCommit, nextTurn, type GroupReply } from '../../core/group-commit.js';
 import { MAX_ACQUIRE_KEYS, sendScript, type RedisArg, type RedisClient } from './redis-driver.js';
 import type { RedisKeys } from './redis-keys.js';
 import { TRANSITIONS } from './redis-ops.js';
 
 /**
- * One single-lease transition waiting for its turn; `onReply` gets what RELEASE would, for an
+ * One single-lease transition waiting for its turn; its answer is what RELEASE would give, for an
  * acquisition 0 or its token, expiresAt and data (null when none), and for a first-free one 0 or
  * the position (from 1) of the candidate granted, its token, expiresAt and data; `[null, position,
  * problem]` for an acquisition refused over a record leasehold does not write (see redis-record.ts).
@@ -17,8 +18,6 @@ export interface Transition {
   readonly owner: string;
   /** ttlMs for an acquisition, the token (as text) for a release. */
   readonly detail: RedisArg;
-  readonly onReply: (value: unknown) => void;
-  readonly onError: (error: unknown) => void;
 }
 
 /**
@@ -30,52 +29,37 @@ export interface Transition {
  * one connection then cost the server one script call per turn instead of one per transition.
  */
 export class Coalescer {
-  private queue: Transition[] = [];
-  private scheduled = false;
+  private readonly group: GroupCommit<Transition, unknown>;
 
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     /** Told when a call goes on the wire and when it comes back. */
     private readonly onWire: (delta: 1 | -1) => void,
-  ) {}
-
-  push(transition: Transition): void {
-    this.queue.push(transition);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => this.flush());
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    const queue = this.queue;
-    this.queue = [];
-    const groups = new Map<number, Transition[]>();
-    for (const t of queue) {
-      const shard = this.keys.shardOf(t.resource);
-      const group = groups.get(shard);
-      if (group) group.push(t);
-      else groups.set(shard, [t]);
-    }
-    for (const [shard, group] of groups) {
+  ) {
+    this.group = new GroupCommit({
+      schedule: nextTurn,
+      keying: { mode: 'apart', keyOf: (t) => this.keys.shardOf(t.resource) },
       // At most MAX_ACQUIRE_KEYS records per call (a first-free acquisition counts its candidates).
-      let start = 0;
-      let keys = 0;
-      group.forEach((t, i) => {
-        const size = t.kind === 'first' ? (t.candidates?.length ?? 1) : 1;
-        if (keys + size > MAX_ACQUIRE_KEYS && i > start) {
-          this.send(shard, group.slice(start, i));
-          start = i;
-          keys = 0;
-        }
-        keys += size;
-      });
-      this.send(shard, group.slice(start));
-    }
+      limit: {
+        size: (t) => (t.kind === 'first' ? (t.candidates?.length ?? 1) : 1),
+        fits: (_count, keys) => keys <= MAX_ACQUIRE_KEYS,
+      },
+      send: (group, reply) => this.send(group, reply),
+    });
   }
 
-  private send(shard: number, group: Transition[]): void {
+  /** Sends `transition` with the others asked meanwhile; `onReply` gets its part of the reply. */
+  push(
+    transition: Transition,
+    onReply: (value: unknown) => void,
+    onError: (error: unknown) => void,
+  ): void {
+    this.group.add(transition, onReply, onError);
+  }
+
+  private send(group: readonly Transition[], reply: GroupReply<unknown>): void {
+    const shard = this.keys.shardOf(group[0]!.resource);
     const recordPrefix = this.keys.recordPrefix(shard);
     const keys = [this.keys.index(shard)];
     const args: RedisArg[] = [this.keys.channel, Buffer.byteLength(recordPrefix)];
@@ -97,29 +81,34 @@ export class Coalescer {
       args,
       (value) => {
         this.onWire(-1);
-        const reply = value as (string | number | null)[];
-        let at = 0;
-        for (const t of group) {
-          if (t.kind === 'release') {
-            t.onReply(reply[at]);
-          } else if (t.kind === 'acquire') {
-            const token = Number(reply[at]);
-            // -1: the record is not one leasehold writes; handed on as ACQUIRE refuses it
-            if (token === -1) t.onReply([null, 1, reply[at + 1]]);
-            else t.onReply(token === 0 ? 0 : [reply[at], reply[at + 1], reply[at + 2]]);
-          } else {
-            const position = Number(reply[at++]);
-            if (Number(reply[at]) === -1) t.onReply([null, position, reply[at + 1]]);
-            else
-              t.onReply(position === 0 ? 0 : [position, reply[at], reply[at + 1], reply[at + 2]]);
-          }
-          at += 3;
-        }
+        reply.answer(partsOf(group, value as (string | number | null)[]));
       },
       (error) => {
         this.onWire(-1);
-        for (const t of group) t.onError(error);
+        reply.fail(error);
       },
     );
   }
+}
+
+/** Each transition's part of a TRANSITIONS reply, in the form its own script would answer. */
+function partsOf(group: readonly Transition[], reply: (string | number | null)[]): unknown[] {
+  let at = 0;
+  return group.map((t) => {
+    let part: unknown;
+    if (t.kind === 'release') {
+      part = reply[at];
+    } else if (t.kind === 'acquire') {
+      const token = Number(reply[at]);
+      // -1: the record is not one leasehold writes; handed on as ACQUIRE refuses it
+      if (token === -1) part = [null, 1, reply[at + 1]];
+      else part = token === 0 ? 0 : [reply[at], reply[at + 1], reply[at + 2]];
+    } else {
+      const position = Number(reply[at++]);
+      if (Number(reply[at]) === -1) part = [null, position, reply[at + 1]];
+      else part = position === 0 ? 0 : [position, reply[at], reply[at + 1], reply[at + 2]];
+    }
+    at += 3;
+    return part;
+  });
 }

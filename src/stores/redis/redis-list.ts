@@ -1,5 +1,10 @@
 import type { LeaseRecord } from '../../core/lease.js';
 import { compareResources, prefixEnd } from '../../core/store.js';
+import type { RedisCalls } from './redis-calls.js';
+import { runScript, type RedisClient } from './redis-driver.js';
+import type { RedisKeys } from './redis-keys.js';
+import { LIST } from './redis-ops.js';
+import { listed } from './redis-record.js';
 
 /** ZRANGEBYLEX bounds of the names that start with `prefix` and sort after `after` ('' = from the start). */
 export interface LexRange {
@@ -63,4 +68,30 @@ function siftDown(heap: Cursor[], start: number): void {
     [heap[i], heap[least]] = [heap[least]!, heap[i]!];
     i = least;
   }
+}
+
+/**
+ * `list`: one script per shard reads up to `limit` names past `after` in byte order with their
+ * records; the shards' pages are merged in order here and cut to `limit`.
+ */
+export async function listRecords(
+  calls: RedisCalls,
+  client: RedisClient,
+  keys: RedisKeys,
+  query: { readonly prefix: string; readonly limit: number; readonly after: string },
+): Promise<LeaseRecord[]> {
+  const range = listRange(query.prefix, query.after);
+  if (range === undefined) return [];
+  const { min, max } = range;
+  const { limit } = query;
+  const shards = Array.from({ length: keys.shards }, (_, shard) => shard);
+  const replies = await calls.call('list', () =>
+    Promise.all(
+      shards.map((shard) =>
+        runScript(client, LIST, [keys.index(shard)], [min, max, limit, keys.recordPrefix(shard)]),
+      ),
+    ),
+  );
+  const pages = (replies as (string | null)[][]).map(listed);
+  return pages.length === 1 ? pages[0]! : mergePages(pages, limit);
 }

@@ -56,3 +56,26 @@ export async function perShard<T, R>(
   await Promise.all(sent);
   return out;
 }
+
+/** The record keys of `resources`, then the index key of each one's shard, in the same order. */
+export function recordsAndIndexes(keys: RedisKeys, resources: readonly string[]): string[] {
+  const out = new Array<string>(2 * resources.length);
+  resources.forEach((resource, i) => {
+    const shard = keys.shardOf(resource);
+    out[i] = keys.recordPrefix(shard) + resource;
+    out[resources.length + i] = keys.index(shard);
+  });
+  return out;
+}
+
+/** `resources` split by shard, each in input order, the shards in the order of their first resource. */
+export function byShard(keys: RedisKeys, resources: readonly string[]): string[][] {
+  const groups = new Map<number, string[]>();
+  for (const resource of resources) {
+    const shard = keys.shardOf(resource);
+    const group = groups.get(shard);
+    if (group) group.push(resource);
+    else groups.set(shard, [resource]);
+  }
+  return [...groups.values()];
+}

@@ -1,4 +1,5 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { GroupCommit, MemberFailure, thisTurn, type GroupReply } from '../../core/group-commit.js';
 import type { Transaction } from './sqlite-driver.js';
 import { URGENT } from './sqlite-runner.js';
 
@@ -9,8 +10,6 @@ export interface GroupMember {
   readonly operation: GroupedOperation;
   /** The member's statement, run inside the group's transaction; its result is the member's. */
   readonly apply: () => unknown;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: unknown) => void;
 }
 
 /**
@@ -33,66 +32,46 @@ export type RunStep = <T>(label: string, urgent: boolean, attempt: () => T) => P
  * write; its statement failed alone and wrote nothing): that member fails with it, the others go on.
  */
 export class TransitionGroup {
-  private queue: GroupMember[] = [];
+  private readonly group: GroupCommit<GroupMember, unknown>;
 
   constructor(
     private readonly runStep: RunStep,
     /** Applies each member in one transaction; better-sqlite3's `db.transaction`. */
     private readonly applyAll: Transaction<(members: readonly GroupMember[]) => unknown[]>,
     /** Members per transaction at most, so one step holds the event loop briefly. */
-    private readonly maxMembers: number,
-  ) {}
-
-  add<T>(operation: GroupedOperation, apply: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      // A settled promise's reaction, not queueMicrotask (which wraps each call for async hooks).
-      if (this.queue.length === 0) void SETTLED.then(this.flush);
-      this.queue.push({ operation, apply, resolve: resolve as (value: unknown) => void, reject });
+    maxMembers: number,
+  ) {
+    this.group = new GroupCommit({
+      schedule: thisTurn,
+      limit: { size: () => 1, fits: (count) => count <= maxMembers },
+      send: (members, reply) => this.send(members, reply),
     });
   }
 
-  private readonly flush = (): void => {
-    const queue = this.queue;
-    this.queue = [];
-    for (let start = 0; start < queue.length; start += this.maxMembers)
-      this.send(queue.slice(start, start + this.maxMembers));
-  };
+  add<T>(operation: GroupedOperation, apply: () => T): Promise<T> {
+    return this.group.run({ operation, apply }) as Promise<T>;
+  }
 
-  private send(members: GroupMember[]): void {
+  private send(members: readonly GroupMember[], reply: GroupReply<unknown>): void {
     if (members.length === 1) {
       // One statement alone runs in autocommit: measured here, an explicit BEGIN IMMEDIATE …
       // COMMIT around one statement costs about 200 µs more CPU per acquire-release cycle than the
       // statement on its own, for the same single commit. Its result is read to its end, so its
-      // commit's failure is thrown (see SqliteStore.grant).
-      const member = members[0]!;
-      const { operation } = member;
-      this.runStep(operation, URGENT.has(operation), member.apply).then(
-        member.resolve,
-        member.reject,
+      // commit's failure is thrown (see SqliteTransitions.grant).
+      const { operation, apply } = members[0]!;
+      this.runStep(operation, URGENT.has(operation), apply).then(
+        (result) => reply.answer([result]),
+        reply.fail,
       );
       return;
     }
     const operations = [...new Set(members.map((m) => m.operation))];
     const urgent = operations.some((op) => URGENT.has(op));
     this.runStep(operations.join('/'), urgent, () => this.applyAll.immediate(members)).then(
-      (results) =>
-        members.forEach((m, k) => {
-          const result = results[k];
-          if (result instanceof MemberFailure) m.reject(result.error);
-          else m.resolve(result);
-        }),
-      (error: unknown) => {
-        for (const m of members) m.reject(error);
-      },
+      reply.answer,
+      reply.fail,
     );
   }
-}
-
-const SETTLED = Promise.resolve();
-
-/** A member's own failure inside a group's transaction, which the others do not share. */
-class MemberFailure {
-  constructor(readonly error: LeaseError) {}
 }
 
 /**

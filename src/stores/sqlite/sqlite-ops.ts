@@ -97,7 +97,7 @@ export function statements(table: string) {
     // One statement: insert the first record, or take over a released or expired one. A row that
     // is not `VALID_ROW` (or whose token is already the largest) is never taken: the update is
     // made to write a NULL token, so the statement fails with SQLITE_CONSTRAINT_NOTNULL, which
-    // nothing else here can cause, and writes nothing (see `SqliteStore.grant`).
+    // nothing else here can cause, and writes nothing (see `SqliteTransitions.grant`).
     // (resource, owner, now, ttl, skew, now)
     acquire: `INSERT INTO ${t} (resource, owner, token, expires_at) VALUES (?, ?, 1, ? + ?)
               ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner,

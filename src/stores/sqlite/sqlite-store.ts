@@ -4,50 +4,30 @@ import { diagnoseSqlite } from './sqlite-doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import {
-  compareResources,
-  prefixEnd,
   StoreBase,
   type AcquireOutcome,
   type StoreCapabilities,
   type Unwatch,
   type WatchListener,
 } from '../../core/store.js';
-import type { Clock } from '../../core/time.js';
 import { LIMITS } from '../../core/options.js';
 import { dataSize, ReplySizer } from '../../core/reply-sizer.js';
-import { withData, type LeaseData } from '../../core/lease-data.js';
-import type { SqliteDatabase, SqliteStatement, Transaction } from './sqlite-driver.js';
+import type { LeaseData } from '../../core/lease-data.js';
+import type { SqliteDatabase } from './sqlite-driver.js';
 import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
-import { isNotNull, mapSqliteError } from './sqlite-errors.js';
+import { mapSqliteError } from './sqlite-errors.js';
 import { FileIdentity } from './sqlite-file-identity.js';
-import {
-  granted,
-  refusedRecord,
-  toRecord,
-  type GrantRow,
-  type RecordRow,
-} from './sqlite-record.js';
 import { readSizedPages } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { applyEach, TransitionGroup } from './sqlite-group.js';
-import { takeAll, takeFirst, type GroupSteps } from './sqlite-take.js';
 import { BATCH_ROWS, RENEW_ROWS, SqliteRunner } from './sqlite-runner.js';
 import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
 import { eventStatements, statements } from './sqlite-ops.js';
+import { prepareAll, SqliteTransitions } from './sqlite-transitions.js';
 import { ReleaseWatch } from './sqlite-watch.js';
 
 /** Connections `open` has already set up (with asynchronous retries), so the constructor skips it. */
 const setUpByOpen = new WeakSet<SqliteDatabase>();
-
-/** Every statement of `text` prepared once, under the same keys. */
-function prepareAll<T extends Record<string, string>>(
-  db: SqliteDatabase,
-  text: T,
-): { [K in keyof T]: SqliteStatement } {
-  return Object.fromEntries(Object.entries(text).map(([k, v]) => [k, db.prepare(v)])) as {
-    [K in keyof T]: SqliteStatement;
-  };
-}
 
 /** Most candidates an acquireFirst may have to go with the grouped single-lease transitions. */
 const GROUPED_CANDIDATES_MAX = 16;
@@ -70,30 +50,12 @@ export class SqliteStore extends StoreBase {
     data: true,
   });
   readonly maxClockSkewMs: number;
-  private readonly clock: Clock;
-  private readonly sql: { [K in keyof ReturnType<typeof statements>]: SqliteStatement };
   private readonly releases: ReleaseWatch;
   private readonly runner: SqliteRunner;
   /** How many records one acquireMany step takes, by the data records carried lately. */
   private readonly sizer = new ReplySizer();
   private readonly transitions: TransitionGroup;
-  private readonly acquireBatch: Transaction<
-    (resources: readonly string[], owner: string, ttlMs: number) => AcquireOutcome[]
-  >;
-  private readonly groupTransaction: Transaction<
-    (resources: readonly string[], owner: string, ttlMs: number) => Lease[] | null
-  >;
-  private readonly firstTransaction: Transaction<
-    (resources: readonly string[], owner: string, ttlMs: number) => Lease | null
-  >;
-  private readonly renewBatch: Transaction<
-    (leases: readonly Lease[], ttlMs: number | undefined) => (Lease | null)[]
-  >;
-  private readonly releaseBatch: Transaction<(leases: readonly LeaseRef[]) => boolean[]>;
-  private readonly renewData: Transaction<
-    (lease: Lease, ttlMs: number | undefined, data: LeaseData | null) => Lease | null
-  >;
-  private readonly releaseData: Transaction<(lease: LeaseRef, data: LeaseData | null) => boolean>;
+  private readonly records: SqliteTransitions;
 
   /**
    * Opens (creating when needed) the SQLite file at `path`; `':memory:'` for a private in-memory
@@ -140,7 +102,6 @@ export class SqliteStore extends StoreBase {
   ) {
     super();
     const resolved = resolveSqliteOptions(options);
-    this.clock = resolved.clock;
     this.maxClockSkewMs = resolved.maxClockSkewMs;
     try {
       if (!setUpByOpen.has(db)) {
@@ -150,7 +111,8 @@ export class SqliteStore extends StoreBase {
       // From here on SQLite's own busy handler does not wait: the runner waits out a lock
       // asynchronously, up to busyTimeoutMs.
       db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);
-      this.sql = prepareAll(db, statements(resolved.table));
+      const sql = prepareAll(db, statements(resolved.table));
+      this.records = new SqliteTransitions(db, sql, resolved.clock, resolved.maxClockSkewMs);
       const identity = FileIdentity.of(db);
       this.runner = new SqliteRunner({ busyTimeoutMs: resolved.busyTimeoutMs, identity });
       this.releases = new ReleaseWatch({
@@ -170,49 +132,6 @@ export class SqliteStore extends StoreBase {
       db.transaction(applyEach),
       BATCH_ROWS,
     );
-    this.acquireBatch = db.transaction(
-      (resources: readonly string[], owner: string, ttlMs: number) => {
-        const now = this.clock.now();
-        return resources.map((resource) => this.acquireOne(resource, owner, ttlMs, now));
-      },
-    );
-    const steps: GroupSteps = {
-      take: (resource, owner, ttlMs, now) => this.take(resource, owner, ttlMs, now),
-      held: (resource, now) => {
-        const row = this.sql.held.get(resource, this.maxClockSkewMs, now) as
-          { valid: number } | undefined;
-        if (row && !row.valid) throw this.refused(resource);
-        return row !== undefined;
-      },
-    };
-    this.groupTransaction = db.transaction(
-      (resources: readonly string[], owner: string, ttlMs: number) =>
-        takeAll(steps, resources, owner, ttlMs, this.clock.now()),
-    );
-    this.firstTransaction = db.transaction(
-      (resources: readonly string[], owner: string, ttlMs: number) =>
-        takeFirst(steps, resources, owner, ttlMs, this.clock.now()),
-    );
-    this.renewBatch = db.transaction((leases: readonly Lease[], ttlMs: number | undefined) => {
-      const now = this.clock.now();
-      return leases.map((lease) => this.renewOne(lease, ttlMs, now));
-    });
-    this.releaseBatch = db.transaction((leases: readonly LeaseRef[]) =>
-      leases.map((lease) => this.releaseOne(lease)),
-    );
-    this.renewData = db.transaction(
-      (lease: Lease, ttlMs: number | undefined, data: LeaseData | null) => {
-        const renewed = this.renewOne(lease, ttlMs, this.clock.now());
-        if (!renewed) return null;
-        this.sql.setData.run(lease.resource, data);
-        return withData(renewed, data);
-      },
-    );
-    this.releaseData = db.transaction((lease: LeaseRef, data: LeaseData | null) => {
-      if (!this.releaseOne(lease)) return false;
-      this.sql.setData.run(lease.resource, data);
-      return true;
-    });
   }
 
   /**
@@ -237,7 +156,7 @@ export class SqliteStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
-    return this.transitions.add('tryAcquire', () => this.grant(resource, owner, ttlMs));
+    return this.transitions.add('tryAcquire', () => this.records.grant(resource, owner, ttlMs));
   }
 
   /**
@@ -254,7 +173,7 @@ export class SqliteStore extends StoreBase {
       'acquireMany',
       resources,
       (chunk) => {
-        const outcomes = this.acquireBatch.immediate(chunk, owner, ttlMs);
+        const outcomes = this.records.acquireBatch.immediate(chunk, owner, ttlMs);
         let bytes = 0;
         for (const o of outcomes) bytes += dataSize(o.lease?.data) + dataSize(o.holder?.data);
         this.sizer.observe(bytes, outcomes.length);
@@ -278,7 +197,7 @@ export class SqliteStore extends StoreBase {
     ttlMs: number,
   ): Promise<Lease[] | null> {
     return this.runner.run('acquireAll', () =>
-      this.groupTransaction.immediate(resources, owner, ttlMs),
+      this.records.groupTransaction.immediate(resources, owner, ttlMs),
     );
   }
 
@@ -293,7 +212,8 @@ export class SqliteStore extends StoreBase {
     owner: string,
     ttlMs: number,
   ): Promise<Lease | null> {
-    const take = (): Lease | null => this.firstTransaction.immediate(resources, owner, ttlMs);
+    const take = (): Lease | null =>
+      this.records.firstTransaction.immediate(resources, owner, ttlMs);
     // A few candidates (a counting lease's permits): with the single-lease transitions asked
     // meanwhile, one commit for all (nested in the group's transaction, it is a savepoint).
     if (resources.length <= GROUPED_CANDIDATES_MAX)
@@ -302,11 +222,11 @@ export class SqliteStore extends StoreBase {
   }
 
   protected override async doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.transitions.add('renew', () => this.renewOne(lease, ttlMs, this.clock.now()));
+    return this.transitions.add('renew', () => this.records.renew(lease, ttlMs));
   }
 
   protected override async doRelease(lease: LeaseRef): Promise<boolean> {
-    const released = await this.transitions.add('release', () => this.releaseOne(lease));
+    const released = await this.transitions.add('release', () => this.records.release(lease));
     if (released) this.releases.poke();
     return released;
   }
@@ -319,7 +239,7 @@ export class SqliteStore extends StoreBase {
     return this.runner.runChunked(
       'renewMany',
       leases,
-      (chunk) => this.renewBatch.immediate(chunk, ttlMs),
+      (chunk) => this.records.renewBatch.immediate(chunk, ttlMs),
       RENEW_ROWS,
     );
   }
@@ -329,7 +249,7 @@ export class SqliteStore extends StoreBase {
     const results = await this.runner.runChunked(
       'releaseMany',
       leases,
-      (chunk) => this.releaseBatch.immediate(chunk),
+      (chunk) => this.records.releaseBatch.immediate(chunk),
       RENEW_ROWS,
     );
     if (results.includes(true)) this.releases.poke();
@@ -342,12 +262,8 @@ export class SqliteStore extends StoreBase {
    * other single-lease transitions are.
    */
   protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    const { resource, owner, token } = lease;
     this.sizer.observe(dataSize(data), 1);
-    return this.transitions.add(
-      'writeData',
-      () => this.sql.writeData.run(data, resource, owner, token).changes > 0,
-    );
+    return this.transitions.add('writeData', () => this.records.writeData(lease, data));
   }
 
   /**
@@ -362,7 +278,9 @@ export class SqliteStore extends StoreBase {
     data: LeaseData | null,
   ): Promise<Lease | null> {
     this.sizer.observe(dataSize(data), 1);
-    return this.transitions.add('renew', () => this.renewData.immediate(lease, ttlMs, data));
+    return this.transitions.add('renew', () =>
+      this.records.renewData.immediate(lease, ttlMs, data),
+    );
   }
 
   protected override async doReleaseWithData(
@@ -371,17 +289,14 @@ export class SqliteStore extends StoreBase {
   ): Promise<boolean> {
     this.sizer.observe(dataSize(data), 1);
     const released = await this.transitions.add('release', () =>
-      this.releaseData.immediate(lease, data),
+      this.records.releaseData.immediate(lease, data),
     );
     if (released) this.releases.poke();
     return released;
   }
 
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    return this.runner.run('get', () => {
-      const row = this.sql.get.get(resource) as RecordRow | undefined;
-      return row ? toRecord(row) : null;
-    });
+    return this.runner.run('get', () => this.records.get(resource));
   }
 
   /**
@@ -389,19 +304,9 @@ export class SqliteStore extends StoreBase {
    * list is read in pages (see `readSizedPages`), each its own step.
    */
   protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    const to = prefixEnd(prefix);
-    const page = (from: string, n: number): LeaseRecord[] => {
-      const rows =
-        from !== '' && compareResources(from, prefix) >= 0
-          ? to === undefined
-            ? this.sql.listAfter.all({ after: from, limit: n })
-            : this.sql.listAfterRange.all({ after: from, to, limit: n })
-          : to === undefined
-            ? this.sql.listFrom.all({ from: prefix, limit: n })
-            : this.sql.listRange.all({ from: prefix, to, limit: n });
-      return (rows as RecordRow[]).map(toRecord);
-    };
-    return readSizedPages(limit, after, (from, n) => this.runner.run('list', () => page(from, n)));
+    return readSizedPages(limit, after, (from, n) =>
+      this.runner.run('list', () => this.records.listPage(prefix, from, n)),
+    );
   }
 
   /** What `leasehold doctor` reports: the sync level, the journal mode and the folder's file system. */
@@ -416,70 +321,5 @@ export class SqliteStore extends StoreBase {
 
   protected override mapError(error: unknown, operation: string): LeaseError {
     return mapSqliteError(error, operation);
-  }
-
-  /**
-   * A single acquire's compare-and-set, on the clock as the statement runs. Read with `all`, which
-   * steps the statement to its end: run alone (autocommit), the statement commits there, and a
-   * failed commit throws. (`get` stops at the first row and leaves the commit to a reset whose
-   * error better-sqlite3 does not report: a grant could be answered that never committed.)
-   */
-  private grant(resource: string, owner: string, ttlMs: number): Lease | null {
-    const now = this.clock.now();
-    let row: GrantRow | undefined;
-    try {
-      [row] = this.sql.acquire.all(
-        resource,
-        owner,
-        now,
-        ttlMs,
-        this.maxClockSkewMs,
-        now,
-      ) as GrantRow[];
-    } catch (error) {
-      throw isNotNull(error) ? this.refused(resource) : error;
-    }
-    return row ? granted(resource, owner, ttlMs, row) : null;
-  }
-
-  /** The single acquire's statement inside a transaction, on the transaction's reading of the clock. */
-  private take(resource: string, owner: string, ttlMs: number, now: number): Lease | null {
-    let row: GrantRow | undefined;
-    try {
-      row = this.sql.acquire.get(resource, owner, now, ttlMs, this.maxClockSkewMs, now) as
-        GrantRow | undefined;
-    } catch (error) {
-      throw isNotNull(error) ? this.refused(resource) : error;
-    }
-    return row ? granted(resource, owner, ttlMs, row) : null;
-  }
-
-  /**
-   * `RECORD_INVALID` for a record the acquire statement refused to take (it failed its NOT NULL
-   * constraint, writing nothing: a failed statement is undone alone, so a transaction around it
-   * goes on), saying what is wrong with it as it reads now: a read only on this path.
-   */
-  private refused(resource: string): LeaseError {
-    return refusedRecord(resource, this.sql.get.get(resource) as RecordRow | undefined);
-  }
-
-  /** One resource of `acquireMany`; the holder is read in the same transaction when refused. */
-  private acquireOne(resource: string, owner: string, ttlMs: number, now: number): AcquireOutcome {
-    const lease = this.take(resource, owner, ttlMs, now);
-    if (lease) return { resource, lease };
-    const row = this.sql.get.get(resource) as RecordRow | undefined;
-    return row ? { resource, lease: null, holder: toRecord(row) } : { resource, lease: null };
-  }
-
-  private renewOne(lease: Lease, ttlMs: number | undefined, now: number): Lease | null {
-    const ttl = ttlMs ?? lease.ttlMs;
-    const { resource, owner, token } = lease;
-    // `all`, not `get`: see `grant`.
-    const [row] = this.sql.renew.all(now, ttl, resource, owner, token) as { expiresAt: number }[];
-    return row ? { resource, owner, token, expiresAt: row.expiresAt, ttlMs: ttl } : null;
-  }
-
-  private releaseOne(lease: LeaseRef): boolean {
-    return this.sql.release.run(lease.resource, lease.owner, lease.token).changes > 0;
   }
 }
