@@ -6,35 +6,31 @@ import type { LeaseData } from '../../core/lease-data.js';
 import { LIMITS, stripUndefined } from '../../core/options.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
-  compareResources,
   StoreBase,
   type AcquireOutcome,
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
-import { readData, ZkAcquirer } from './zookeeper-acquire.js';
+import { ZkAcquirer } from './zookeeper-acquire.js';
 import { CONFIG_ZNODE, diagnoseZookeeper } from './zookeeper-doctor.js';
 import type { ZkModule } from './zookeeper-driver.js';
-import { mapZookeeperError, noTokenZnode } from './zookeeper-errors.js';
+import { mapZookeeperError } from './zookeeper-errors.js';
 import { ZkGrants } from './zookeeper-grants.js';
 import { GROUP_BYTES, memberBytes, ZkGroups } from './zookeeper-group.js';
-import { hasDataOf, recordOf } from './zookeeper-record.js';
 import type { Modes } from './zookeeper-ops.js';
 import {
   resolveZookeeperOptions,
   type ResolvedZookeeperOptions,
   type ZookeeperStoreOptions,
 } from './zookeeper-options.js';
-import { decodeName, ZkPaths } from './zookeeper-paths.js';
-import type { ZkSession } from './zookeeper-session.js';
+import { ZkPaths } from './zookeeper-paths.js';
 import { ZkSessions } from './zookeeper-sessions.js';
-import { rounds, ZkUpdates, type Item } from './zookeeper-update.js';
+import { listRecords, readLease } from './zookeeper-list.js';
+import { ZkTransitions } from './zookeeper-transitions.js';
+import { ZkUpdates } from './zookeeper-update.js';
 import { parseZookeeperUrl, type ZookeeperTarget } from './zookeeper-url.js';
 import type { Unwatch } from '../../core/store.js';
 import { ZkWatch } from './zookeeper-watch.js';
-
-/** How many records `list` reads at once. */
-const LIST_READS = 1000;
 
 /**
  * Leases per piece of a batch (see `StoreBase.batchPiece`). The driver encodes each request and
@@ -89,7 +85,7 @@ export class ZookeeperStore extends StoreBase {
   private readonly sessions: ZkSessions;
   private readonly acquirer: ZkAcquirer;
   private readonly groups: ZkGroups;
-  private readonly updates: ZkUpdates;
+  private readonly transitions: ZkTransitions;
   private readonly watcher: ZkWatch;
 
   private constructor(
@@ -109,7 +105,8 @@ export class ZookeeperStore extends StoreBase {
     const grants = new ZkGrants();
     this.acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs, grants);
     this.groups = new ZkGroups(this.acquirer, this.paths.clock, modes, this.maxClockSkewMs);
-    this.updates = new ZkUpdates(this.sessions, grants, modes.ephemeral, modes.persistent);
+    const updates = new ZkUpdates(this.sessions, grants, modes.ephemeral, modes.persistent);
+    this.transitions = new ZkTransitions(this.sessions, this.paths, updates);
     this.watcher = new ZkWatch(this.sessions, this.paths, this.options.onWatchError);
   }
 
@@ -228,42 +225,22 @@ export class ZookeeperStore extends StoreBase {
     );
   }
 
-  /**
-   * On the session for the TTL asked for: one `multi` per round that writes each record again
-   * (moving the hold onto this session when the session that holds it is not one of the store's
-   * with a timeout long enough for the new TTL), after reads only for leases this store did not
-   * write last (see `ZkUpdates`).
-   */
+  /** On the session for the TTL asked for, one `multi` per round (see `ZkTransitions`). */
   protected async doRenewMany(
     leases: readonly Lease[],
     ttlMs: number | undefined,
   ): Promise<(Lease | null)[]> {
-    const ttlOf = (lease: Lease): number => ttlMs ?? lease.ttlMs;
-    const out = new Array<Lease | null>(leases.length).fill(null);
-    const groups = await this.group(leases, (lease) => this.sessions.forTtl(ttlOf(lease)));
-    await Promise.all(
-      [...groups].map(async ([session, items]) => {
-        for (const round of rounds(items)) await this.updates.renew(session, round, ttlOf, out);
-      }),
-    );
-    return out;
+    return this.transitions.renewMany(leases, ttlMs);
   }
 
   /** Like renewal: one `multi` per round that deletes each hold and blanks its record. */
   protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    const out = new Array<boolean>(leases.length).fill(false);
-    const groups = await this.group(leases, (lease) => this.releaseSession(lease));
-    await Promise.all(
-      [...groups].map(async ([session, items]) => {
-        for (const round of rounds(items)) await this.updates.release(session, round, out);
-      }),
-    );
-    return out;
+    return this.transitions.releaseMany(leases);
   }
 
   /** One lease: `doRenewMany`'s work without the grouping. */
   protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.renewOne(lease, ttlMs, undefined);
+    return this.transitions.renew(lease, ttlMs, undefined);
   }
 
   /** A renewal whose `multi` also writes the data znode: still one `multi`. */
@@ -272,84 +249,32 @@ export class ZookeeperStore extends StoreBase {
     ttlMs: number | undefined,
     data: LeaseData | null,
   ): Promise<Lease | null> {
-    return this.renewOne(lease, ttlMs, data);
-  }
-
-  private async renewOne(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null | undefined,
-  ): Promise<Lease | null> {
-    const ttl = ttlMs ?? lease.ttlMs;
-    const session = await this.sessions.forTtl(ttl);
-    const out: (Lease | null)[] = [null];
-    await this.updates.renew(session, [this.item(lease, data)], () => ttl, out);
-    return out[0]!;
+    return this.transitions.renew(lease, ttlMs, data);
   }
 
   /** One lease: `doReleaseMany`'s work without the grouping. */
   protected override doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.releaseOne(lease, undefined);
+    return this.transitions.release(lease, undefined);
   }
 
   /** A release whose `multi` also writes the data znode: still one `multi`. */
   protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.releaseOne(lease, data);
+    return this.transitions.release(lease, data);
   }
 
-  private async releaseOne(lease: LeaseRef, data: LeaseData | null | undefined): Promise<boolean> {
-    const session = await this.releaseSession(lease);
-    const out = [false];
-    await this.updates.release(session, [this.item(lease, data)], out);
-    return out[0]!;
-  }
-
-  /**
-   * One `multi` with renew's conditions as checks (the hold exists, the record is at the version
-   * this store's last write of the grant left, else read first as renew does) that creates,
-   * writes or deletes the data znode alone: the record, its `mtime` and so the expiry stay.
-   */
-  protected override async doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    const session = await this.releaseSession(lease);
-    const out = [false];
-    await this.updates.writeData(session, [this.item(lease, data)], out);
-    return out[0]!;
-  }
-
-  private item<T extends LeaseRef>(lease: T, data: LeaseData | null | undefined): Item<T> {
-    const paths = this.paths.of(lease.resource);
-    return data === undefined ? { index: 0, lease, paths } : { index: 0, lease, paths, data };
+  /** The data znode alone, under renew's conditions (see `ZkTransitions.writeData`). */
+  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.transitions.writeData(lease, data);
   }
 
   /** The record and token znodes, read together (and the data znode when there is one). */
   protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    const session = await this.sessions.main();
-    return this.read(session, resource);
+    return readLease(await this.sessions.main(), this.paths, resource);
   }
 
-  /**
-   * The children of the records znode (one read of every name in the namespace), filtered and
-   * sorted here, then the records of the page, read together.
-   */
+  /** Every name in the namespace, filtered and sorted here, then the page's records (`listRecords`). */
   protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    const session = await this.sessions.main();
-    const names = (await session.getChildren(this.paths.records)) ?? [];
-    const resources = names
-      .map(decodeName)
-      .filter(
-        (r): r is string =>
-          r !== undefined &&
-          r.startsWith(prefix) &&
-          (after === '' || compareResources(r, after) > 0),
-      )
-      .sort(compareResources);
-    const out: LeaseRecord[] = [];
-    for (let start = 0; start < resources.length && out.length < limit; start += LIST_READS) {
-      const page = resources.slice(start, start + Math.min(LIST_READS, limit - out.length));
-      const records = await Promise.all(page.map((r) => this.read(session, r)));
-      for (const record of records) if (record && out.length < limit) out.push(record);
-    }
-    return out;
+    return listRecords(await this.sessions.main(), this.paths, prefix, limit, after);
   }
 
   protected async doClose(): Promise<void> {
@@ -363,53 +288,9 @@ export class ZookeeperStore extends StoreBase {
     return mapZookeeperError(error, operation);
   }
 
-  /**
-   * The record and token znodes, read together; then the data znode, only when the token znode's
-   * stat shows one.
-   */
-  private async read(session: ZkSession, resource: string): Promise<LeaseRecord | null> {
-    const paths = this.paths.of(resource);
-    const [record, token] = await Promise.all([
-      session.getData(paths.record),
-      session.exists(paths.token),
-    ]);
-    if (record && !token) throw noTokenZnode(paths);
-    if (!record || !token) return null;
-    const data = hasDataOf(token) ? await readData(session, paths) : null;
-    return recordOf(paths, record, token, data);
-  }
-
   /** Creates the store path's znodes when missing: the records znode and the clock znode. */
   private async init(): Promise<void> {
     const session = await this.sessions.main();
     await Promise.all([session.mkdirp(this.paths.records), session.mkdirp(this.paths.clock)]);
-  }
-
-  /** Release reads where the lease was granted when the caller passes the whole lease. */
-  private releaseSession(lease: LeaseRef): Promise<ZkSession> {
-    const ttl = (lease as Partial<Lease>).ttlMs;
-    const valid =
-      typeof ttl === 'number' &&
-      Number.isInteger(ttl) &&
-      ttl >= LIMITS.ttlMinMs &&
-      ttl <= LIMITS.ttlMaxMs;
-    return valid
-      ? this.sessions.forTtl(ttl).catch(() => this.sessions.main())
-      : this.sessions.main();
-  }
-
-  private async group<T extends LeaseRef>(
-    leases: readonly T[],
-    sessionOf: (lease: T) => Promise<ZkSession>,
-  ): Promise<Map<ZkSession, Item<T>[]>> {
-    const sessions = await Promise.all(leases.map(sessionOf));
-    const groups = new Map<ZkSession, Item<T>[]>();
-    leases.forEach((lease, index) => {
-      const item = { index, lease, paths: this.paths.of(lease.resource) };
-      const group = groups.get(sessions[index]!);
-      if (group) group.push(item);
-      else groups.set(sessions[index]!, [item]);
-    });
-    return groups;
   }
 }
