@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { MemoryStore, SqliteStore, type LeaseStore } from '../../src/index.js';
 import { describeServer } from '../harness/describe-server.js';
 import { tempDir } from '../harness/processes.js';
@@ -116,7 +116,15 @@ export function describeStores(
   body: (ctx: StoreContext) => void,
   only: (factory: StoreFactory) => boolean = () => true,
 ): void {
-  for (const factory of selectedStores().filter(only)) {
+  const factories = selectedStores().filter(only);
+  // A topic no selected setup offers (LEASEHOLD_STORES=s3 and the watch topic) says so, skipped,
+  // rather than leave a file without tests, which vitest counts as a failure.
+  if (factories.length === 0) {
+    describe.skip(`${topic}: no selected setup offers it`, () => {
+      it.skip('runs on the setups that offer it', () => {});
+    });
+  }
+  for (const factory of factories) {
     registered.add(factory);
     const title = `${topic} [${factory.name}]`;
     describeServer(title, factory.unavailable(), () => {

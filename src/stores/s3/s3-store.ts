@@ -1,38 +1,23 @@
 import type { Diagnosis } from '../../core/doctor.js';
-import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
+import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
 import { runInOrder } from '../../core/run-in-order.js';
-import { captureTarget, fromSdkConfig, loadUndici } from '../aws/aws-wire.js';
-import {
-  attemptTimeoutMs,
-  createClient,
-  sdkOf,
-  type S3SdkOption,
-  type S3Client,
-  type S3Module,
-} from './s3-driver.js';
+import { captureTarget } from '../aws/aws-wire.js';
+import type { S3Client, S3SdkOption } from './s3-driver.js';
+import { fromUrl, withClient, type S3Connection } from './s3-connect.js';
 import { diagnoseS3 } from './s3-doctor.js';
 import { isBucketTaken, mapS3Error } from './s3-errors.js';
-import { KeySpace, KEY_MAX_BYTES } from './s3-keys.js';
-import { ObjectIo, type WireSetup } from './s3-objects.js';
-import {
-  resolveS3Connect,
-  resolveS3Options,
-  type S3ConnectOptions,
-  type S3StoreOptions,
-  type ResolvedS3Options,
-} from './s3-options.js';
+import { KeySpace } from './s3-keys.js';
+import { listRecords } from './s3-list.js';
+import { ObjectIo } from './s3-objects.js';
+import type { ResolvedS3Options, S3ConnectOptions, S3StoreOptions } from './s3-options.js';
 import type { EtagForm } from './s3-ops.js';
 import { probeConditionalWrites } from './s3-probe.js';
 import { Transitions } from './s3-transitions.js';
-import { redactEndpoint } from '../../core/store-url.js';
 import { parseS3Url, type S3Target } from './s3-url.js';
-
-/** How many keys one ListObjectsV2 page asks for (S3's own maximum). */
-const PAGE = 1000;
 
 /**
  * Leases as objects in an S3 bucket, one object `PREFIX/<encoded resource>` per resource, its
@@ -104,19 +89,7 @@ export class S3Store extends StoreBase {
         );
       return S3Store.connect(parseS3Url(url), options);
     }
-    if (typeof (target as Partial<S3Client> | null)?.send !== 'function')
-      throw invalidArgument('target', 'must be an s3:// URL or an S3Client');
-    const { region, endpoint, forcePathStyle, connectTimeoutMs, credentials, sdk, ...rest } =
-      options;
-    if (
-      [region, endpoint, forcePathStyle, connectTimeoutMs, credentials].some((v) => v !== undefined)
-    )
-      throw invalidArgument(
-        'options',
-        'region, endpoint, forcePathStyle, connectTimeoutMs and credentials belong on your S3Client, not the store',
-      );
-    const resolved = resolveS3Options(rest);
-    return S3Store.start(target, await sdkOf(sdk), resolved, '', false, undefined);
+    return S3Store.start(await withClient(target, options));
   }
 
   /** @internal Opens what a parsed URL names; `options` override its parameters. */
@@ -124,54 +97,12 @@ export class S3Store extends StoreBase {
     target: S3Target,
     options: S3StoreOptions & S3ConnectOptions & S3SdkOption = {},
   ): Promise<S3Store> {
-    const defined = Object.fromEntries(
-      Object.entries(options).filter(([, v]) => v !== undefined),
-    ) as S3StoreOptions & S3ConnectOptions & S3SdkOption;
-    const { sdk: given, ...merged } = { ...target.store, ...target.connect, ...defined };
-    const { region, endpoint, forcePathStyle, connectTimeoutMs, credentials, ...store } = merged;
-    const resolved = resolveS3Options(store);
-    const connect = resolveS3Connect({
-      region,
-      endpoint,
-      forcePathStyle,
-      connectTimeoutMs,
-      credentials,
-    });
-    const sdk = await sdkOf(given);
-    const client = createClient(sdk, connect, resolved.requestTimeoutMs);
-    const shared = resolved.fastPath ? fromSdkConfig(client) : undefined;
-    const setup: WireSetup | undefined = shared && {
-      undici: await loadUndici(),
-      shared,
-      connectTimeoutMs: connect.connectTimeoutMs,
-      attemptTimeoutMs: attemptTimeoutMs(resolved.requestTimeoutMs),
-      maxSockets: resolved.concurrency,
-    };
-    const where = connect.endpoint
-      ? ` at ${redactEndpoint(connect.endpoint)}`
-      : connect.region
-        ? ` in ${connect.region}`
-        : '';
-    return S3Store.start(
-      client,
-      sdk,
-      resolved,
-      where,
-      true,
-      connect.endpoint ? undefined : connect.region,
-      setup,
-    );
+    return S3Store.start(await fromUrl(target, options));
   }
 
-  private static async start(
-    client: S3Client,
-    sdk: S3Module,
-    options: ResolvedS3Options,
-    where: string,
-    ownsClient: boolean,
-    bucketRegion: string | undefined,
-    setup?: WireSetup,
-  ): Promise<S3Store> {
+  /** Makes the store, creates the bucket when asked, and runs the conditional-write probe. */
+  private static async start(connection: S3Connection): Promise<S3Store> {
+    const { client, sdk, options, where, ownsClient, bucketRegion, setup } = connection;
     const io = new ObjectIo(
       client,
       sdk,
@@ -316,39 +247,15 @@ export class S3Store extends StoreBase {
     return (await this.transitions.read('get', resource))?.record ?? null;
   }
 
-  /**
-   * Lists the keys under the prefix in S3's order (UTF-8 bytes, which is the resources' code-point
-   * order by the key encoding), starting after `after`, then reads each record:
-   * `ceil(n / 1000)` ListObjectsV2 requests and `n` GETs for `n` records, the GETs `concurrency`
-   * at a time. Keys that are not lease records (a probe object left by a crash) are skipped.
-   */
-  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    const listPrefix = this.keys.listPrefix(prefix);
-    if (Buffer.byteLength(listPrefix) > KEY_MAX_BYTES) return [];
-    const startAfter = after === '' ? undefined : this.keys.listPrefix(after);
-    const resources: string[] = [];
-    let token: string | undefined;
-    do {
-      const page = await this.io.listPage(
-        'list',
-        listPrefix,
-        startAfter,
-        token,
-        Math.min(PAGE, limit - resources.length + 1),
-      );
-      for (const key of page.keys) {
-        const resource = this.keys.resourceOf(key);
-        if (resource !== undefined && resources.length < limit) resources.push(resource);
-      }
-      token = page.next;
-    } while (token !== undefined && resources.length < limit);
-    const records = await runInOrder(
-      resources,
-      (resource) => resource,
-      this.options.concurrency,
-      (resource) => this.transitions.read('list', resource),
+  /** One ListObjectsV2 per 1000 keys, then one GET per record (see `listRecords`). */
+  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    const { io, keys, transitions } = this;
+    return listRecords(
+      { io, keys, transitions, concurrency: this.options.concurrency },
+      prefix,
+      limit,
+      after,
     );
-    return records.flatMap((found) => (found ? [found.record] : []));
   }
 
   protected async doClose(): Promise<void> {
