@@ -1,3 +1,5 @@
+import { ErrorCode, LeaseError } from './errors.js';
+
 /**
  * When the calls gathered by a `GroupCommit` go: `thisTurn` once the microtasks already queued
  * have run (callers resumed by one event ask again before it drains), `nextTurn` in the next turn
@@ -181,6 +183,17 @@ export class GroupCommit<T, R> {
     const reply: GroupReply<R> = {
       answer: (results) => {
         if (settled) return;
+        if (results.length !== group.length) {
+          // Never an answer made up for a caller: a reply that does not fit its group fails it.
+          reply.fail(
+            new LeaseError(
+              ErrorCode.STORE_UNAVAILABLE,
+              `a group of ${group.length} calls got ${results.length} answers`,
+              { retryable: false },
+            ),
+          );
+          return;
+        }
         settled = true;
         let open = 1;
         const landed = (): void => {

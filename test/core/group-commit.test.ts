@@ -156,6 +156,18 @@ describe('group commit', () => {
     expect(group.inFlight).toBe(0);
   });
 
+  it('fails a group whose answer has not one entry per call, never answering a caller with nothing', async () => {
+    const { group, sent } = recorded({ schedule: thisTurn });
+    const calls = [group.run({ key: 'a' }), group.run({ key: 'b' })];
+    await turn();
+    sent[0]!.reply.answer(['ok:a']);
+    expect(await outcomes(calls)).toEqual([
+      '!a group of 2 calls got 1 answers',
+      '!a group of 2 calls got 1 answers',
+    ]);
+    expect(group.inFlight).toBe(0);
+  });
+
   it('fails the group of a send that throws', async () => {
     const group = new GroupCommit<Call, string>({
       schedule: thisTurn,
