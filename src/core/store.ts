@@ -15,6 +15,7 @@ import {
   invalidCandidates,
   type ListOptions,
 } from './options.js';
+import { renewCopies } from './renew-copies.js';
 import { runInChunks } from './run-in-order.js';
 import { acquireFirstByList, acquireInOrder, type SingleOps } from './store-defaults.js';
 
@@ -418,7 +419,12 @@ export abstract class StoreBase implements LeaseStore {
       const checked = await checkInTurns(leases, checkLease);
       if (ttlMs !== undefined) checkTtl(ttlMs);
       if (checked.length === 0) return [];
-      return runInChunks(checked, this.batchPiece, (piece) => this.doRenewMany(piece, ttlMs));
+      const copies = renewCopies(checked, ttlMs);
+      return copies.answer(
+        await runInChunks(copies.unique, this.batchPiece, (piece) =>
+          this.doRenewMany(piece, ttlMs),
+        ),
+      );
     });
   }
 

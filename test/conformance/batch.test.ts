@@ -86,6 +86,10 @@ describeStores('batch calls', ({ open, shortTtl }) => {
     const stored = (await store.get('d1'))!.expiresAt;
     expect(Math.max(renewed[0]!.expiresAt, renewed[4]!.expiresAt)).toBe(stored);
     expect(renewed[4]!.ttlMs).toBe(9000);
+    // The longer TTL listed first: a copy written after it must not shorten the record.
+    const again = await store.renewMany([{ ...a, ttlMs: 9000 }, a]);
+    const storedAgain = (await store.get('d1'))!.expiresAt;
+    expect(Math.max(again[0]!.expiresAt, again[1]!.expiresAt)).toBe(storedAgain);
 
     const released = await store.releaseMany([{ ...b, owner: 'mallory' }, b, b, a]);
     expect(released).toEqual([false, true, false, true]);
