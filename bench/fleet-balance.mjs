@@ -104,7 +104,9 @@ function standing(managers, cost) {
  *   bound − its weight of the others: at least the fewest of its others that get it there, plus
  *   the move of the heaviest itself if it did not hold it, while every other worker still gives up
  *   its own excess (the heaviest not counted).
- * The larger of the two; neither counts where the moved resources land.
+ * - each worker under (1 − tolerance) × the mean receives at least the fewest resources of the
+ *   others (heaviest first, each still fitting under its bound) that bring it up to it.
+ * The largest of the three: a move may serve a worker over the bound and one under it at once.
  */
 function fewestMoves(managers, cost) {
   const held = managers.map((m) => m.held().map((l) => l.resource));
@@ -141,15 +143,36 @@ function fewestMoves(managers, cost) {
     const moveIn = held[i].includes(heaviest) ? 0 : 1;
     hosted = Math.min(hosted, own + moveIn + totalExcess - excess[i]);
   });
-  return Math.max(simple, hosted);
+  const floor = ((1 - TOLERANCE) * all.reduce((a, b) => a + b, 0)) / all.length;
+  let fills = 0;
+  held.forEach((list, i) => {
+    if (all[i] >= floor) return;
+    const offered = held
+      .filter((_, j) => j !== i)
+      .flat()
+      .map(cost)
+      .sort((a, b) => b - a);
+    let load = all[i];
+    for (const w of offered) {
+      if (load >= floor) break;
+      if (load + w > bound) continue;
+      load += w;
+      fills++;
+    }
+  });
+  return Math.max(simple, hosted, fills);
 }
 
-/** Advances a scan at a time until balanced and every resource held (or `maxScans`). */
+/**
+ * Advances a scan at a time until every worker is inside (1 ± tolerance) × the mean load and every
+ * resource held (or `maxScans`).
+ */
 async function untilBalanced(f, cost, maxScans = 12) {
   for (let tick = 1; tick <= maxScans * 10; tick++) {
     await f.clock.advance(RECONCILE / 10);
     const s = standing(f.managers, cost);
-    if (s.held === RESOURCES && s.maxOverMean <= 1 + TOLERANCE)
+    const inBand = s.maxOverMean <= 1 + TOLERANCE && s.minOverMean >= 1 - TOLERANCE;
+    if (s.held === RESOURCES && inBand)
       return { scans: (tick * (RECONCILE / 10)) / RECONCILE, ...s };
   }
   return { scans: null, ...standing(f.managers, cost) };

@@ -40,6 +40,8 @@ interface Published {
   readonly o: string;
   /** Reported loads by resource. */
   readonly l: Record<string, number>;
+  /** 1 while its member is below its band and has room: above-fair members hand it load. */
+  readonly u?: 1;
 }
 
 /** A load written with three significant digits: a report that moves less is not news. */
@@ -73,6 +75,11 @@ export class LoadBook {
   private readonly seenAt = new Map<string, number>();
   /** What this worker last published. */
   private lastPublished = new Map<string, number>();
+  /** Whether this worker is below its band (see `markUnder`), and what it last published of it. */
+  private under = false;
+  private lastUnder = false;
+  /** Other members whose records say they are below their band. */
+  private othersUnder: ReadonlySet<string> = new Set();
   private cache: { wanted: readonly string[]; weights: Float64Array } | undefined;
 
   /**
@@ -156,15 +163,31 @@ export class LoadBook {
     if (load !== undefined) this.given.set(resource, { load, at: this.now() });
   }
 
+  /**
+   * Whether this worker is now below `fair × (1 − tolerance)` with room for more: published at the
+   * next membership renewal, so members above their fair load hand it some (see `planWeighted`).
+   */
+  markUnder(under: boolean): void {
+    this.under = under;
+  }
+
+  /** Other members whose membership records say they are below their band. */
+  membersUnder(): ReadonlySet<string> {
+    return this.othersUnder;
+  }
+
   /** Reads the loads published in live membership records (this worker's own among them). */
   absorb(records: readonly LeaseRecord[]): void {
     const seen = new Map<string, number>();
+    const under = new Set<string>();
     for (const record of records) {
       const published = parsePublished(record);
       if (!published) continue;
+      if (published.u === 1 && record.owner !== this.owner) under.add(record.owner);
       for (const [resource, load] of Object.entries(published.l))
         seen.set(resource, Math.max(load, seen.get(resource) ?? 0));
     }
+    this.othersUnder = under;
     const now = this.now();
     for (const [resource, load] of seen) {
       this.known.set(resource, load);
@@ -194,7 +217,9 @@ export class LoadBook {
    * more than the tolerance since the last publication (nor appeared or went). Call `published`
    * with its `loads` once the store has it.
    */
-  toPublish(held: readonly string[]): { text: string; loads: Map<string, number> } | undefined {
+  toPublish(
+    held: readonly string[],
+  ): { text: string; loads: Map<string, number>; under: boolean } | undefined {
     const loads = new Map<string, number>();
     const add = (resource: string, load: number | undefined): void => {
       if (load === undefined) return;
@@ -212,10 +237,12 @@ export class LoadBook {
     );
     const l: Record<string, number> = {};
     const kept = new Map<string, number>();
-    let text = JSON.stringify({ o: this.owner, l });
+    const under = this.under;
+    const data = (): Published => (under ? { o: this.owner, l, u: 1 } : { o: this.owner, l });
+    let text = JSON.stringify(data());
     for (const [resource, load] of entries) {
       l[resource] = load;
-      const next = JSON.stringify({ o: this.owner, l });
+      const next = JSON.stringify(data());
       if (dataBytes(next) > LIMITS.dataMaxBytes) {
         delete l[resource];
         break;
@@ -223,13 +250,14 @@ export class LoadBook {
       text = next;
       kept.set(resource, load);
     }
-    if (!this.moved(kept)) return undefined;
-    return { text, loads: kept };
+    if (!this.moved(kept) && under === this.lastUnder) return undefined;
+    return { text, loads: kept, under };
   }
 
   /** What this worker published is in the store: it counts here at once, as it will for peers. */
-  published(loads: Map<string, number>): void {
+  published(loads: Map<string, number>, under = false): void {
     this.lastPublished = loads;
+    this.lastUnder = under;
     const now = this.now();
     for (const [resource, load] of loads) {
       this.known.set(resource, load);
@@ -264,10 +292,10 @@ function parsePublished(record: LeaseRecord): Published | undefined {
     return undefined;
   }
   if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const { o, l } = parsed as Partial<Published>;
+  const { o, l, u } = parsed as Partial<Published>;
   if (o !== record.owner || typeof l !== 'object' || l === null) return undefined;
   const loads: Record<string, number> = {};
   for (const [resource, load] of Object.entries(l))
     if (typeof load === 'number' && Number.isFinite(load) && load >= 0) loads[resource] = load;
-  return { o, l: loads };
+  return u === 1 ? { o, l: loads, u } : { o, l: loads };
 }

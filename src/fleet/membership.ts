@@ -285,7 +285,7 @@ export class Membership {
     this.publishing = true;
     try {
       await member.writeData(next.text);
-      this.host.loads.published(next.loads);
+      this.host.loads.published(next.loads, next.under);
       this.host.changed();
       await this.view.announce(1);
     } catch {

@@ -80,6 +80,8 @@ export interface WeightedPlanInput {
   /** The most leases shed at one reconcile. */
   readonly maxShed: number;
   readonly balance: boolean;
+  /** Other members whose membership records say they are below their band. */
+  readonly under?: ReadonlySet<string>;
 }
 
 export interface WeightedPlan extends Plan {
@@ -96,7 +98,9 @@ export interface WeightedPlan extends Plan {
  * assignment fits them within its fair load); what others shed that is not assigned to it, it takes
  * only while it stays under its fair load (`room`). Under constant weights nothing moves once every
  * worker is inside its band or holds only what is assigned to it: the two bounds keep a fleet
- * from oscillating.
+ * from oscillating. A member whose membership record says it is below its band (`under`) gets one
+ * resource a scan from each member above its fair load, one that keeps the giver at or above its
+ * fair load: the loads then only move towards the fair ones.
  */
 export function planWeighted(
   input: WeightedPlanInput,
@@ -111,10 +115,36 @@ export function planWeighted(
   const lower = fair * (1 - tolerance);
   const shed: string[] = [];
   const maxShed = input.balance ? input.maxShed : 0;
+  // A member below its band: one resource a scan goes from each member above its fair load, the
+  // heaviest that keeps this one at or above its fair load and fits under the fair load of every
+  // member below the band (so whichever takes it stays under it, as the taker's `fitting` asks).
+  const under = input.under;
+  if (maxShed > 0 && under !== undefined && under.size > 0 && load > fair) {
+    let cap = load - fair;
+    for (const id of under) cap = Math.min(cap, tolerance * (assignment.fair?.get(id) ?? 0));
+    let pick: { r: string; w: number; rank: number } | undefined;
+    for (const r of mine) {
+      const w = weightOf(r);
+      if (w <= 0 || w > cap) continue;
+      const target = assignment.targetOf.get(r);
+      const rank = target !== undefined && under.has(target) ? 0 : target === me ? 2 : 1;
+      if (
+        !pick ||
+        w > pick.w ||
+        (w === pick.w && (rank < pick.rank || (rank === pick.rank && r < pick.r)))
+      )
+        pick = { r, w, rank };
+    }
+    if (pick) {
+      shed.push(pick.r);
+      load -= pick.w;
+    }
+  }
+  const handed = new Set(shed);
   const toNewcomers = newcomers.size > 0 && load > fair;
   if (maxShed > 0 && (load > upper || mine.length > limit || toNewcomers)) {
     const others = mine
-      .filter((r) => assignment.targetOf.get(r) !== me)
+      .filter((r) => assignment.targetOf.get(r) !== me && !handed.has(r))
       .map((r) => {
         const target = assignment.targetOf.get(r);
         const rank = target !== undefined && newcomers.has(target) ? 0 : 1;

@@ -189,6 +189,7 @@ export class Reconciler {
           limit: host.maxLeases,
           maxShed: host.maxMovesPerScan,
           balance: host.balance,
+          under: loads.membersUnder(),
         })
       : plan({
           me: this.owner,
@@ -244,6 +245,10 @@ export class Reconciler {
         return Math.round(Math.min(client.heartbeatMs / 2, 500) * (0.5 + Math.random()));
       }
     }
+    // Below the band with room for more: said in the membership record at the next renewal.
+    loads.markUnder(
+      this.byWeight && room() > 0 && this.keptLoad() < this.fair * (1 - host.tolerance),
+    );
     const deficit = this.byWeight ? decided.deficit : Math.max(0, room());
     const interval = host.nextInterval();
     const settled = deficit === 0 && decided.shed.length === 0;
@@ -321,10 +326,19 @@ export class Reconciler {
     );
   }
 
-  /** Whether this worker would take resources not assigned to it: below its share, or its fair load. */
+  /**
+   * Whether this worker would take resources not assigned to it: below its share, or its fair load
+   * — and, while another member says it is below its band, only when this one is below its band
+   * too: what members above their fair load hand over then is for those (see `planWeighted`).
+   */
   private short(): boolean {
     if (this.room() <= 0) return false;
-    return !this.byWeight || this.keptLoad() < this.fair;
+    if (!this.byWeight) return true;
+    const load = this.keptLoad();
+    if (load >= this.fair) return false;
+    return (
+      this.host.loads.membersUnder().size === 0 || load < this.fair * (1 - this.host.tolerance)
+    );
   }
 
   /**

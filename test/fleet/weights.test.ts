@@ -205,6 +205,87 @@ describe('weighted plan', () => {
   });
 });
 
+describe('filling a member below its band', () => {
+  const weights: Record<string, number> = { x: 6, y: 4, z: 2, u: 1, v: 1 };
+  const targetOf = new Map([
+    ['x', 'a'],
+    ['y', 'a'],
+    ['z', 'a'],
+    ['u', 'b'],
+    ['v', 'a'],
+  ]);
+  const input = (over: Partial<WeightedPlanInput>): WeightedPlanInput => ({
+    me: 'a',
+    wanted: new Set(Object.keys(weights)),
+    held: Object.keys(weights), // load 14
+    assignment: { members: ['a', 'b'], shares: new Map(), targetOf, fair: new Map([['b', 20]]) },
+    newcomers: new Set(),
+    weightOf: (r) => weights[r]!,
+    fair: 13,
+    tolerance: 0.1,
+    limit: Infinity,
+    maxShed: Infinity,
+    balance: true,
+    under: new Set(['b']),
+    ...over,
+  });
+
+  it('a member above its fair load hands over one resource a scan, the heaviest that keeps it at or above its fair load and fits under the fair load of the one below', () => {
+    // Load 14, fair 13, inside its band: 1 above fair, so u or v (1 each); u is b's already.
+    const p = planWeighted(input({}));
+    expect(p.shed).toEqual(['u']);
+    expect(p.load).toBe(13);
+    // A band of ±20 %: 2 above fair, and b's fair load 20 has room for 4: z (2), not y (4).
+    expect(planWeighted(input({ fair: 12, tolerance: 0.2 })).shed).toEqual(['z']);
+    // b's fair load 5 has room for 1 under it: v or u again, not z.
+    const small = { ...input({}).assignment, fair: new Map([['b', 5]]) };
+    expect(planWeighted(input({ fair: 12, tolerance: 0.2, assignment: small })).shed).toEqual([
+      'u',
+    ]);
+    // b's fair load 4 has room for 0.4: nothing fits.
+    const smaller = { ...input({}).assignment, fair: new Map([['b', 4]]) };
+    expect(planWeighted(input({ assignment: smaller })).shed).toEqual([]);
+  });
+
+  it('nothing goes when this member is not above its fair load, nobody is below the band, or moves are off', () => {
+    expect(planWeighted(input({ fair: 14 })).shed).toEqual([]);
+    expect(planWeighted(input({ under: new Set() })).shed).toEqual([]);
+    expect(planWeighted(input({ balance: false })).shed).toEqual([]);
+  });
+
+  it('a member says it is below its band in its membership record; the others read it from there', () => {
+    const book = new LoadBook('b', undefined, 0.1, () => 0, 1000);
+    expect(book.toPublish([])).toBeUndefined(); // nothing to say
+    book.markUnder(true);
+    const said = book.toPublish([])!;
+    expect(JSON.parse(said.text)).toEqual({ o: 'b', l: {}, u: 1 });
+    book.published(said.loads, said.under);
+    expect(book.toPublish([])).toBeUndefined(); // said already
+    book.markUnder(false);
+    const back = book.toPublish([])!;
+    expect(JSON.parse(back.text)).toEqual({ o: 'b', l: {} });
+
+    const other = new LoadBook('a', undefined, 0.1, () => 0, 1000);
+    const prefix = membersPrefix('g');
+    const rec = (slot: string, owner: string, data: string): LeaseRecord => ({
+      resource: prefix + slot,
+      owner,
+      token: 1,
+      expiresAt: 10_000,
+      data,
+    });
+    other.absorb([
+      rec('@00000001', 'b', said.text),
+      rec('@00000002', 'a', JSON.stringify({ o: 'a', l: {}, u: 1 })), // its own
+      rec('@00000003', 'c', JSON.stringify({ o: 'old', l: {}, u: 1 })), // an earlier holder's
+      rec('@00000004', 'd', JSON.stringify({ o: 'd', l: {}, u: 2 })), // not a mark it writes
+    ]);
+    expect([...other.membersUnder()]).toEqual(['b']);
+    other.absorb([rec('@00000001', 'b', back.text)]);
+    expect([...other.membersUnder()]).toEqual([]);
+  });
+});
+
 describe('membership marks and load reports', () => {
   const prefix = membersPrefix('g');
   const rec = (resource: string, owner: string, data?: string): LeaseRecord => ({
@@ -381,6 +462,30 @@ describe('a weighted fleet', () => {
     expect(moves).toBe(settled);
   });
 
+  it('a worker left below its band by a change of weights is filled from the others, and then nothing moves', async () => {
+    const wanted = names(60);
+    fleet = new Fleet({ resources: wanted, ttlMs: TTL, heartbeatMs: HB, reconcileMs: RECONCILE });
+    const workers = [await fleet.join(), await fleet.join(), await fleet.join()];
+    await fleet.clock.advance(4 * RECONCILE);
+    expect(fleet.counts()).toEqual([20, 20, 20]);
+    // Every resource of the first worker reports half its weight: it carries 10 of 50 (fair
+    // 16.7, band 15–18.3), inside the others' bands (20 each), so nobody is over the band.
+    const cooled = workers[0]!.manager.held().map((l) => l.resource);
+    for (const r of cooled) expect(workers[0]!.manager.reportLoad(r, 0.5)).toBe(true);
+    await fleet.clock.advance(8 * RECONCILE);
+    const cost = (r: string): number => (cooled.includes(r) ? 0.5 : 1);
+    const loads = loadOf(fleet, cost);
+    expect(loads.reduce((a, b) => a + b)).toBe(50);
+    for (const load of loads) {
+      expect(load).toBeGreaterThanOrEqual(0.9 * (50 / 3));
+      expect(load).toBeLessThanOrEqual(1.1 * (50 / 3));
+    }
+    let moves = 0;
+    for (const w of fleet.workers) w.manager.on('handoff', () => moves++);
+    await fleet.clock.advance(10 * RECONCILE);
+    expect(moves).toBe(0);
+  });
+
   it('refuses bad weights, capacities, tolerances, move caps and loads, naming the option', async () => {
     fleet = new Fleet({ resources: names(4), ttlMs: TTL, heartbeatMs: HB, reconcileMs: RECONCILE });
     const cases: [Record<string, unknown>, RegExp][] = [
@@ -487,6 +592,7 @@ it('a weighted fleet under random weights, capacities, joins, crashes and stops 
             const load = w.manager.held().reduce((s, l) => s + weight.get(l.resource)!, 0);
             const fair = (total * capacity[i]!) / totalCapacity;
             expect(load).toBeLessThanOrEqual(fair * 1.1 + heaviest + 1e-9);
+            expect(load).toBeGreaterThanOrEqual(fair * 0.9 - heaviest - 1e-9);
           }
           let moves = 0;
           for (const { w } of live) w.manager.on('handoff', () => moves++);
