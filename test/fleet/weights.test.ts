@@ -174,34 +174,46 @@ describe('weighted plan', () => {
     expect(p.deficit).toBe(1);
   });
 
-  it('sheds what is assigned to a newcomer while above its fair load', () => {
+  it('a newcomer is filled when it says it is below its band, not by handing it its rendezvous targets', () => {
     const targetOf = new Map([
       ['x', 'a'],
       ['y', 'n'],
       ['z', 'n'],
       ['u', 'a'],
     ]);
-    const p = planWeighted(
+    const at = (under: ReadonlySet<string>): WeightedPlanInput =>
       base({
         held: ['x', 'y', 'z', 'u'],
-        assignment: { members: ['a', 'n'], shares: new Map(), targetOf },
+        assignment: {
+          members: ['a', 'n'],
+          shares: new Map(),
+          targetOf,
+          fair: new Map([['n', 30]]),
+        },
         weightOf: (r) => weights[r]!,
         newcomers: new Set(['n']),
-        fair: 10, // load 13: over fair; y (4) leaves it at 9, the band's floor
-      }),
-    );
-    expect(p.shed).toEqual(['y']);
-    // Without a newcomer, 13 is over the band's top (11) as well: y goes all the same.
-    const inBand = planWeighted(
-      base({
-        held: ['x', 'y', 'z', 'u'],
-        assignment: { members: ['a', 'n'], shares: new Map(), targetOf },
-        weightOf: (r) => weights[r]!,
-        newcomers: new Set(['n']),
-        fair: 12, // load 13 is inside the band; over fair, z (2) leaves it at 11
-      }),
-    );
-    expect(inBand.shed).toEqual(['z']);
+        fair: 12, // load 13: inside the band, 1 over fair
+        under,
+      });
+    expect(planWeighted(at(new Set())).shed).toEqual([]);
+    // Once n says it is below its band: u (1) keeps a at its fair load; y and z stay.
+    expect(planWeighted(at(new Set(['n']))).shed).toEqual(['u']);
+  });
+
+  it('asks for the resources assigned to it only while below its band', () => {
+    const targetOf = new Map([
+      ['x', 'a'],
+      ['y', 'a'],
+      ['z', 'a'],
+    ]);
+    const assignment = { members: ['a', 'b'], shares: new Map(), targetOf };
+    const weightOf = (r: string): number => weights[r]!;
+    expect(planWeighted(base({ held: ['x'], assignment, weightOf })).candidates).toEqual([
+      'y',
+      'z',
+    ]);
+    // Load 10: inside the band [9, 11]; y and z are someone else's to keep.
+    expect(planWeighted(base({ held: ['x', 'y'], assignment, weightOf })).candidates).toEqual([]);
   });
 });
 
@@ -484,6 +496,36 @@ describe('a weighted fleet', () => {
     for (const w of fleet.workers) w.manager.on('handoff', () => moves++);
     await fleet.clock.advance(10 * RECONCILE);
     expect(moves).toBe(0);
+  });
+
+  it('a worker joining a weighted fleet is filled with a few heavy resources, not a rendezvous share of all', async () => {
+    const { wanted, weights } = zipf(300);
+    const weightOf = new Map(wanted.map((r, i) => [r, weights[i]!]));
+    fleet = new Fleet({
+      resources: wanted,
+      ttlMs: TTL,
+      heartbeatMs: HB,
+      reconcileMs: RECONCILE,
+      weight: weightOf,
+    });
+    for (let i = 0; i < 3; i++) await fleet.join();
+    await fleet.clock.advance(5 * RECONCILE);
+    let moves = 0;
+    for (const w of fleet.workers) w.manager.on('handoff', () => moves++);
+    await fleet.join();
+    await fleet.clock.advance(8 * RECONCILE);
+    const total = weights.reduce((a, b) => a + b, 0);
+    const loads = loadOf(fleet, (r) => weightOf.get(r)!);
+    expect(loads.reduce((a, b) => a + b)).toBeCloseTo(total, 6);
+    for (const load of loads) {
+      expect(load / (total / 4)).toBeGreaterThanOrEqual(0.9);
+      expect(load / (total / 4)).toBeLessThanOrEqual(1.1);
+    }
+    // A re-deal among four hands the newcomer about a quarter of the 300 names.
+    expect(moves).toBeLessThanOrEqual(30);
+    const settled = moves;
+    await fleet.clock.advance(10 * RECONCILE);
+    expect(moves).toBe(settled);
   });
 
   it('refuses bad weights, capacities, tolerances, move caps and loads, naming the option', async () => {
