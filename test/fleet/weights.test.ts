@@ -413,16 +413,23 @@ describe('a weighted fleet', () => {
   const loadOf = (f: Fleet, cost: (r: string) => number): number[] =>
     f.workers.map((w) => w.manager.held().reduce((s, l) => s + cost(l.resource), 0));
 
-  it('balances weight per unit of capacity, and nothing moves once it has', async () => {
+  /** A fleet (no workers yet) over 300 resources of Zipf(1.0) weights, given as the `weight` option. */
+  const zipfFleet = (): { fleet: Fleet; weights: Float64Array; weightOf: Map<string, number> } => {
     const { wanted, weights } = zipf(300);
     const weightOf = new Map(wanted.map((r, i) => [r, weights[i]!]));
-    fleet = new Fleet({
+    const made = new Fleet({
       resources: wanted,
       ttlMs: TTL,
       heartbeatMs: HB,
       reconcileMs: RECONCILE,
       weight: weightOf,
     });
+    fleet = made; // stopped after the test
+    return { fleet: made, weights, weightOf };
+  };
+
+  it('balances weight per unit of capacity, and nothing moves once it has', async () => {
+    const { fleet, weights, weightOf } = zipfFleet();
     await fleet.join();
     await fleet.join({ capacity: 2 });
     await fleet.join();
@@ -499,15 +506,7 @@ describe('a weighted fleet', () => {
   });
 
   it('a worker joining a weighted fleet is filled with a few heavy resources, not a rendezvous share of all', async () => {
-    const { wanted, weights } = zipf(300);
-    const weightOf = new Map(wanted.map((r, i) => [r, weights[i]!]));
-    fleet = new Fleet({
-      resources: wanted,
-      ttlMs: TTL,
-      heartbeatMs: HB,
-      reconcileMs: RECONCILE,
-      weight: weightOf,
-    });
+    const { fleet, weights, weightOf } = zipfFleet();
     for (let i = 0; i < 3; i++) await fleet.join();
     await fleet.clock.advance(5 * RECONCILE);
     let moves = 0;
