@@ -4,7 +4,7 @@ import { withData } from './lease-data.js';
 /**
  * A renewal batch with each lease (resource, owner, token) once: a lease listed more than once is
  * renewed once, with the longest TTL its copies ask for, and every copy is answered with that
- * renewal's expiry (its own `ttlMs` and data kept). Renewed one after another, a copy with a
+ * renewal (its expiry and TTL; each copy's own data kept). Renewed one after another, a copy with a
  * shorter TTL written last would shorten the record below what an earlier copy was told, and
  * that holder would believe in more than is stored.
  */
@@ -39,8 +39,7 @@ export function renewCopies(leases: readonly Lease[], ttlMs: number | undefined)
       leases.map((lease, i) => {
         const r = renewed[slotOf[i]!];
         if (!r) return null;
-        if (unique[slotOf[i]!] === lease) return r;
-        return withData({ ...r, ttlMs: ttlMs ?? lease.ttlMs }, lease.data);
+        return unique[slotOf[i]!] === lease ? r : withData(r, lease.data);
       }),
   };
 }

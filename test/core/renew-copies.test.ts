@@ -19,10 +19,10 @@ describe('renewCopies', () => {
     expect(copies.unique.map((l) => `${l.owner} ${l.ttlMs}`)).toEqual(['a 9000', 'b 1000']);
     const answers = copies.answer([{ ...a, ttlMs: 9000, expiresAt: 500 }, null]);
     expect(answers.map((l) => l && [l.expiresAt, l.ttlMs, l.data])).toEqual([
-      [500, 1000, undefined],
+      [500, 9000, undefined],
       null,
       [500, 9000, 'x'],
-      [500, 1000, undefined],
+      [500, 9000, undefined],
     ]);
   });
 

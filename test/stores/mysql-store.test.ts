@@ -206,7 +206,7 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     const forged = { ...y, owner: 'a' };
     const renewed = await store.renewMany([a, stale, a, forged, { ...a, ttlMs: 9000 }]);
     expect(renewed.map((r) => r !== null)).toEqual([true, false, true, false, true]);
-    // A lease listed twice is renewed once, with the TTL of its last occurrence.
+    // A lease listed twice is renewed once, with the longest TTL asked for.
     const stored = (await store.get('x'))!.expiresAt;
     expect(renewed.filter(Boolean).map((r) => [r!.expiresAt, r!.ttlMs])).toEqual([
       [stored, 9000],
