@@ -42,7 +42,12 @@ interface Published {
   readonly l: Record<string, number>;
   /** 1 while its member is below its band and has room: above-fair members hand it load. */
   readonly u?: 1;
+  /** Its member's load and fair load when weighing (three significant digits), for the dashboard. */
+  readonly w?: readonly [number, number];
 }
+
+/** The fewest membership renewals between two publications of a member's load and fair load alone. */
+const STANDING_EVERY = 4;
 
 /** A load written with three significant digits: a report that moves less is not news. */
 function rounded(value: number): number {
@@ -75,9 +80,13 @@ export class LoadBook {
   private readonly seenAt = new Map<string, number>();
   /** What this worker last published. */
   private lastPublished = new Map<string, number>();
-  /** Whether this worker is below its band (see `markUnder`), and what it last published of it. */
+  /** Whether this worker is below its band, its load and fair load (see `markStanding`), and what it last published of them. */
   private under = false;
   private lastUnder = false;
+  private standing: readonly [number, number] | undefined;
+  private lastStanding: readonly [number, number] | undefined;
+  /** Calls of `toPublish` since the load and fair load were last published. */
+  private sinceStanding = 0;
   /** Other members whose records say they are below their band. */
   private othersUnder: ReadonlySet<string> = new Set();
   private cache: { wanted: readonly string[]; weights: Float64Array } | undefined;
@@ -164,11 +173,14 @@ export class LoadBook {
   }
 
   /**
-   * Whether this worker is now below `fair × (1 − tolerance)` with room for more: published at the
-   * next membership renewal, so members above their fair load hand it some (see `planWeighted`).
+   * Where this worker stands after a reconcile: whether it is below `fair × (1 − tolerance)` with
+   * room for more, published at the next membership renewal so members above their fair load hand
+   * it some (see `planWeighted`); and, when weighing, its load and fair load, published for the
+   * dashboard when either moved by more than the tolerance (`undefined`: not weighing).
    */
-  markUnder(under: boolean): void {
+  markStanding(under: boolean, standing?: { load: number; fair: number }): void {
     this.under = under;
+    this.standing = standing && [rounded(standing.load), rounded(standing.fair)];
   }
 
   /** Other members whose membership records say they are below their band. */
@@ -217,9 +229,16 @@ export class LoadBook {
    * more than the tolerance since the last publication (nor appeared or went). Call `published`
    * with its `loads` once the store has it.
    */
-  toPublish(
-    held: readonly string[],
-  ): { text: string; loads: Map<string, number>; under: boolean } | undefined {
+  toPublish(held: readonly string[]):
+    | {
+        text: string;
+        loads: Map<string, number>;
+        under: boolean;
+        standing: readonly [number, number] | undefined;
+        /** Whether peers should read it now: a load or the below-the-band mark changed. */
+        news: boolean;
+      }
+    | undefined {
     const loads = new Map<string, number>();
     const add = (resource: string, load: number | undefined): void => {
       if (load === undefined) return;
@@ -238,7 +257,14 @@ export class LoadBook {
     const l: Record<string, number> = {};
     const kept = new Map<string, number>();
     const under = this.under;
-    const data = (): Published => (under ? { o: this.owner, l, u: 1 } : { o: this.owner, l });
+    const moved = this.standingMoved();
+    const standing = moved ? this.standing : this.lastStanding;
+    const data = (): Published => ({
+      o: this.owner,
+      l,
+      ...(under ? { u: 1 as const } : {}),
+      ...(standing ? { w: standing } : {}),
+    });
     let text = JSON.stringify(data());
     for (const [resource, load] of entries) {
       l[resource] = load;
@@ -250,14 +276,33 @@ export class LoadBook {
       text = next;
       kept.set(resource, load);
     }
-    if (!this.moved(kept) && under === this.lastUnder) return undefined;
-    return { text, loads: kept, under };
+    const news = this.moved(kept) || under !== this.lastUnder;
+    if (!news && !moved) return undefined;
+    return { text, loads: kept, under, standing, news };
+  }
+
+  /**
+   * Whether the load or fair load moved by more than the tolerance since last published, at most
+   * once every `STANDING_EVERY` calls (membership renewals): a fleet handing leases about does not
+   * write its membership records at every beat for the dashboard's sake.
+   */
+  private standingMoved(): boolean {
+    this.sinceStanding++;
+    const now = this.standing;
+    const before = this.lastStanding;
+    if (now === undefined || before === undefined) return now !== before;
+    if (this.sinceStanding < STANDING_EVERY) return false;
+    const far = (a: number, b: number): boolean =>
+      Math.abs(a - b) > this.tolerance * Math.max(Math.abs(a), Math.abs(b));
+    return far(now[0], before[0]) || far(now[1], before[1]);
   }
 
   /** What this worker published is in the store: it counts here at once, as it will for peers. */
-  published(loads: Map<string, number>, under = false): void {
+  published(loads: Map<string, number>, under = false, standing?: readonly [number, number]): void {
     this.lastPublished = loads;
     this.lastUnder = under;
+    if (standing !== this.lastStanding) this.sinceStanding = 0;
+    this.lastStanding = standing;
     const now = this.now();
     for (const [resource, load] of loads) {
       this.known.set(resource, load);

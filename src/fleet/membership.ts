@@ -285,7 +285,9 @@ export class Membership {
     this.publishing = true;
     try {
       await member.writeData(next.text);
-      this.host.loads.published(next.loads, next.under);
+      this.host.loads.published(next.loads, next.under, next.standing);
+      // The load and fair load alone are for the dashboard: peers read them with their next scan.
+      if (!next.news) return;
       this.host.changed();
       await this.view.announce(1);
     } catch {

@@ -90,25 +90,18 @@ export interface WeightedPlan extends Plan {
 }
 
 /**
- * How many resources a member above its fair load hands over a scan while another member is below
- * its band: one took three scans to fill a newcomer among eight (`npm run bench:balance`), more
- * moved more light resources than the fill needed.
- */
-const FILLS_PER_SCAN = 2;
-
-/**
  * One worker's decisions when resources are weighed, as a pure function of what it knows. Leases
  * stay sticky: a worker sheds only while its load is above `fair × (1 + tolerance)`, and only leases
  * the assignment gives to other members — the heaviest first that still leave it at or above
  * `fair × (1 − tolerance)`, so it reaches the band in the fewest moves without falling through it —
- * at most `maxShed` at a time. Below its band it takes every resource assigned to it that it does
- * not hold (the assignment fits them within its fair load); what others shed that is not assigned
- * to it, it takes only while it stays under its fair load (`room`). A member whose membership
- * record says it is below its band (`under`; a newcomer is, until filled) gets up to
- * `FILLS_PER_SCAN` resources a scan from each member above its fair load, ones that keep the giver
- * at or above its fair load: a join moves a few heavy resources, not the newcomer's rendezvous
- * share of every weight. Under constant weights nothing moves once every worker is inside its band:
- * the bounds keep a fleet from oscillating, and loads only move towards the fair ones.
+ * at most `maxShed` at a time. It takes every resource assigned to it that it does not hold (the
+ * assignment fits them within its fair load); what others shed that is not assigned to it, it takes
+ * only while it stays under its fair load (`room`). Under constant weights nothing moves once every
+ * worker is inside its band or holds only what is assigned to it: the two bounds keep a fleet
+ * from oscillating. A member whose membership record says it is below its band (`under`) gets one
+ * resource a scan from each member above its fair load, one that keeps the giver at or above its
+ * fair load, assigned to the member below or to the giver itself (one assigned to a third member
+ * would go to that one): the loads then only move towards the fair ones.
  */
 export function planWeighted(
   input: WeightedPlanInput,
@@ -123,32 +116,36 @@ export function planWeighted(
   const lower = fair * (1 - tolerance);
   const shed: string[] = [];
   const maxShed = input.balance ? input.maxShed : 0;
-  // A member below its band (a newcomer among them): up to `FILLS_PER_SCAN` resources a scan go from
-  // each member above its fair load, the heaviest that keep this one at or above its fair load and
-  // fit together under the fair load of every member below the band (so whichever takes them stays
-  // under it, as the taker's `fitting` asks).
+  // A member below its band: one resource a scan goes from each member above its fair load, the
+  // heaviest that keeps this one at or above its fair load and fits under the fair load of every
+  // member below the band (so whichever takes it stays under it, as the taker's `fitting` asks).
   const under = input.under;
   if (maxShed > 0 && under !== undefined && under.size > 0 && load > fair) {
     let cap = load - fair;
     for (const id of under) cap = Math.min(cap, tolerance * (assignment.fair?.get(id) ?? 0));
-    const offered = mine
-      .map((r) => {
-        const target = assignment.targetOf.get(r);
-        const rank = target !== undefined && under.has(target) ? 0 : target === me ? 2 : 1;
-        return { r, w: weightOf(r), rank };
-      })
-      .filter((x) => x.w > 0 && x.w <= cap)
-      .sort((a, b) => b.w - a.w || a.rank - b.rank || (a.r < b.r ? -1 : 1));
-    for (const x of offered.slice(0, FILLS_PER_SCAN)) {
-      if (shed.length >= maxShed) break;
-      if (x.w > cap) continue;
-      shed.push(x.r);
-      load -= x.w;
-      cap -= x.w;
+    let pick: { r: string; w: number; rank: number } | undefined;
+    for (const r of mine) {
+      const w = weightOf(r);
+      if (w <= 0 || w > cap) continue;
+      const target = assignment.targetOf.get(r);
+      const rank = target !== undefined && under.has(target) ? 0 : target === me ? 2 : 1;
+      // Assigned to a member inside its band, it would go to that member, not the one below.
+      if (rank === 1) continue;
+      if (
+        !pick ||
+        w > pick.w ||
+        (w === pick.w && (rank < pick.rank || (rank === pick.rank && r < pick.r)))
+      )
+        pick = { r, w, rank };
+    }
+    if (pick) {
+      shed.push(pick.r);
+      load -= pick.w;
     }
   }
   const handed = new Set(shed);
-  if (maxShed > 0 && (load > upper || mine.length > limit)) {
+  const toNewcomers = newcomers.size > 0 && load > fair;
+  if (maxShed > 0 && (load > upper || mine.length > limit || toNewcomers)) {
     const others = mine
       .filter((r) => assignment.targetOf.get(r) !== me && !handed.has(r))
       .map((r) => {
@@ -158,7 +155,20 @@ export function planWeighted(
       })
       .sort((a, b) => b.w - a.w || a.rank - b.rank || a.tie - b.tie);
     const left: typeof others = [];
+    // A member joined: what is assigned to it goes while this worker is above its fair load (a
+    // newcomer's fair load is made of such leases), as a count-balanced fleet sheds to newcomers.
+    if (toNewcomers) {
+      for (const x of others) {
+        if (load <= fair || shed.length >= maxShed) break;
+        if (x.rank === 0 && load - x.w >= lower) {
+          shed.push(x.r);
+          load -= x.w;
+        }
+      }
+    }
+    const newcomersShed = new Set(shed);
     for (const x of others) {
+      if (newcomersShed.has(x.r)) continue;
       if (load <= upper || shed.length >= maxShed) left.push(x);
       else if (load - x.w >= lower) {
         shed.push(x.r);
@@ -183,12 +193,9 @@ export function planWeighted(
       load -= weightOf(rest[i]!);
     }
   }
-  // Below its band, it asks for every resource assigned to it that it does not hold; inside it, for
-  // none: what it lacks then is held by members inside their own bands (a newcomer's targets, say,
-  // which it is filled past instead), and asking again at every scan would only be refused.
   const heldSet = new Set(held);
   const candidates: string[] = [];
-  const room = load < lower ? Math.max(0, limit - (mine.length - shed.length)) : 0;
+  const room = Math.max(0, limit - (mine.length - shed.length));
   for (const [resource, target] of assignment.targetOf) {
     if (candidates.length >= room) break;
     if (target === me && !heldSet.has(resource)) candidates.push(resource);

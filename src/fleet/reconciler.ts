@@ -245,9 +245,12 @@ export class Reconciler {
         return Math.round(Math.min(client.heartbeatMs / 2, 500) * (0.5 + Math.random()));
       }
     }
-    // Below the band with room for more: said in the membership record at the next renewal.
-    loads.markUnder(
-      this.byWeight && room() > 0 && this.keptLoad() < this.fair * (1 - host.tolerance),
+    // Below the band with room for more, and the load against the fair load: said in the
+    // membership record at the next renewal.
+    const kept = this.byWeight ? this.keptLoad() : 0;
+    loads.markStanding(
+      this.byWeight && room() > 0 && kept < this.fair * (1 - host.tolerance),
+      this.byWeight ? { load: kept, fair: this.fair } : undefined,
     );
     const deficit = this.byWeight ? decided.deficit : Math.max(0, room());
     const interval = host.nextInterval();

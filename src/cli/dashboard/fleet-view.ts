@@ -20,6 +20,12 @@ export interface FleetMember {
   readonly leases: number;
   /** What `LeaseManager` would give it of the live leases seen. */
   readonly fairShare: number;
+  /**
+   * When its group balances by weight: its load and fair load as it last published them in its
+   * membership record (three significant digits, published when one moves by over half the
+   * tolerance), and whether it said it is below its band.
+   */
+  readonly weighed?: { readonly load: number; readonly fair: number; readonly below: boolean };
 }
 
 export interface FleetView {
@@ -70,7 +76,11 @@ export function fleetView(records: Iterable<LeaseRecord>, now: number, skewMs: n
     const bucketed = prefix.startsWith(BUCKET_MEMBERS_ROOT);
     const name = prefix.slice((bucketed ? BUCKET_MEMBERS_ROOT : MEMBERS_ROOT).length, -1);
     const group = bucketed ? `${name} (buckets)` : name;
-    return liveMembers(list, prefix, now, skewMs).map((m) => ({ ...m, group }));
+    return liveMembers(list, prefix, now, skewMs).map((m) => ({
+      ...m,
+      group,
+      weighed: standingOf(list, m.id),
+    }));
   });
   const ids = new Set(grouped.map((m) => m.id));
   // What the members share: what they hold, and what lapsed and is waiting to be taken again.
@@ -84,6 +94,7 @@ export function fleetView(records: Iterable<LeaseRecord>, now: number, skewMs: n
       limit: Number.isFinite(m.limit) ? m.limit : null,
       leases: held.get(m.id) ?? 0,
       fairShare: share.get(m.id) ?? 0,
+      ...(m.weighed ? { weighed: m.weighed } : {}),
     }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const others = [...held]
@@ -91,4 +102,31 @@ export function fleetView(records: Iterable<LeaseRecord>, now: number, skewMs: n
     .map(([id, n]) => ({ id, leases: n }))
     .sort((a, b) => b.leases - a.leases);
   return { members, others, leases };
+}
+
+/**
+ * What member `id` published of its standing in its membership record (see the fleet's
+ * `LoadBook`): `{ o, l, w: [load, fair], u? }`, written by that very owner; `undefined` otherwise.
+ */
+function standingOf(
+  records: readonly LeaseRecord[],
+  id: string,
+): FleetMember['weighed'] | undefined {
+  for (const record of records) {
+    if (record.owner !== id || typeof record.data !== 'string' || !record.data.startsWith('{'))
+      continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(record.data);
+    } catch {
+      continue;
+    }
+    const { o, w, u } = (parsed ?? {}) as { o?: unknown; w?: unknown; u?: unknown };
+    if (o !== id || !Array.isArray(w) || w.length !== 2) continue;
+    const [load, fair] = w as unknown[];
+    if (typeof load !== 'number' || typeof fair !== 'number') continue;
+    if (!Number.isFinite(load) || !Number.isFinite(fair) || load < 0 || fair < 0) continue;
+    return { load, fair, below: u === 1 };
+  }
+  return undefined;
 }

@@ -50,6 +50,7 @@ h2 small { color: var(--dim); font-weight: normal; }
 .share { position: relative; height: 8px; background: #edf0f4; border-radius: 4px; min-width: 60px; }
 .share > i { position: absolute; top: 0; bottom: 0; left: 0; background: #4c6ef5; border-radius: 4px; }
 .share > .mark { position: absolute; top: -2px; bottom: -2px; width: 2px; background: #1d2330; }
+.below { color: #b5541c; font-size: 11px; }
 #events { list-style: none; margin: 0; padding: 0; max-height: 320px; overflow-y: auto; font-size: 12px; }
 #events li { padding: 2px 0; border-bottom: 1px solid #f4f5f7; }
 #events .k { font-weight: 600; display: inline-block; min-width: 62px; }

@@ -3,7 +3,10 @@ import { model, view } from './model.js';
 import { isInternal, keyLabel } from './record-keys.js';
 import { colour, fmtTime } from './text.js';
 
-/** Redraws the fleet panel: the members with their leases and fair shares, then the events. */
+/**
+ * Redraws the fleet panel: the members with their leases and fair shares (by weight, with the load
+ * against the fair load, when their group balances by weight), then the events.
+ */
 export function renderFleet(): void {
   const f = model.fleet;
   const body = document.querySelector('#members tbody')!;
@@ -11,8 +14,10 @@ export function renderFleet(): void {
   if (!f) return;
   byId('fleet-summary').textContent = `${f.members.length} live members, ${f.leases} live leases`;
   let max = 1;
+  let maxLoad = 0;
   f.members.forEach((m) => {
     max = Math.max(max, m.leases, m.fairShare);
+    if (m.weighed) maxLoad = Math.max(maxLoad, m.weighed.load, m.weighed.fair);
   });
   f.members.forEach((m) => {
     const tr = el('tr');
@@ -24,15 +29,23 @@ export function renderFleet(): void {
     name.appendChild(document.createTextNode(m.id));
     name.title = `group ${m.group}${m.limit === null ? '' : `, at most ${m.limit} leases`}`;
     tr.appendChild(name);
-    tr.appendChild(el('td', 'num', String(m.leases)));
-    tr.appendChild(el('td', 'num', String(m.fairShare)));
+    const w = m.weighed;
+    tr.appendChild(el('td', 'num', w ? `${m.leases} · load ${w.load}` : String(m.leases)));
+    tr.appendChild(el('td', 'num', w ? `load ${w.fair}` : String(m.fairShare)));
+    if (w?.below) {
+      tr.dataset.below = '1';
+      name.appendChild(el('span', 'below', ' below its band'));
+    }
     const cell = el('td');
     const share = el('div', 'share');
     const fill = el('i');
-    fill.style.width = `${(m.leases / max) * 100}%`;
+    const [held, fair, top] = w ? [w.load, w.fair, maxLoad || 1] : [m.leases, m.fairShare, max];
+    fill.style.width = `${(held / top) * 100}%`;
     const mark = el('span', 'mark');
-    mark.style.left = `${(m.fairShare / max) * 100}%`;
-    share.title = `${m.leases} held, fair share ${m.fairShare}`;
+    mark.style.left = `${(fair / top) * 100}%`;
+    share.title = w
+      ? `${m.leases} held, load ${w.load} of a fair load of ${w.fair}${w.below ? ' (below its band: the others hand it some)' : ''}`
+      : `${m.leases} held, fair share ${m.fairShare}`;
     share.appendChild(fill);
     share.appendChild(mark);
     cell.appendChild(share);

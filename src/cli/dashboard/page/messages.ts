@@ -32,6 +32,7 @@ export interface FleetMember {
   readonly limit: number | null;
   readonly leases: number;
   readonly fairShare: number;
+  readonly weighed?: { readonly load: number; readonly fair: number; readonly below: boolean };
 }
 
 export interface FleetView {
