@@ -50,6 +50,7 @@ export class HistoryRecorder {
         });
         return;
       case 'stalled':
+      case 'process':
         return;
       case 'warn':
         if (this.warnings.length < WARNINGS_KEPT)

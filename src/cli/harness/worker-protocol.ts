@@ -27,6 +27,8 @@ export interface WorkerConfig {
   permits: number;
   /** Keep a progress count as lease data after each fenced write, where the store keeps lease data. */
   progress: boolean;
+  /** Report the process's resources (a `process` event) this often, in ms; absent: never. */
+  reportEveryMs?: number;
 }
 
 export const WORKER_ENV = 'LEASEHOLD_HARNESS_WORKER';
@@ -64,6 +66,11 @@ export type WorkerEvent =
   | (Fact & { e: 'data'; n: number; outcome: 'landed' | 'refused' | 'error' })
   /** The event loop was blocked from `at` to `until` (the `stall` fault). */
   | { e: 'stalled'; w: string; at: number; until: number }
+  /**
+   * The process's resources (`reportEveryMs`): its resident set in bytes, its open file
+   * descriptors, and the longest event-loop delay since the last report, in ms.
+   */
+  | { e: 'process'; w: string; at: number; rssBytes: number; fds: number; loopMaxMs: number }
   | { e: 'warn'; w: string; at: number; message: string };
 
 /** The events about one lease. */

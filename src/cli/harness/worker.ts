@@ -2,6 +2,8 @@
 // resources that, for every lease it holds, keeps writing rows to the downstream SQLite file
 // through a SqliteFence, and reports every belief and write on stdout (pipe writes are
 // synchronous: nothing is lost on exit). It leaves when the command that started it goes away.
+import { readdirSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ErrorCode,
@@ -52,6 +54,23 @@ function deadline(lease: HeldLease): number {
 /** What a report says of a lease: its record (a counting lease's permit record), its token. */
 function fact(lease: HeldLease): { w: string; resource: string; token: number; at: number } {
   return { w, resource: lease.key, token: lease.token, at: hostNow() };
+}
+
+// What a soak watches (`reportEveryMs`): memory, file descriptors and event-loop delay over time.
+if (config.reportEveryMs !== undefined && config.reportEveryMs > 0) {
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  setInterval(() => {
+    let fds = -1;
+    try {
+      fds = readdirSync('/proc/self/fd').length;
+    } catch {
+      // no /proc here: -1
+    }
+    const loopMaxMs = Math.round(delay.max / 1e6);
+    delay.reset();
+    report({ e: 'process', w, at: hostNow(), rssBytes: process.memoryUsage.rss(), fds, loopMaxMs });
+  }, config.reportEveryMs).unref();
 }
 
 // The command went away (it exited, or was killed): a worker never outlives it.

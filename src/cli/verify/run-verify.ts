@@ -11,6 +11,7 @@ import { checkRecords, type CheckResult } from '../harness/checker.js';
 import { DEFAULT_DRIFT_RATE, driftIsBeyond, drifts, formatRate } from './drift.js';
 import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
 import { Fleet, type WorkerProcess } from '../harness/fleet.js';
+import type { WorkerEvent } from '../harness/worker-protocol.js';
 import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from '../harness/host-clock.js';
 import {
   historyLine,
@@ -47,6 +48,16 @@ export interface VerifyOptions {
   reportDir?: string;
   /** Progress lines (stderr). */
   say: (line: string) => void;
+  /**
+   * For long runs (`npm run bench:soak`): how often each worker writes under each lease it holds
+   * ([100, 200] ms by default), the time between two faults (about a TTL by default), and how often
+   * workers report their memory, file descriptors and event-loop delay (never by default), to
+   * `onEvent` with every other worker event.
+   */
+  writeEveryMs?: readonly [number, number];
+  faultEveryMs?: number;
+  reportEveryMs?: number;
+  onEvent?: (event: WorkerEvent) => void;
 }
 
 export interface VerifyOutcome {
@@ -158,10 +169,11 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     heartbeatMs,
     reconcileMs,
     downstream,
-    writeEveryMs: [100, 200],
+    writeEveryMs: options.writeEveryMs ?? [100, 200],
     permits: options.permits ?? 1,
     driftStepMs,
     progress: true,
+    ...(options.reportEveryMs === undefined ? {} : { reportEveryMs: options.reportEveryMs }),
   });
 
   const recorder = new HistoryRecorder();
@@ -169,6 +181,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   const stalls = new Map<string, FaultRecord>();
   fleet.on('event', (event) => {
     recorder.record(event);
+    options.onEvent?.(event);
     // A stall's record gets the times the worker measured.
     const fault = event.e === 'stalled' ? stalls.get(event.w) : undefined;
     if (event.e === 'stalled' && fault) {
@@ -333,7 +346,8 @@ async function nemesis(ctx: NemesisContext): Promise<void> {
         fleet.stall(victim.id, ms);
       }
     }
-    await wait(Math.min(ttlMs * (0.75 + random()), endAt - hostNow()));
+    const gap = options.faultEveryMs ?? ttlMs;
+    await wait(Math.min(gap * (0.75 + random()), endAt - hostNow()));
   }
   await Promise.all(pending);
   if (storeFailure)
