@@ -1,13 +1,12 @@
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fleetView } from '../../src/cli/dashboard/fleet-view.js';
-import { startDashboard, type Dashboard } from '../../src/cli/dashboard/server.js';
 import { membersPrefix } from '../../src/fleet/members.js';
 import { SqliteStore, type LeaseRecord } from '../../src/index.js';
 import { describeServer } from '../harness/describe-server.js';
 import { tempDir } from '../harness/processes.js';
-import { chromiumMissing, launchChromium } from './browser.js';
+import { chromiumMissing, openDashboardPage, type DashboardPage } from './browser.js';
 
 // A group that balances by weight: each member's load against its fair load, as it published them
 // in its membership record, and which member said it is below its band.
@@ -50,8 +49,7 @@ interface El {
 describeServer('the dashboard shows loads, in headless Chromium', chromiumMissing, () => {
   const dir = tempDir('leasehold-dashboard-loads-');
   let store: SqliteStore;
-  let dashboard: Dashboard;
-  let browser: Browser;
+  let opened: DashboardPage | undefined;
   let page: Page;
 
   beforeAll(async () => {
@@ -64,16 +62,12 @@ describeServer('the dashboard shows loads, in headless Chromium', chromiumMissin
       expect(await store.writeData(lease, JSON.stringify(data))).toBe(true);
     }
     await store.tryAcquire('shard/1', 'a', 600_000);
-    dashboard = await startDashboard({ store, port: 0, pollMs: 250 });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-    await page.goto(dashboard.url);
-    await page.waitForSelector('body[data-ready="1"]');
+    opened = await openDashboardPage(store, 250);
+    page = opened.page;
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await dashboard?.close();
+    await opened?.close();
     await store?.close();
     dir.cleanup();
   });

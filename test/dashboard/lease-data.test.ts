@@ -1,11 +1,10 @@
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startDashboard, type Dashboard } from '../../src/cli/dashboard/server.js';
 import { SqliteStore, type Lease } from '../../src/index.js';
 import { describeServer } from '../harness/describe-server.js';
 import { tempDir, waitFor } from '../harness/processes.js';
-import { chromiumMissing, launchChromium } from './browser.js';
+import { chromiumMissing, openDashboardPage, type DashboardPage } from './browser.js';
 
 // The lease table shows each lease's data, cut and escaped, as text (never as HTML), and follows
 // a new value; on a SQLite file, in headless Chromium.
@@ -22,8 +21,7 @@ declare const document: {
 describeServer('the dashboard shows lease data, in headless Chromium', chromiumMissing, () => {
   const dir = tempDir('leasehold-dashboard-data-');
   let store: SqliteStore;
-  let dashboard: Dashboard;
-  let browser: Browser;
+  let opened: DashboardPage | undefined;
   let page: Page;
   let lease: Lease;
 
@@ -34,16 +32,12 @@ describeServer('the dashboard shows lease data, in headless Chromium', chromiumM
     const bytes = (await store.tryAcquire('blob', 'w2', 600_000))!;
     await store.writeData(bytes, new Uint8Array([0, 1, 255]));
     await store.tryAcquire('plain', 'w3', 600_000);
-    dashboard = await startDashboard({ store, port: 0, pollMs: 200 });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-    await page.goto(dashboard.url);
-    await page.waitForSelector('body[data-ready="1"]');
+    opened = await openDashboardPage(store, 200);
+    page = opened.page;
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await dashboard?.close();
+    await opened?.close();
     await store?.close();
     dir.cleanup();
   });

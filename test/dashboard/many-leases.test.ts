@@ -1,9 +1,8 @@
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startDashboard, type Dashboard } from '../../src/cli/dashboard/server.js';
 import { SqliteStore } from '../../src/index.js';
 import { describeServer } from '../harness/describe-server.js';
-import { chromiumMissing, launchChromium } from './browser.js';
+import { chromiumMissing, openDashboardPage, type DashboardPage } from './browser.js';
 
 // 10,000 leases: the page stays usable (only the rows in view exist), filters, sorts and scrolls.
 
@@ -23,8 +22,7 @@ declare const document: {
 
 describeServer('the dashboard with 10,000 leases, in headless Chromium', chromiumMissing, () => {
   let store: SqliteStore;
-  let dashboard: Dashboard;
-  let browser: Browser;
+  let opened: DashboardPage | undefined;
   let page: Page;
 
   beforeAll(async () => {
@@ -40,16 +38,12 @@ describeServer('the dashboard with 10,000 leases, in headless Chromium', chromiu
       await store.release(lease);
       await store.tryAcquire(name(4242), 'owner-x', 600_000);
     }
-    dashboard = await startDashboard({ store, port: 0, pollMs: 1000 });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-    await page.goto(dashboard.url);
-    await page.waitForSelector('body[data-ready="1"]');
+    opened = await openDashboardPage(store, 1000);
+    page = opened.page;
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await dashboard?.close();
+    await opened?.close();
     await store?.close();
   });
 

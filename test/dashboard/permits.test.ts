@@ -1,13 +1,12 @@
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { slotOwner } from '../../src/client/fair-line.js';
-import { startDashboard, type Dashboard } from '../../src/cli/dashboard/server.js';
 import { permitResource } from '../../src/core/permits.js';
 import { SqliteStore } from '../../src/index.js';
 import { describeServer } from '../harness/describe-server.js';
 import { tempDir, waitFor } from '../harness/processes.js';
-import { chromiumMissing, launchChromium } from './browser.js';
+import { chromiumMissing, openDashboardPage, type DashboardPage } from './browser.js';
 
 // The lease table groups a name's permits after its own record, labelled by number, and counts
 // fair-line records and election candidates' registrations as internal; on a SQLite file, in
@@ -31,8 +30,7 @@ declare const Event: new (type: string) => unknown;
 describeServer('the dashboard groups permits, in headless Chromium', chromiumMissing, () => {
   const dir = tempDir('leasehold-dashboard-permits-');
   let store: SqliteStore;
-  let dashboard: Dashboard;
-  let browser: Browser;
+  let opened: DashboardPage | undefined;
   let page: Page;
 
   beforeAll(async () => {
@@ -45,16 +43,12 @@ describeServer('the dashboard groups permits, in headless Chromium', chromiumMis
     await store.tryAcquire('api-x', 'solo', 600_000);
     await store.tryAcquire('api\u0001queue=042', slotOwner(3, 'waiter'), 600_000);
     await store.tryAcquire('db\u0001candidate=3:c', 'c', 600_000);
-    dashboard = await startDashboard({ store, port: 0, pollMs: 250 });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-    await page.goto(dashboard.url);
-    await page.waitForSelector('body[data-ready="1"]');
+    opened = await openDashboardPage(store, 250);
+    page = opened.page;
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await dashboard?.close();
+    await opened?.close();
     await store?.close();
     dir.cleanup();
   });
