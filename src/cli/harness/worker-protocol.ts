@@ -10,7 +10,11 @@ export interface WorkerConfig {
   owner?: string;
   store: string;
   group: string;
-  resources: string[];
+  /**
+   * The resources, or how to name them (`resourceNames(prefix, count)`): a list of thousands of
+   * names does not fit in one environment variable (E2BIG past 128 KiB).
+   */
+  resources: string[] | { prefix: string; count: number };
   ttlMs: number;
   heartbeatMs: number;
   reconcileMs: number;

@@ -16,6 +16,7 @@ import {
 } from '../../index.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from './downstream.js';
+import { resourceNames } from './demo-settings.js';
 import { driftingClock } from './drifting-clock.js';
 import { hostNow, workerClock } from './host-clock.js';
 import {
@@ -34,6 +35,9 @@ if (!config) {
   process.exit(2);
 }
 const w = config.id;
+const resources = Array.isArray(config.resources)
+  ? config.resources
+  : resourceNames(config.resources.prefix, config.resources.count);
 const owner = config.owner ?? w;
 // The `drift` fault: a clock running fast or slow. A lease's deadline is then an instant on that
 // clock, reported on the host clock (`deadline`) like every other time.
@@ -177,7 +181,7 @@ async function join(): Promise<void> {
     store,
     owner,
     group: config!.group,
-    resources: config!.resources,
+    resources,
     ttlMs: config!.ttlMs,
     heartbeatMs: config!.heartbeatMs,
     reconcileMs: config!.reconcileMs,
@@ -243,7 +247,7 @@ async function contend(permits: number): Promise<void> {
       await working;
     }
   };
-  const loops = config!.resources.map((name) => loop(name));
+  const loops = resources.map((name) => loop(name));
   const stop = (signal: NodeJS.Signals): void => {
     stopping = true;
     for (const lease of client.held())

@@ -116,7 +116,8 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   const notes: string[] = [];
   const shown = redact(store);
   const run = randomBytes(3).toString('hex');
-  const resources = resourceNames(`verify-${run}/`, options.resources);
+  const prefix = `verify-${run}/`;
+  const resources = resourceNames(prefix, options.resources);
   const { maxClockSkewMs, clock: storeClock } = await probeStore(
     store,
     { ms: ttlMs, isDefault: options.ttlIsDefault },
@@ -164,7 +165,8 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   const fleet = new Fleet(WORKER_ENTRY, {
     store,
     group: `verify-${run}`,
-    resources,
+    // Named by the worker: thousands of names do not fit in its environment.
+    resources: { prefix, count: options.resources },
     ttlMs,
     heartbeatMs,
     reconcileMs,
