@@ -145,7 +145,11 @@ function writeLoop(downstream: string, store: LeaseStore): (lease: HeldLease) =>
     const read = progressOf(lease, store);
     const progress = read === undefined ? undefined : { token: lease.token, n: read?.n ?? 0 };
     for (let seq = 1; !signal.aborted; seq++) {
-      await sleep(min + Math.random() * (max - min));
+      // The pause ends with the lease too: a graceful stop does not wait out a long one.
+      const paused = await sleep(min + Math.random() * (max - min), true, { signal }).catch(
+        () => false,
+      );
+      if (!paused) break;
       try {
         // Fenced per permit: holders of a name's other permits have tokens of their own.
         const result = await fence.write(lease, (db) => {
