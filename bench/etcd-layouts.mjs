@@ -29,6 +29,7 @@ import { parseArgs } from 'node:util';
 import { Etcd3 } from 'etcd3';
 import { treeCpuUs } from './lib/cpu.mjs';
 import { startEtcd } from './lib/private-servers.mjs';
+import { positiveOptions } from './lib/args.mjs';
 import { DEFAULT_DIST } from './lib/library.mjs';
 import { installCleanupHandlers } from './lib/processes.mjs';
 import { spread } from './lib/stats.mjs';
@@ -42,16 +43,11 @@ const { values } = parseArgs({
     out: { type: 'string', default: 'bench/results' },
   },
 });
-const ROUNDS = Number(values.rounds);
-const CYCLES = Number(values.cycles);
-const CPU_CYCLES = Number(values['cpu-cycles']);
-for (const [name, n] of [
-  ['rounds', ROUNDS],
-  ['cycles', CYCLES],
-  ['cpu-cycles', CPU_CYCLES],
-]) {
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-}
+const {
+  rounds: ROUNDS,
+  cycles: CYCLES,
+  'cpu-cycles': CPU_CYCLES,
+} = positiveOptions(values, ['rounds', 'cycles', 'cpu-cycles']);
 
 installCleanupHandlers();
 const dist = resolve(values.dist);

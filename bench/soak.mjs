@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { positiveOptions } from './lib/args.mjs';
 import { DEFAULT_DIST } from './lib/library.mjs';
 
 const { values } = parseArgs({
@@ -29,20 +30,16 @@ const { values } = parseArgs({
     dist: { type: 'string', default: DEFAULT_DIST },
   },
 });
-const MINUTES = Number(values.minutes);
-const RESOURCES = Number(values.resources);
-const WORKERS = Number(values.workers);
-const REPORT_MS = Number(values['report-every-s']) * 1000;
-const FAULT_MS = Number(values['fault-every-s']) * 1000;
-for (const [name, n] of [
-  ['minutes', MINUTES],
-  ['resources', RESOURCES],
-  ['workers', WORKERS],
-  ['report-every-s', REPORT_MS],
-  ['fault-every-s', FAULT_MS],
-]) {
-  if (!(n > 0)) throw new Error(`--${name} must be a positive number`);
-}
+const { resources: RESOURCES, workers: WORKERS } = positiveOptions(values, [
+  'resources',
+  'workers',
+]);
+const numbers = positiveOptions(values, ['minutes', 'report-every-s', 'fault-every-s'], {
+  integer: false,
+});
+const MINUTES = numbers.minutes;
+const REPORT_MS = numbers['report-every-s'] * 1000;
+const FAULT_MS = numbers['fault-every-s'] * 1000;
 const STORES = values.stores.split(',').filter(Boolean);
 const { runVerify } = await import(join(resolve(values.dist), 'cli/verify/run-verify.js'));
 
@@ -125,6 +122,7 @@ async function soak(store) {
         samples: list.length,
       };
     });
+    const cpu = process.cpuUsage(cpuBefore);
     const long = workers.filter((w) => w.minutes >= MINUTES / 2);
     const r = outcome.result;
     return {
@@ -156,10 +154,7 @@ async function soak(store) {
       longestLoopDelayMs: workers.length
         ? Math.max(...workers.map((w) => w.longestLoopDelayMs))
         : null,
-      coordinatorCpuSeconds: round(
-        (process.cpuUsage(cpuBefore).user + process.cpuUsage(cpuBefore).system) / 1e6,
-        1,
-      ),
+      coordinatorCpuSeconds: round((cpu.user + cpu.system) / 1e6, 1),
       workerReports: workers,
       notes: outcome.notes,
     };

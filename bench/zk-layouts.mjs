@@ -27,6 +27,7 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { parseArgs } from 'node:util';
 import zookeeper from 'node-zookeeper-client';
 import { treeCpuUs } from './lib/cpu.mjs';
+import { positiveOptions } from './lib/args.mjs';
 import { DEFAULT_DIST } from './lib/library.mjs';
 import { startZookeeper } from './lib/private-servers.mjs';
 import { installCleanupHandlers } from './lib/processes.mjs';
@@ -41,16 +42,11 @@ const { values } = parseArgs({
     out: { type: 'string', default: 'bench/results' },
   },
 });
-const ROUNDS = Number(values.rounds);
-const CYCLES = Number(values.cycles);
-const SLICE_MS = Number(values['slice-ms']);
-for (const [name, n] of [
-  ['rounds', ROUNDS],
-  ['cycles', CYCLES],
-  ['slice-ms', SLICE_MS],
-]) {
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-}
+const {
+  rounds: ROUNDS,
+  cycles: CYCLES,
+  'slice-ms': SLICE_MS,
+} = positiveOptions(values, ['rounds', 'cycles', 'slice-ms']);
 const IN_FLIGHT = 32;
 const TTL_MS = 20_000;
 

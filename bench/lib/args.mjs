@@ -1,4 +1,5 @@
-// Command-line options of bench/fleet-scale.mjs. Milliseconds everywhere, as in the library.
+// Command-line options of bench/fleet-scale.mjs (milliseconds everywhere, as in the library), and a
+// check of positive numeric options the other bench scripts share.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_DIST } from './library.mjs';
@@ -78,4 +79,19 @@ function int(name, text) {
   if (!Number.isInteger(value) || value < 1)
     throw new Error(`--${name}: "${text}" is not a positive integer`);
   return value;
+}
+
+/**
+ * The named options of `values` (from `parseArgs`) as numbers, each required to be positive (and a
+ * whole number with `integer`): `{ rounds: 9, … }`, or an error naming the first bad one.
+ */
+export function positiveOptions(values, names, { integer = true } = {}) {
+  const out = {};
+  for (const name of names) {
+    const n = Number(values[name]);
+    if (!(n > 0) || (integer && !Number.isInteger(n)))
+      throw new Error(`--${name} must be a positive ${integer ? 'integer' : 'number'}`);
+    out[name] = n;
+  }
+  return out;
 }

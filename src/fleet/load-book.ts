@@ -80,7 +80,10 @@ export class LoadBook {
   private readonly seenAt = new Map<string, number>();
   /** What this worker last published. */
   private lastPublished = new Map<string, number>();
-  /** Whether this worker is below its band, its load and fair load (see `markStanding`), and what it last published of them. */
+  /**
+   * Whether this worker is below its band, its load and fair load (see `markStanding`), and what
+   * it last published of them.
+   */
   private under = false;
   private lastUnder = false;
   private standing: readonly [number, number] | undefined;
@@ -337,10 +340,28 @@ function parsePublished(record: LeaseRecord): Published | undefined {
     return undefined;
   }
   if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const { o, l, u } = parsed as Partial<Published>;
+  const { o, l, u, w } = parsed as Partial<Published>;
   if (o !== record.owner || typeof l !== 'object' || l === null) return undefined;
   const loads: Record<string, number> = {};
-  for (const [resource, load] of Object.entries(l))
-    if (typeof load === 'number' && Number.isFinite(load) && load >= 0) loads[resource] = load;
-  return u === 1 ? { o, l: loads, u } : { o, l: loads };
+  for (const [resource, load] of Object.entries(l)) if (isLoad(load)) loads[resource] = load;
+  const standing = Array.isArray(w) && w.length === 2 && w.every(isLoad) ? w : undefined;
+  return { o, l: loads, ...(u === 1 ? { u } : {}), ...(standing ? { w: standing } : {}) };
+}
+
+function isLoad(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
+}
+
+/**
+ * What a membership record's holder last published of its standing (see `markStanding`): its load
+ * and fair load, and whether it said it is below its band; `undefined` when it published none (a
+ * fleet counting leases) or the data is not its own (a slot's earlier holder, malformed).
+ */
+export function publishedStanding(
+  record: LeaseRecord,
+): { load: number; fair: number; below: boolean } | undefined {
+  const published = parsePublished(record);
+  if (!published?.w) return undefined;
+  const [load, fair] = published.w;
+  return { load, fair, below: published.u === 1 };
 }

@@ -1,5 +1,6 @@
 import { isLive, type LeaseRecord } from '../../core/lease.js';
 import { shares } from '../../fleet/assign.js';
+import { publishedStanding } from '../../fleet/load-book.js';
 import { liveMembers } from '../../fleet/members.js';
 import { INTERNAL_PREFIX } from '../live/lease-state.js';
 import { isFairLine, parseKey } from '../record-key.js';
@@ -22,8 +23,8 @@ export interface FleetMember {
   readonly fairShare: number;
   /**
    * When its group balances by weight: its load and fair load as it last published them in its
-   * membership record (three significant digits, published when one moves by over half the
-   * tolerance), and whether it said it is below its band.
+   * membership record (three significant digits, published when one moved by more than the
+   * tolerance, at most every fourth renewal), and whether it said it is below its band.
    */
   readonly weighed?: { readonly load: number; readonly fair: number; readonly below: boolean };
 }
@@ -104,29 +105,14 @@ export function fleetView(records: Iterable<LeaseRecord>, now: number, skewMs: n
   return { members, others, leases };
 }
 
-/**
- * What member `id` published of its standing in its membership record (see the fleet's
- * `LoadBook`): `{ o, l, w: [load, fair], u? }`, written by that very owner; `undefined` otherwise.
- */
+/** What member `id` last published of its standing in its own membership record, if anything. */
 function standingOf(
   records: readonly LeaseRecord[],
   id: string,
 ): FleetMember['weighed'] | undefined {
   for (const record of records) {
-    if (record.owner !== id || typeof record.data !== 'string' || !record.data.startsWith('{'))
-      continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(record.data);
-    } catch {
-      continue;
-    }
-    const { o, w, u } = (parsed ?? {}) as { o?: unknown; w?: unknown; u?: unknown };
-    if (o !== id || !Array.isArray(w) || w.length !== 2) continue;
-    const [load, fair] = w as unknown[];
-    if (typeof load !== 'number' || typeof fair !== 'number') continue;
-    if (!Number.isFinite(load) || !Number.isFinite(fair) || load < 0 || fair < 0) continue;
-    return { load, fair, below: u === 1 };
+    const standing = record.owner === id ? publishedStanding(record) : undefined;
+    if (standing) return standing;
   }
   return undefined;
 }
