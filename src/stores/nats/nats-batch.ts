@@ -1,4 +1,7 @@
-import type { SentAnswer } from './nats-transitions.js';
+import type { Lease } from '../../core/lease.js';
+import { runInOrder } from '../../core/run-in-order.js';
+import type { AcquireOutcome } from '../../core/store.js';
+import { isRecordInvalid, type SentAnswer } from './nats-transitions.js';
 
 /** How a batch makes one item's transition. */
 export interface BatchTransition<T, R> {
@@ -80,4 +83,34 @@ export function runBatch<T extends { readonly resource: string }, R>(
     };
     fill();
   });
+}
+
+/**
+ * The batch form of `acquire`: one compare-and-set per resource, `concurrency` in flight, answered
+ * in input order. A record leasehold does not write fails the whole batch with `RECORD_INVALID`
+ * once every resource has been tried, and the leases granted meanwhile are given back first
+ * (`giveBack`; the records stay as they were; the others' tokens move).
+ */
+export async function acquireEach(
+  resources: readonly string[],
+  concurrency: number,
+  acquire: (resource: string) => Promise<AcquireOutcome>,
+  giveBack: (granted: readonly Lease[]) => Promise<unknown>,
+): Promise<AcquireOutcome[]> {
+  let invalid: unknown;
+  const outcomes = await runInOrder(
+    resources,
+    (resource) => resource,
+    concurrency,
+    (resource) =>
+      acquire(resource).catch((error: unknown): AcquireOutcome => {
+        if (!isRecordInvalid(error)) throw error;
+        invalid ??= error;
+        return { resource, lease: null };
+      }),
+  );
+  if (invalid === undefined) return outcomes;
+  const granted = outcomes.flatMap((o) => (o.lease ? [o.lease] : []));
+  if (granted.length > 0) await giveBack(granted);
+  throw invalid;
 }

@@ -1,6 +1,16 @@
-import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { NatsConnectionLike, NatsModules } from './nats-driver.js';
-import { mapNatsError } from './nats-errors.js';
+import { withDeadline } from '../../core/deadline.js';
+import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
+import { stripUndefined } from '../../core/options.js';
+import { openBucket } from './nats-bucket.js';
+import { loadNats, type NatsConnectionLike, type NatsKv, type NatsModules } from './nats-driver.js';
+import { mapNatsError, noAnswer } from './nats-errors.js';
+import { editPrefix } from './nats-ops.js';
+import {
+  resolveNatsOptions,
+  type NatsStoreOptions,
+  type ResolvedNatsOptions,
+} from './nats-options.js';
+import { NatsPublisher } from './nats-publish.js';
 import type { NatsTarget } from './nats-url.js';
 
 /**
@@ -11,8 +21,49 @@ import type { NatsTarget } from './nats-url.js';
  */
 const RECONNECT = Object.freeze({ reconnectTimeWait: 250, maxReconnectAttempts: -1 });
 
+/** What a store is started with: its connection, its bucket opened and checked, its options. */
+export interface NatsSetup {
+  readonly nc: NatsConnectionLike;
+  readonly kv: NatsKv;
+  /** Sends the conditional writes on the connection (see nats-publish.ts). */
+  readonly publisher: NatsPublisher;
+  readonly options: ResolvedNatsOptions;
+  /** Whether the store made the connection, and so closes it on `close()`. */
+  readonly ownsConnection: boolean;
+}
+
+/** A `NatsConnection` the caller made: it stays theirs. */
+export async function withConnection(
+  nc: NatsConnectionLike,
+  options: NatsStoreOptions,
+): Promise<NatsSetup> {
+  if (typeof (nc as Partial<NatsConnectionLike> | null)?.isClosed !== 'function')
+    throw invalidArgument('target', 'must be a nats:// URL or a NatsConnection');
+  const resolved = resolveNatsOptions(options);
+  return attach(resolved.modules ?? (await loadNats()), nc, resolved, false);
+}
+
+/**
+ * A connection made to what a parsed URL names; `options` override the URL's parameters. The
+ * connection is closed again when the bucket cannot be opened.
+ */
+export async function fromUrl(target: NatsTarget, options: NatsStoreOptions): Promise<NatsSetup> {
+  const resolved = resolveNatsOptions({
+    ...stripUndefined(target.store),
+    ...stripUndefined(options),
+  });
+  const loaded = resolved.modules ?? (await loadNats());
+  const nc = await connectNats(loaded, target, resolved.timeoutMs);
+  try {
+    return await attach(loaded, nc, resolved, true);
+  } catch (error) {
+    await nc.close().catch(() => {});
+    throw error;
+  }
+}
+
 /** Opens a connection to what a URL names; a failure names the URL without its password. */
-export async function connectNats(
+async function connectNats(
   modules: NatsModules,
   target: NatsTarget,
   timeoutMs: number,
@@ -34,4 +85,26 @@ export async function connectNats(
       { cause: error, retryable: mapped.retryable },
     );
   }
+}
+
+/** Opens and checks the bucket on `nc` (see `openBucket`) within `timeoutMs`. */
+async function attach(
+  modules: NatsModules,
+  nc: NatsConnectionLike,
+  options: ResolvedNatsOptions,
+  owns: boolean,
+): Promise<NatsSetup> {
+  const js = modules.jetstream.jetstream(nc, { timeout: options.timeoutMs });
+  const kvm = new modules.kv.Kvm(js);
+  const ms = options.timeoutMs;
+  let kv: NatsKv;
+  try {
+    kv = await withDeadline(openBucket(kvm, options.bucket, options.createBucket), ms, () =>
+      noAnswer('open', options.bucket, ms),
+    );
+  } catch (error) {
+    throw mapNatsError(error, 'open', options.bucket);
+  }
+  const publisher = new NatsPublisher(nc, modules.transport, editPrefix(kv), options.timeoutMs);
+  return { nc, kv, publisher, options, ownsConnection: owns };
 }

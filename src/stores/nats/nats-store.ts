@@ -1,7 +1,5 @@
-import { stripUndefined } from '../../core/options.js';
-import { withDeadline } from '../../core/deadline.js';
-import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
-import { isLive, type Lease, type LeaseRecord, type LeaseRef } from '../../core/lease.js';
+import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
 import {
@@ -10,29 +8,21 @@ import {
   type StoreCapabilities,
   type WatchListener,
 } from '../../core/store.js';
-import { runInOrder } from '../../core/run-in-order.js';
-import { openBucket } from './nats-bucket.js';
-import { connectNats } from './nats-connect.js';
-import { loadNats, type NatsConnectionLike, type NatsKv, type NatsModules } from './nats-driver.js';
-import { mapNatsError, noAnswer } from './nats-errors.js';
+import { callDeadline, type Bounded } from './nats-calls.js';
+import { fromUrl, withConnection, type NatsSetup } from './nats-connect.js';
+import type { NatsConnectionLike, NatsKv } from './nats-driver.js';
+import { mapNatsError } from './nats-errors.js';
+import { acquireFirstByReads, LOOK_BY_READS_MAX } from './nats-first.js';
 import { listRecords } from './nats-list.js';
-import { editPrefix } from './nats-ops.js';
-import {
-  resolveNatsOptions,
-  type NatsStoreOptions,
-  type ResolvedNatsOptions,
-} from './nats-options.js';
+import type { NatsStoreOptions, ResolvedNatsOptions } from './nats-options.js';
 import { parseNatsUrl, type NatsTarget } from './nats-url.js';
 import type { Unwatch } from '../../core/store.js';
 import { NatsWatch } from './nats-watch.js';
-import { isRecordInvalid, NatsTransitions } from './nats-transitions.js';
-import { NatsPublisher } from './nats-publish.js';
-import { runBatch } from './nats-batch.js';
+import { NatsTransitions } from './nats-transitions.js';
+import type { NatsPublisher } from './nats-publish.js';
+import { acquireEach, runBatch } from './nats-batch.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { diagnoseNats } from './nats-doctor.js';
-
-/** Most candidates an acquireFirst looks at with a read each rather than a list. */
-const LOOK_BY_READS_MAX = 16;
 
 /**
  * Leases in a NATS JetStream KV bucket, one key per resource (see nats-keys.ts), written only with
@@ -85,9 +75,14 @@ export class NatsStore extends StoreBase {
   });
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedNatsOptions;
+  private readonly nc: NatsConnectionLike;
+  private readonly kv: NatsKv;
+  private readonly publisher: NatsPublisher;
+  private readonly ownsConnection: boolean;
   private readonly records: NatsTransitions;
   private readonly watcher: NatsWatch;
-  private ownsConnection = false;
+  /** Runs one call within `timeoutMs` (see `callDeadline`). */
+  private readonly bounded: Bounded;
 
   /**
    * Connects to a `nats://` URL (the store closes that connection on `close()`), or uses a
@@ -108,60 +103,23 @@ export class NatsStore extends StoreBase {
         );
       return NatsStore.connect(parseNatsUrl(url), options);
     }
-    if (typeof (target as Partial<NatsConnectionLike> | null)?.isClosed !== 'function')
-      throw invalidArgument('target', 'must be a nats:// URL or a NatsConnection');
-    const resolved = resolveNatsOptions(options);
-    return NatsStore.attach(resolved.modules ?? (await loadNats()), target, resolved, false);
+    return new NatsStore(await withConnection(target, options));
   }
 
   /** @internal Opens what a parsed URL names; `options` override the URL's parameters. */
   static async connect(target: NatsTarget, options: NatsStoreOptions = {}): Promise<NatsStore> {
-    const resolved = resolveNatsOptions({
-      ...stripUndefined(target.store),
-      ...stripUndefined(options),
-    });
-    const loaded = resolved.modules ?? (await loadNats());
-    const nc = await connectNats(loaded, target, resolved.timeoutMs);
-    try {
-      return await NatsStore.attach(loaded, nc, resolved, true);
-    } catch (error) {
-      await nc.close().catch(() => {});
-      throw error;
-    }
+    return new NatsStore(await fromUrl(target, options));
   }
 
-  private static async attach(
-    modules: NatsModules,
-    nc: NatsConnectionLike,
-    options: ResolvedNatsOptions,
-    owns: boolean,
-  ): Promise<NatsStore> {
-    const js = modules.jetstream.jetstream(nc, { timeout: options.timeoutMs });
-    const kvm = new modules.kv.Kvm(js);
-    const ms = options.timeoutMs;
-    let kv: NatsKv;
-    try {
-      kv = await withDeadline(openBucket(kvm, options.bucket, options.createBucket), ms, () =>
-        noAnswer('open', options.bucket, ms),
-      );
-    } catch (error) {
-      throw mapNatsError(error, 'open', options.bucket);
-    }
-    const publisher = new NatsPublisher(nc, modules.transport, editPrefix(kv), options.timeoutMs);
-    const store = new NatsStore(nc, kv, publisher, options);
-    store.ownsConnection = owns;
-    return store;
-  }
-
-  private constructor(
-    private readonly nc: NatsConnectionLike,
-    private readonly kv: NatsKv,
-    private readonly publisher: NatsPublisher,
-    options: ResolvedNatsOptions,
-  ) {
+  private constructor({ nc, kv, publisher, options, ownsConnection }: NatsSetup) {
     super();
+    this.nc = nc;
+    this.kv = kv;
+    this.publisher = publisher;
     this.options = options;
+    this.ownsConnection = ownsConnection;
     this.maxClockSkewMs = options.maxClockSkewMs;
+    this.bounded = callDeadline(options.bucket, options.timeoutMs);
     this.records = new NatsTransitions(kv, publisher, options);
     this.watcher = new NatsWatch(kv, {
       bucket: options.bucket,
@@ -208,11 +166,8 @@ export class NatsStore extends StoreBase {
   }
 
   /**
-   * The first candidate tried at once; when it is held and the others are few (a counting
-   * lease's permits), they are looked at with one read each, all in flight together, and those
-   * that look free tried in order. A `list` is one consumer over the whole prefix, which on a
-   * bucket under steady writes runs to its deadline: not a look for a hot path. Longer candidate
-   * lists (a fair line's slots) take the default path. Every grant is the compare-and-set.
+   * A few candidates (a counting lease's permits) by a read each (see `acquireFirstByReads`).
+   * Longer candidate lists (a fair line's slots) take the default path.
    */
   protected override async doAcquireFirst(
     resources: readonly string[],
@@ -220,50 +175,30 @@ export class NatsStore extends StoreBase {
     ttlMs: number,
   ): Promise<Lease | null> {
     if (resources.length > LOOK_BY_READS_MAX) return super.doAcquireFirst(resources, owner, ttlMs);
-    const first = await this.doTryAcquire(resources[0]!, owner, ttlMs);
-    if (first || resources.length === 1) return first;
-    const rest = resources.slice(1);
-    // A failed read is only a look that could not be made: that candidate is tried anyway.
-    const seen = await Promise.all(rest.map((r) => this.doGet(r).catch(() => null)));
-    const now = this.nowEstimate();
-    const allowance = this.maxClockSkewMs + (this.expiryLagMs ?? 0);
-    for (const [i, resource] of rest.entries()) {
-      const record = seen[i];
-      if (record && isLive(record, now, allowance)) continue;
-      const lease = await this.doTryAcquire(resource, owner, ttlMs);
-      if (lease) return lease;
-    }
-    return null;
+    return acquireFirstByReads(resources, {
+      tryAcquire: (resource) => this.doTryAcquire(resource, owner, ttlMs),
+      read: (resource) => this.doGet(resource),
+      now: () => this.nowEstimate(),
+      allowanceMs: this.maxClockSkewMs + (this.expiryLagMs ?? 0),
+    });
   }
 
   /**
-   * One compare-and-set per resource, `concurrency` in flight. A record leasehold does not write
-   * fails the whole batch with `RECORD_INVALID` once every resource has been tried, and the leases
-   * granted meanwhile are given back first (the records stay as they were; the others' tokens move).
+   * One compare-and-set per resource, `concurrency` in flight; a record leasehold does not write
+   * fails the whole batch with `RECORD_INVALID`, the leases granted meanwhile given back first
+   * (see `acquireEach`).
    */
   protected override async doAcquireMany(
     resources: readonly string[],
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
-    let invalid: unknown;
-    const outcomes = await runInOrder(
+    return acquireEach(
       resources,
-      (resource) => resource,
       this.options.concurrency,
-      (resource) =>
-        this.bounded('acquireMany', () => this.records.acquire(resource, owner, ttlMs)).catch(
-          (error: unknown): AcquireOutcome => {
-            if (!isRecordInvalid(error)) throw error;
-            invalid ??= error;
-            return { resource, lease: null };
-          },
-        ),
+      (resource) => this.bounded('acquireMany', () => this.records.acquire(resource, owner, ttlMs)),
+      (granted) => this.doReleaseMany(granted),
     );
-    if (invalid === undefined) return outcomes;
-    const granted = outcomes.flatMap((o) => (o.lease ? [o.lease] : []));
-    if (granted.length > 0) await this.doReleaseMany(granted);
-    throw invalid;
   }
 
   protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
@@ -328,19 +263,5 @@ export class NatsStore extends StoreBase {
 
   protected override mapError(error: unknown, operation: string): LeaseError {
     return mapNatsError(error, operation, this.options.bucket);
-  }
-
-  /**
-   * One transition of one resource within `timeoutMs`, its reads and retries included, counted
-   * from `startedAt` (`performance.now()`) when a batch's one-write attempt came first.
-   */
-  private bounded<T>(
-    operation: string,
-    fn: () => Promise<T>,
-    startedAt = performance.now(),
-  ): Promise<T> {
-    const ms = this.options.timeoutMs;
-    const left = Math.max(0, startedAt + ms - performance.now());
-    return withDeadline(fn(), left, () => noAnswer(operation, this.options.bucket, ms));
   }
 }
