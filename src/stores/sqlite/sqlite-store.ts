@@ -1,7 +1,6 @@
-import { loadBetterSqlite3 } from './sqlite-driver.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { diagnoseSqlite } from './sqlite-doctor.js';
-import { ErrorCode, LeaseError } from '../../core/errors.js';
+import type { LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import {
   StoreBase,
@@ -14,20 +13,15 @@ import { LIMITS } from '../../core/options.js';
 import { dataSize, ReplySizer } from '../../core/reply-sizer.js';
 import type { LeaseData } from '../../core/lease-data.js';
 import type { SqliteDatabase } from './sqlite-driver.js';
-import { ATTEMPT_BUSY_MS } from './sqlite-busy.js';
+import { acquireInChunks } from './sqlite-batch.js';
+import { openFile, startConnection } from './sqlite-connect.js';
 import { mapSqliteError } from './sqlite-errors.js';
-import { FileIdentity } from './sqlite-file-identity.js';
 import { readSizedPages } from './sqlite-list.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './sqlite-options.js';
 import { applyEach, TransitionGroup } from './sqlite-group.js';
-import { BATCH_ROWS, RENEW_ROWS, SqliteRunner } from './sqlite-runner.js';
-import { setUpFile, setUpFileRetrying, SETUP_BUSY_TIMEOUT_MS } from './sqlite-schema.js';
-import { eventStatements, statements } from './sqlite-ops.js';
-import { prepareAll, SqliteTransitions } from './sqlite-transitions.js';
-import { ReleaseWatch } from './sqlite-watch.js';
-
-/** Connections `open` has already set up (with asynchronous retries), so the constructor skips it. */
-const setUpByOpen = new WeakSet<SqliteDatabase>();
+import { BATCH_ROWS, RENEW_ROWS, type SqliteRunner } from './sqlite-runner.js';
+import type { SqliteTransitions } from './sqlite-transitions.js';
+import type { ReleaseWatch } from './sqlite-watch.js';
 
 /** Most candidates an acquireFirst may have to go with the grouped single-lease transitions. */
 const GROUPED_CANDIDATES_MAX = 16;
@@ -65,30 +59,7 @@ export class SqliteStore extends StoreBase {
    */
   static async open(path: string, options?: SqliteStoreOptions): Promise<SqliteStore> {
     const resolved = resolveSqliteOptions(options);
-    const Database = await loadBetterSqlite3();
-    let db: SqliteDatabase;
-    try {
-      db = new Database(path, {
-        timeout: Math.min(SETUP_BUSY_TIMEOUT_MS, resolved.busyTimeoutMs),
-      });
-    } catch (error) {
-      throw new LeaseError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `cannot open SQLite file ${JSON.stringify(path)}: ${(error as Error).message}`,
-        {
-          cause: error,
-          retryable: false,
-        },
-      );
-    }
-    try {
-      await setUpFileRetrying(db, resolved);
-      setUpByOpen.add(db);
-      return new SqliteStore(db, resolved);
-    } catch (error) {
-      db.close();
-      throw mapSqliteError(error, 'open');
-    }
+    return openFile(path, resolved, (db) => new SqliteStore(db, resolved));
   }
 
   /**
@@ -103,30 +74,10 @@ export class SqliteStore extends StoreBase {
     super();
     const resolved = resolveSqliteOptions(options);
     this.maxClockSkewMs = resolved.maxClockSkewMs;
-    try {
-      if (!setUpByOpen.has(db)) {
-        db.pragma(`busy_timeout = ${resolved.busyTimeoutMs}`);
-        setUpFile(db, resolved);
-      }
-      // From here on SQLite's own busy handler does not wait: the runner waits out a lock
-      // asynchronously, up to busyTimeoutMs.
-      db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);
-      const sql = prepareAll(db, statements(resolved.table));
-      this.records = new SqliteTransitions(db, sql, resolved.clock, resolved.maxClockSkewMs);
-      const identity = FileIdentity.of(db);
-      this.runner = new SqliteRunner({ busyTimeoutMs: resolved.busyTimeoutMs, identity });
-      this.releases = new ReleaseWatch({
-        sql: prepareAll(db, eventStatements(resolved.table)),
-        pollMs: resolved.watchPollMs,
-        busyTimeoutMs: resolved.busyTimeoutMs,
-        checkFile: () => identity?.peek('watch'),
-        clock: resolved.clock,
-        onError: resolved.onWatchError,
-        mapError: (error, during) => this.mapError(error, during),
-      });
-    } catch (error) {
-      throw this.mapError(error, 'open');
-    }
+    const started = startConnection(db, resolved, (error, during) => this.mapError(error, during));
+    this.records = started.records;
+    this.runner = started.runner;
+    this.releases = started.releases;
     this.transitions = new TransitionGroup(
       (label, urgent, attempt) => this.runner.run(label, attempt, urgent),
       db.transaction(applyEach),
@@ -161,27 +112,15 @@ export class SqliteStore extends StoreBase {
 
   /**
    * One IMMEDIATE transaction per chunk of `BATCH_ROWS` resources, each on one reading of the
-   * clock; the event loop runs between chunks. Each resource is its own compare-and-set, as the
-   * contract says, so chunking changes no outcome.
+   * clock; the event loop runs between chunks (see `acquireInChunks`). Each resource is its own
+   * compare-and-set, as the contract says, so chunking changes no outcome.
    */
   protected override async doAcquireMany(
     resources: readonly string[],
     owner: string,
     ttlMs: number,
   ): Promise<AcquireOutcome[]> {
-    return this.runner.runChunked(
-      'acquireMany',
-      resources,
-      (chunk) => {
-        const outcomes = this.records.acquireBatch.immediate(chunk, owner, ttlMs);
-        let bytes = 0;
-        for (const o of outcomes) bytes += dataSize(o.lease?.data) + dataSize(o.holder?.data);
-        this.sizer.observe(bytes, outcomes.length);
-        return outcomes;
-      },
-      // Chunks of BATCH_ROWS; fewer where records carry much data (decoded in the same step).
-      (left) => this.sizer.records(Math.min(left, BATCH_ROWS)),
-    );
+    return acquireInChunks(this.runner, this.records, this.sizer, resources, owner, ttlMs);
   }
 
   /**
