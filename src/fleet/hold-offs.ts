@@ -21,6 +21,8 @@ export class HoldOffs {
   private readonly freedAt = new Map<string, number>();
   /** Free resources left for others because they did not fit, with when first. */
   private readonly freeSince = new Map<string, number>();
+  /** Resources this worker handed over for balance lately, with when. */
+  private readonly givenAt = new Map<string, number>();
   /** When the view last gained a member (whose share others then shed to it). */
   private grewAt = -Infinity;
   private searchedAt = -Infinity;
@@ -29,6 +31,12 @@ export class HoldOffs {
     private readonly clock: Clock,
     /** The scan period, in ms. */
     private readonly scanMs: number,
+    /**
+     * Whether the store announces releases: a resource handed over is then taken at once by the
+     * member it goes to, and left to it for half a scan; without announcements that member finds it
+     * at its next search, most of a scan after it joined, and it is left to it for a scan and a half.
+     */
+    private readonly announced = true,
   ) {}
 
   /** `resource` was refused now: not asked for again for most of a scan. */
@@ -45,6 +53,24 @@ export class HoldOffs {
   forgetRefusals(now: number): void {
     const recent = this.recent(now);
     for (const [resource, at] of this.refusedAt) if (at < recent) this.refusedAt.delete(resource);
+  }
+
+  /**
+   * `resource` was handed over for balance now: though assigned to this worker, it is left for the
+   * member it was handed to for a while (`justGave`), then taken back should it still be free.
+   */
+  gave(resource: string): void {
+    this.givenAt.set(resource, this.clock.monotonic());
+  }
+
+  /** Whether `resource` was handed over for balance lately (see `announced`). */
+  justGave(resource: string, now: number): boolean {
+    const at = this.givenAt.get(resource);
+    return at !== undefined && now - at < this.leaveFor();
+  }
+
+  private leaveFor(): number {
+    return this.announced ? this.scanMs / 2 : 1.5 * this.scanMs;
   }
 
   /** The store announced `resource` free and this worker did not take it: remembered for a scan. */
@@ -76,6 +102,8 @@ export class HoldOffs {
   forgetStale(now: number, held: ReadonlyMap<string, unknown>): void {
     const recent = this.recent(now);
     for (const [resource, at] of this.freedAt) if (at < recent) this.freedAt.delete(resource);
+    for (const [resource, at] of this.givenAt)
+      if (now - at >= this.leaveFor()) this.givenAt.delete(resource);
     for (const [resource, at] of this.freeSince)
       if (at < now - 4 * this.scanMs || held.has(resource)) this.freeSince.delete(resource);
   }

@@ -101,7 +101,9 @@ export interface WeightedPlan extends Plan {
  * from oscillating. A member whose membership record says it is below its band (`under`) gets one
  * resource a scan from each member above its fair load, one that keeps the giver at or above its
  * fair load, assigned to the member below or to the giver itself (one assigned to a third member
- * would go to that one): the loads then only move towards the fair ones.
+ * would go to that one): the loads then only move towards the fair ones. One member that just
+ * joined (`newcomers`) is handed, in the same way but at once, all each member carries above its
+ * fair load, heaviest first: a join into a balanced fleet moves a few heavy leases.
  */
 export function planWeighted(
   input: WeightedPlanInput,
@@ -112,39 +114,51 @@ export function planWeighted(
   const mine = held.filter((r) => wanted.has(r));
   let load = 0;
   for (const r of mine) load += weightOf(r);
+  // What this worker may hand to `receivers`, heaviest first: resources assigned to one of them,
+  // or to this worker itself — one assigned to a third member would go to that member instead.
+  const offers = (receivers: ReadonlySet<string>): { r: string; w: number; rank: number }[] =>
+    mine
+      .map((r) => {
+        const target = assignment.targetOf.get(r);
+        const rank = target !== undefined && receivers.has(target) ? 0 : target === me ? 2 : 1;
+        return { r, w: weightOf(r), rank };
+      })
+      .filter((x) => x.rank !== 1 && x.w > 0)
+      .sort((a, b) => b.w - a.w || a.rank - b.rank || (a.r < b.r ? -1 : a.r > b.r ? 1 : 0));
   const upper = fair * (1 + tolerance);
   const lower = fair * (1 - tolerance);
   const shed: string[] = [];
   const maxShed = input.balance ? input.maxShed : 0;
+  // One member just joined and holds nothing yet: each member above its fair load hands it what it
+  // carries above that at once, the heaviest first, so a join moves a few heavy resources rather
+  // than the newcomer's share of every weight. (Several at once, as at a cold start, take what the
+  // assignment gives them, below: which of them would take a resource handed over is not known.)
   // A member below its band: one resource a scan goes from each member above its fair load, the
   // heaviest that keeps this one at or above its fair load and fits under the fair load of every
   // member below the band (so whichever takes it stays under it, as the taker's `fitting` asks).
+  const joined = [...newcomers].filter((id) => id !== me);
   const under = input.under;
-  if (maxShed > 0 && under !== undefined && under.size > 0 && load > fair) {
+  const filling = maxShed > 0 && joined.length === 1 && load > fair;
+  if (filling) {
+    let left = load - fair;
+    for (const x of offers(new Set(joined))) {
+      if (shed.length >= maxShed || left <= 0) break;
+      if (x.w > left) continue;
+      shed.push(x.r);
+      load -= x.w;
+      left -= x.w;
+    }
+  } else if (maxShed > 0 && under !== undefined && under.size > 0 && load > fair) {
     let cap = load - fair;
     for (const id of under) cap = Math.min(cap, tolerance * (assignment.fair?.get(id) ?? 0));
-    let pick: { r: string; w: number; rank: number } | undefined;
-    for (const r of mine) {
-      const w = weightOf(r);
-      if (w <= 0 || w > cap) continue;
-      const target = assignment.targetOf.get(r);
-      const rank = target !== undefined && under.has(target) ? 0 : target === me ? 2 : 1;
-      // Assigned to a member inside its band, it would go to that member, not the one below.
-      if (rank === 1) continue;
-      if (
-        !pick ||
-        w > pick.w ||
-        (w === pick.w && (rank < pick.rank || (rank === pick.rank && r < pick.r)))
-      )
-        pick = { r, w, rank };
-    }
+    const pick = offers(under).find((x) => x.w <= cap);
     if (pick) {
       shed.push(pick.r);
       load -= pick.w;
     }
   }
   const handed = new Set(shed);
-  const toNewcomers = newcomers.size > 0 && load > fair;
+  const toNewcomers = !filling && newcomers.size > 0 && load > fair;
   if (maxShed > 0 && (load > upper || mine.length > limit || toNewcomers)) {
     const others = mine
       .filter((r) => assignment.targetOf.get(r) !== me && !handed.has(r))

@@ -79,7 +79,11 @@ export class Reconciler {
   private readonly owner: string;
 
   constructor(private readonly host: ReconcilerHost) {
-    this.holdOffs = new HoldOffs(host.clock, host.scanMs);
+    this.holdOffs = new HoldOffs(
+      host.clock,
+      host.scanMs,
+      host.store.capabilities.watch && typeof host.store.watch === 'function',
+    );
     this.owner = host.client.owner;
   }
 
@@ -204,6 +208,8 @@ export class Reconciler {
       decided.drop.map((r) => held.get(r)!),
       'unwanted',
     );
+    // What it hands over for balance, though assigned to it, is left for the member it goes to.
+    for (const r of decided.shed) this.holdOffs.gave(r);
     void runner.handOff(
       decided.shed.map((r) => held.get(r)!),
       'balance',
@@ -212,7 +218,9 @@ export class Reconciler {
     const now = host.clock.monotonic();
     this.holdOffs.forgetRefusals(now);
     if (decided.deficit > 0) {
-      const untried = decided.candidates.filter((r) => !this.holdOffs.isRefused(r));
+      const untried = decided.candidates.filter(
+        (r) => !this.holdOffs.isRefused(r) && !this.holdOffs.justGave(r, now),
+      );
       await taker.take(untried, room);
     }
     // Still short: what the store announced free lately (others shedding for this worker, before
@@ -265,7 +273,9 @@ export class Reconciler {
   released(resource: string): void {
     const { host } = this;
     if (host.stopping() || host.client.lease(resource)) return;
-    const mine = this.assignment?.targetOf.get(resource) === this.owner;
+    const mine =
+      this.assignment?.targetOf.get(resource) === this.owner &&
+      !this.holdOffs.justGave(resource, host.clock.monotonic());
     const takes = mine || (this.short() && this.fitting([resource]).length === 1);
     if (this.wanted.has(resource) && takes) host.taker.soon(resource, () => this.room());
     // Before the first scan the wanted set is not known yet: every announced resource counts.

@@ -38,6 +38,23 @@ describe('HoldOffs', () => {
     expect(holdOffs.takeFreed()).toEqual([]);
   });
 
+  it('leaves a resource it handed over to its taker for half a scan, or a scan and a half where releases are not announced', async () => {
+    for (const [announced, window] of [
+      [true, SCAN / 2],
+      [false, 1.5 * SCAN],
+    ] as const) {
+      const clock = new ManualClock();
+      const holdOffs = new HoldOffs(clock, SCAN, announced);
+      expect(holdOffs.justGave('r', clock.monotonic())).toBe(false);
+      holdOffs.gave('r');
+      await clock.advance(window - 1);
+      expect(holdOffs.justGave('r', clock.monotonic())).toBe(true);
+      expect(holdOffs.justGave('other', clock.monotonic())).toBe(false);
+      await clock.advance(1);
+      expect(holdOffs.justGave('r', clock.monotonic())).toBe(false);
+    }
+  });
+
   it('lets a resource that does not fit be taken once it stayed free for half a scan', async () => {
     const { clock, holdOffs } = rig();
     expect(holdOffs.leftFreeLong('r', clock.monotonic())).toBe(false); // first seen now

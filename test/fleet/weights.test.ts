@@ -174,7 +174,42 @@ describe('weighted plan', () => {
     expect(p.deficit).toBe(1);
   });
 
-  it('sheds what is assigned to a newcomer while above its fair load', () => {
+  it('hands one newcomer what it carries above its fair load, the heaviest first: few moves', () => {
+    const targetOf = new Map([
+      ['x', 'a'],
+      ['y', 'a'],
+      ['z', 'n'],
+      ['u', 'n'],
+      ['v', 'n'],
+    ]);
+    const assignment = { members: ['a', 'n'], shares: new Map(), targetOf };
+    const weightOf = (r: string): number => weights[r]!;
+    // Load 14 over fair 10: y (4), its own, goes alone, not z, u and v, the newcomer's (4 in three).
+    const p = planWeighted(
+      base({ held: ['x', 'y', 'z', 'u', 'v'], assignment, weightOf, newcomers: new Set(['n']) }),
+    );
+    expect(p.shed).toEqual(['y']);
+    expect(p.load).toBe(10);
+    // Never below its fair load (x, 6, is more than the 4 above it), and never one assigned to a
+    // third member (b's y would go to b, not to the newcomer).
+    const third = planWeighted(
+      base({
+        held: ['x', 'y', 'z', 'u'],
+        assignment: {
+          members: ['a', 'b', 'n'],
+          shares: new Map(),
+          targetOf: new Map([...targetOf, ['y', 'b']]),
+        },
+        weightOf,
+        newcomers: new Set(['n']),
+        fair: 11, // load 13: z (2) goes
+      }),
+    );
+    expect(third.shed).toEqual(['z']);
+    expect(third.load).toBe(11);
+  });
+
+  it('with several newcomers (a cold start), sheds what is assigned to them while above its fair load', () => {
     const targetOf = new Map([
       ['x', 'a'],
       ['y', 'n'],
@@ -184,9 +219,9 @@ describe('weighted plan', () => {
     const p = planWeighted(
       base({
         held: ['x', 'y', 'z', 'u'],
-        assignment: { members: ['a', 'n'], shares: new Map(), targetOf },
+        assignment: { members: ['a', 'm', 'n'], shares: new Map(), targetOf },
         weightOf: (r) => weights[r]!,
-        newcomers: new Set(['n']),
+        newcomers: new Set(['m', 'n']),
         fair: 10, // load 13: over fair; y (4) leaves it at 9, the band's floor
       }),
     );
@@ -195,9 +230,9 @@ describe('weighted plan', () => {
     const inBand = planWeighted(
       base({
         held: ['x', 'y', 'z', 'u'],
-        assignment: { members: ['a', 'n'], shares: new Map(), targetOf },
+        assignment: { members: ['a', 'm', 'n'], shares: new Map(), targetOf },
         weightOf: (r) => weights[r]!,
-        newcomers: new Set(['n']),
+        newcomers: new Set(['m', 'n']),
         fair: 12, // load 13 is inside the band; over fair, z (2) leaves it at 11
       }),
     );
@@ -444,6 +479,42 @@ describe('a weighted fleet', () => {
     await fleet.clock.advance(10 * RECONCILE);
     expect(moves).toBe(0);
   });
+
+  // Announced: every worker on the memory store itself, which announces releases (watch);
+  // otherwise each through its own link, which does not, and the newcomer finds what is handed to
+  // it by a search.
+  it.each([
+    ['announces releases', true],
+    ['does not announce releases', false],
+  ])(
+    'a join into a balanced fleet on a store that %s moves a few heavy leases to the newcomer, not its share of every weight',
+    async (_, announced) => {
+      const { wanted, weights } = zipf(1_200);
+      const weightOf = new Map(wanted.map((r, i) => [r, weights[i]!]));
+      fleet = new Fleet({
+        resources: wanted,
+        ttlMs: TTL,
+        heartbeatMs: HB,
+        reconcileMs: RECONCILE,
+        weight: weightOf,
+      });
+      const direct = announced ? { store: fleet.store } : {};
+      for (let i = 0; i < 6; i++) await fleet.join(direct);
+      await fleet.clock.advance(5 * RECONCILE);
+      let moves = 0;
+      for (const w of fleet.workers) w.manager.on('handoff', () => moves++);
+      const newcomer = await fleet.join(direct);
+      newcomer.manager.on('handoff', () => moves++);
+      await fleet.clock.advance(5 * RECONCILE);
+      const total = weights.reduce((a, b) => a + b, 0);
+      const loads = loadOf(fleet, (r) => weightOf.get(r)!);
+      expect(loads.reduce((a, b) => a + b)).toBeCloseTo(total, 6);
+      for (const load of loads) expect(Math.abs(load / (total / 7) - 1)).toBeLessThanOrEqual(0.1);
+      // Its rendezvous share would be about 1,200 / 7 = 171 leases, most of them light.
+      expect(newcomer.manager.held().length).toBeLessThan(60);
+      expect(moves).toBe(newcomer.manager.held().length);
+    },
+  );
 
   it('a reported load reaches the other workers through the membership and moves the fewest leases', async () => {
     const wanted = names(40);
