@@ -239,6 +239,18 @@ describe('the checker with --permits N', () => {
       ['C', 2],
       ['D', 3],
     ]);
+    // Holders that began at the same instant all count at that instant, whichever sorts first.
+    const together = checkRecords([
+      permitRun,
+      ...[0, 1, 2, 3].map((p, i) => b('ABCD'[i]!, 1, 50, 100, p === 0 ? 'r' : `r${P}${p}`)),
+    ]);
+    expect(together.mostOwners).toBe(4);
+    expect(together.tooMany.map((t) => [t.at, t.holders.length])).toEqual([
+      [50, 4],
+      [50, 4],
+      [50, 4],
+      [50, 4],
+    ]);
   });
 
   it('still fails on two owners of one permit, and judges liveness per name', () => {

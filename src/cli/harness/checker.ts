@@ -114,11 +114,14 @@ export function checkRecords(records: readonly HistoryRecord[]): CheckResult {
   let handovers = 0;
   for (const [resource, list] of byResource) {
     list.sort((a, b) => a.from - b.from || a.token - b.token);
-    for (let i = 0; i < list.length; i++) {
-      const next = list[i]!;
-      for (let j = 0; j < i; j++) {
-        const earlier = list[j]!;
-        if (earlier.owner !== next.owner && earlier.to > next.from) {
+    // Each belief against every earlier one still running when it began. An earlier belief that
+    // ended by then ended before every later one began too, so it is dropped: a lease cycled
+    // hundreds of thousands of times stays a linear walk.
+    let running: BeliefRecord[] = [];
+    for (const next of list) {
+      running = running.filter((earlier) => earlier.to > next.from);
+      for (const earlier of running) {
+        if (earlier.owner !== next.owner) {
           overlaps.push({
             resource,
             first: pick(earlier),
@@ -127,6 +130,7 @@ export function checkRecords(records: readonly HistoryRecord[]): CheckResult {
           });
         }
       }
+      running.push(next);
     }
     // Successive owners, in the order their beliefs began: each token above the one before.
     for (let i = 1; i < list.length; i++) {
@@ -320,9 +324,14 @@ function excess(
   let most = 0;
   for (const [resource, list] of byName) {
     const starts = [...list].sort((a, b) => a.from - b.from);
+    // The beliefs begun by each start and not yet ended, in start order; walked once.
+    let begun = 0;
+    let running: BeliefRecord[] = [];
     for (const b of starts) {
+      while (begun < starts.length && starts[begun]!.from <= b.from) running.push(starts[begun++]!);
       // Beliefs are closed intervals' open ends: one ending exactly when another starts is no overlap.
-      const held = starts.filter((o) => o.from <= b.from && o.to > b.from);
+      running = running.filter((o) => o.to > b.from);
+      const held = running;
       most = Math.max(most, held.length);
       if (held.length > permits && permits > 1)
         out.push({

@@ -33,6 +33,18 @@ export interface WorkerConfig {
   progress: boolean;
   /** Report the process's resources (a `process` event) this often, in ms; absent: never. */
   reportEveryMs?: number;
+  /** A hot-lease cycler instead of a fleet member (verify's `hotLease`); absent: a fleet member. */
+  cycle?: HotCycle;
+}
+
+/**
+ * What a hot-lease cycler does: no manager; one loop that acquires `resource` (waiting while
+ * another cycler holds it), makes one fenced write under it, releases it, rests a random time
+ * within `restMs` and contends again, until it is stopped.
+ */
+export interface HotCycle {
+  resource: string;
+  restMs: readonly [number, number];
 }
 
 export const WORKER_ENV = 'LEASEHOLD_HARNESS_WORKER';

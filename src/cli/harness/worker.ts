@@ -2,6 +2,8 @@
 // resources that, for every lease it holds, keeps writing rows to the downstream SQLite file
 // through a SqliteFence, and reports every belief and write on stdout (pipe writes are
 // synchronous: nothing is lost on exit). It leaves when the command that started it goes away.
+// Two other modes share its reports: `--permits` (every worker contends for every resource) and
+// verify's hot-lease cycler (`cycle` in its config).
 import { readdirSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +23,7 @@ import { driftingClock } from './drifting-clock.js';
 import { hostNow, workerClock } from './host-clock.js';
 import {
   WORKER_ENV,
+  type HotCycle,
   type Progress,
   type StallMessage,
   type WorkerConfig,
@@ -132,13 +135,39 @@ async function writeProgress(lease: HeldLease, progress: Progress): Promise<void
 }
 
 /**
+ * One row written to the downstream under `lease` through the fence, reported with its outcome;
+ * `seq` numbers the holder's writes under the lease.
+ */
+function fencedWriter(downstream: string): (lease: HeldLease, seq: number) => Promise<void> {
+  const fence = new SqliteFence(openDownstream(downstream));
+  let insert: ReturnType<typeof insertWrite> | undefined;
+  return async (lease, seq) => {
+    try {
+      // Fenced per permit: holders of a name's other permits have tokens of their own.
+      const result = await fence.write(lease, (db) => {
+        insert ??= insertWrite(db);
+        return insert.run(lease.key, lease.token, w, seq, hostNow());
+      });
+      report({
+        e: 'write',
+        ...fact(lease),
+        outcome: result.accepted ? 'accepted' : 'rejected',
+        ...(result.accepted ? { commit: Number(result.value.lastInsertRowid) } : {}),
+      });
+    } catch (error) {
+      report({ e: 'write', ...fact(lease), outcome: 'error' });
+      warn(`write failed: ${message(error)}`);
+    }
+  };
+}
+
+/**
  * The work tied to a lease: a write every few hundred ms, deliberately NOT preceded by
  * `lease.isValid()`: a write already in flight when the process froze still goes out when it
  * wakes, and only the fence stops it.
  */
 function writeLoop(downstream: string, store: LeaseStore): (lease: HeldLease) => Promise<void> {
-  const fence = new SqliteFence(openDownstream(downstream));
-  let insert: ReturnType<typeof insertWrite> | undefined;
+  const write = fencedWriter(downstream);
   const [min, max] = config!.writeEveryMs;
   return async (lease) => {
     const signal = lease.signal;
@@ -150,22 +179,7 @@ function writeLoop(downstream: string, store: LeaseStore): (lease: HeldLease) =>
         () => false,
       );
       if (!paused) break;
-      try {
-        // Fenced per permit: holders of a name's other permits have tokens of their own.
-        const result = await fence.write(lease, (db) => {
-          insert ??= insertWrite(db);
-          return insert.run(lease.key, lease.token, w, seq, hostNow());
-        });
-        report({
-          e: 'write',
-          ...fact(lease),
-          outcome: result.accepted ? 'accepted' : 'rejected',
-          ...(result.accepted ? { commit: Number(result.value.lastInsertRowid) } : {}),
-        });
-      } catch (error) {
-        report({ e: 'write', ...fact(lease), outcome: 'error' });
-        warn(`write failed: ${message(error)}`);
-      }
+      await write(lease, seq);
       if (progress && !signal.aborted) await writeProgress(lease, progress);
     }
   };
@@ -266,6 +280,66 @@ async function contend(permits: number): Promise<void> {
   report({ e: 'ready', w, pid: process.pid, at: hostNow() });
 }
 
+/**
+ * verify's hot-lease cycler (`cycle`): no manager; one loop that acquires the hot resource
+ * (waiting, woken by a release on stores that announce them, while another cycler holds it),
+ * makes one fenced write under it, reports the release about to leave and gives it back, rests a
+ * moment and contends again. Its holds are beliefs like any worker's, checked by the same checker.
+ */
+async function cycle(hot: HotCycle): Promise<void> {
+  const store = await openStoreFor(config!.store);
+  const client = new LeaseClient({
+    store,
+    owner,
+    ttlMs: config!.ttlMs,
+    heartbeatMs: config!.heartbeatMs,
+    clock,
+  });
+  const write = fencedWriter(config!.downstream);
+  const stopping = new AbortController();
+  const { signal } = stopping;
+  const [min, max] = hot.restMs;
+  client.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: deadline(lease) }));
+  const loop = async (): Promise<void> => {
+    while (!signal.aborted) {
+      let lease: HeldLease;
+      try {
+        lease = await client.acquire(hot.resource, { waitMs: 4 * config!.reconcileMs, signal });
+      } catch (error) {
+        if (signal.aborted) return;
+        if (!(isLeaseError(error) && error.code === ErrorCode.LEASE_UNAVAILABLE)) {
+          warn(`acquire failed: ${message(error)}`);
+          await sleep(50);
+        }
+        continue;
+      }
+      report({ e: 'acquired', ...fact(lease), until: deadline(lease) });
+      await write(lease, 1);
+      // Stopping: `close()` releases what is held (its release is reported in `stop`).
+      if (signal.aborted) return;
+      if (lease.isValid()) {
+        report({ e: 'released', ...fact(lease), until: deadline(lease) });
+        await lease.release().catch((error: unknown) => warn(`release failed: ${message(error)}`));
+      }
+      const restMs = min + Math.random() * (max - min);
+      if (restMs > 0) await sleep(restMs, undefined, { signal }).catch(() => undefined);
+    }
+  };
+  const looping = loop();
+  const stop = (how: NodeJS.Signals): void => {
+    stopping.abort();
+    for (const lease of client.held())
+      report({ e: 'released', ...fact(lease), until: deadline(lease) });
+    void client
+      .close()
+      .then(() => looping)
+      .then(() => store.close())
+      .finally(() => process.kill(process.pid, how));
+  };
+  for (const how of ['SIGTERM', 'SIGINT'] as const) process.once(how, () => stop(how));
+  report({ e: 'ready', w, pid: process.pid, at: hostNow() });
+}
+
 function readOf(lease: HeldLease, store: LeaseStore): { read?: Progress | null } {
   const read = progressOf(lease, store);
   return read === undefined ? {} : { read };
@@ -279,7 +353,9 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-(config.permits > 1 ? contend(config.permits) : join()).catch((error: unknown) => {
-  process.stderr.write(`${message(error)}\n`);
-  process.exit(1);
-});
+(config.cycle ? cycle(config.cycle) : config.permits > 1 ? contend(config.permits) : join()).catch(
+  (error: unknown) => {
+    process.stderr.write(`${message(error)}\n`);
+    process.exit(1);
+  },
+);

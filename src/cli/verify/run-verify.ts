@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +9,7 @@ import { createDownstream, unreportedWrites } from '../harness/downstream.js';
 import { CliFailure, scrubPassword } from '../output.js';
 import { checkRecords, type CheckResult } from '../harness/checker.js';
 import { DEFAULT_DRIFT_RATE, driftIsBeyond, drifts, formatRate } from './drift.js';
-import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
+import { isStoreFault, type FaultName } from './faults.js';
 import { Fleet, type WorkerProcess } from '../harness/fleet.js';
 import type { WorkerEvent } from '../harness/worker-protocol.js';
 import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from '../harness/host-clock.js';
@@ -23,9 +23,16 @@ import { killOnExit } from '../harness/kill-on-exit.js';
 import { probeStore } from '../harness/probe-store.js';
 import { HistoryRecorder } from '../harness/recorder.js';
 import { htmlReport } from './html-report.js';
+import {
+  cyclerIds,
+  DEFAULT_HOT_REST_MS,
+  hotLeaseReport,
+  type HotLeaseOptions,
+  type HotLeaseReport,
+} from './hot-lease.js';
 import { seededRandom } from './random.js';
 import { privateServerScheme, startPrivateServer, type PrivateServer } from './private-servers.js';
-import { injectStoreFault } from './store-fault.js';
+import { nemesis } from './nemesis.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('../harness/worker.js', import.meta.url));
 
@@ -58,6 +65,12 @@ export interface VerifyOptions {
   faultEveryMs?: number;
   reportEveryMs?: number;
   onEvent?: (event: WorkerEvent) => void;
+  /**
+   * Cycler processes beside the fleet that acquire, write under and release one hot lease in a
+   * loop, contending with each other; their holds and writes are checked with the fleet's. None
+   * by default. The nemesis leaves them alone.
+   */
+  hotLease?: HotLeaseOptions;
 }
 
 export interface VerifyOutcome {
@@ -71,11 +84,15 @@ export interface VerifyOutcome {
   skewBeyond: boolean;
   /** A clock ran slow beyond rule 2's drift allowance: violations are expected, the fence must stop them. */
   driftBeyond: boolean;
+  /** With `hotLease`: its cycles, writes and violations. */
+  hotLease?: HotLeaseReport;
 }
 
 /** What must not outlive verify: its worker processes and the server it started. */
 interface Running {
   fleet?: Fleet;
+  /** The hot lease's cyclers (`hotLease`). */
+  cyclers?: Fleet;
   server?: PrivateServer;
   interrupted?: boolean;
 }
@@ -104,6 +121,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> 
     return await verifyOn(options, running);
   } finally {
     running.fleet?.killAll();
+    running.cyclers?.killAll();
     await running.server?.stop();
     uninstall();
   }
@@ -162,7 +180,7 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     );
   const heartbeatMs = Math.floor(ttlMs / 4);
   const reconcileMs = Math.round(ttlMs / 2);
-  const fleet = new Fleet(WORKER_ENTRY, {
+  const base = {
     store,
     group: `verify-${run}`,
     // Named by the worker: thousands of names do not fit in its environment.
@@ -176,12 +194,22 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     driftStepMs,
     progress: true,
     ...(options.reportEveryMs === undefined ? {} : { reportEveryMs: options.reportEveryMs }),
-  });
+  };
+  const fleet = new Fleet(WORKER_ENTRY, base);
+  // Outside the fleet's prefix: the managers neither want it nor hear of it.
+  const hotResource = `verify-${run}-hot`;
+  const cyclers = options.hotLease
+    ? new Fleet(WORKER_ENTRY, {
+        ...base,
+        cycle: { resource: hotResource, restMs: options.hotLease.restMs ?? DEFAULT_HOT_REST_MS },
+      })
+    : undefined;
+  const hotIds = cyclerIds(options.hotLease?.cyclers ?? 0);
 
   const recorder = new HistoryRecorder();
   const { records, warnings } = recorder;
   const stalls = new Map<string, FaultRecord>();
-  fleet.on('event', (event) => {
+  const onEvent = (event: WorkerEvent): void => {
     recorder.record(event);
     options.onEvent?.(event);
     // A stall's record gets the times the worker measured.
@@ -190,10 +218,15 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
       fault.at = event.at;
       fault.until = event.until;
     }
-  });
-  fleet.on('exit', (worker, how) => {
+  };
+  const onExit = (worker: WorkerProcess, how: string): void => {
     records.push({ type: 'worker', worker: worker.id, event: 'exit', at: hostNow(), how });
-  });
+  };
+  for (const f of [fleet, cyclers]) f?.on('event', onEvent).on('exit', onExit);
+  const startCycler = (id: string): Promise<WorkerProcess> => {
+    records.push({ type: 'worker', worker: id, event: 'start', at: hostNow(), skewMs: 0 });
+    return cyclers!.start(id, 20_000);
+  };
 
   let next = 0;
   const start = (): Promise<WorkerProcess> => {
@@ -216,27 +249,34 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
   };
 
   running.fleet = fleet;
+  running.cyclers = cyclers;
   let startedAt: number;
   try {
     try {
-      await Promise.all(Array.from({ length: options.workers }, start));
+      await Promise.all([
+        ...Array.from({ length: options.workers }, start),
+        ...hotIds.map(startCycler),
+      ]);
     } catch (error) {
       throw new CliFailure(`could not run: ${(error as Error).message}`, 2);
     }
     startedAt = hostNow();
     options.say(
-      `verify: ${options.workers} workers on ${options.resources} resources${(options.permits ?? 1) > 1 ? ` of ${options.permits} permits each` : ''} of ${shown}, TTL ${ttlMs} ms, faults ${options.faults.join(',')}, seed ${options.seed}`,
+      `verify: ${options.workers} workers on ${options.resources} resources${(options.permits ?? 1) > 1 ? ` of ${options.permits} permits each` : ''} of ${shown}, TTL ${ttlMs} ms, faults ${options.faults.join(',')}, seed ${options.seed}${hotIds.length > 0 ? `; ${hotIds.length} cyclers on the hot lease ${hotResource}` : ''}`,
     );
     await nemesis({ fleet, server, options, random, records, stalls, start, startedAt, notes });
     records.push({ type: 'end', at: hostNow() });
     options.say('verify: stopping the workers (each releases its leases)');
-    await fleet.stopAll(Math.max(5000, 3 * ttlMs));
+    const stopMs = Math.max(5000, 3 * ttlMs);
+    await Promise.all([fleet.stopAll(stopMs), cyclers?.stopAll(stopMs)]);
   } finally {
     fleet.killAll();
+    cyclers?.killAll();
   }
 
-  records.push(...recorder.beliefs.records());
-  records.push(...unreportedWrites(downstream, records));
+  // concat, not push(...): a soak's beliefs are more than a call takes as arguments.
+  const closed = records.concat(recorder.beliefs.records());
+  const all = closed.concat(unreportedWrites(downstream, closed));
   const runRecord: RunRecord = {
     type: 'run',
     version: 1,
@@ -257,103 +297,48 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     ...(driftOn ? { driftRate, driftStepMs } : {}),
     startedAt: floorUs(startedAt),
   };
-  const ordered = [runRecord, ...records.sort((a, b) => timeOf(a) - timeOf(b))];
+  const ordered = [runRecord, ...all.sort((a, b) => timeOf(a) - timeOf(b))];
   const history = join(dir, 'history.jsonl');
-  writeFileSync(history, ordered.map(historyLine).join(''));
+  writeHistory(history, ordered);
   const result = checkRecords(ordered);
+  const hotLease = cyclers ? hotLeaseReport(ordered, result, hotResource, hotIds) : undefined;
   const report = join(dir, 'report.html');
   writeFileSync(report, htmlReport(ordered, result, { notes, skewBeyond, driftBeyond }));
   // Worker warnings and start failures quote driver messages: never let a password through.
   notes.push(
     ...warnings.slice(0, 5).map((w) => `worker warning: ${scrubPassword(w, options.store)}`),
   );
-  return { result, run: runRecord, dir, history, report, notes, skewBeyond, driftBeyond };
-}
-
-interface NemesisContext {
-  fleet: Fleet;
-  /** The private server verify started, for `store-pause` and `store-restart`. */
-  server: PrivateServer | undefined;
-  options: VerifyOptions;
-  random: () => number;
-  records: HistoryRecord[];
-  stalls: Map<string, FaultRecord>;
-  start: () => Promise<WorkerProcess>;
-  startedAt: number;
-  notes: string[];
-}
-
-/** Injects the timed faults on a seeded schedule until the run's time is up. */
-async function nemesis(ctx: NemesisContext): Promise<void> {
-  const { fleet, options, random, records } = ctx;
-  const { ttlMs } = options;
-  const kinds = options.faults.filter(
-    (f) => (TIMED_FAULTS as readonly string[]).includes(f) || (ctx.server && isStoreFault(f)),
-  );
-  const endAt = ctx.startedAt + options.durationMs;
-  const pending: Promise<unknown>[] = [];
-  // One store fault at a time; one that fails (the server did not come back) ends the run.
-  let storeBusy = false;
-  let storeFailure: Error | undefined;
-  const replace = (): void => {
-    pending.push(
-      ctx
-        .start()
-        .catch((error: unknown) =>
-          ctx.notes.push(
-            `replacement: ${scrubPassword((error as Error).message, ctx.options.store)}`,
-          ),
-        ),
-    );
+  return {
+    result,
+    run: runRecord,
+    dir,
+    history,
+    report,
+    notes,
+    skewBeyond,
+    driftBeyond,
+    ...(hotLease ? { hotLease } : {}),
   };
-  // Let the fleet settle for a TTL before the first fault.
-  await wait(Math.min(ttlMs, endAt - hostNow()));
-  while (hostNow() < endAt && !storeFailure) {
-    const running = fleet.running();
-    if (kinds.length > 0 && running.length >= 2) {
-      const kind = kinds[Math.floor(random() * kinds.length)]!;
-      // A kill or stop is aimed at a worker that holds something, when one does: one that holds
-      // nothing (a replacement still joining) would show no takeover.
-      const holders = running.filter((w) => w.holding.size > 0);
-      const pool = (kind === 'kill' || kind === 'stop') && holders.length > 0 ? holders : running;
-      const victim = pool[Math.floor(random() * pool.length)]!;
-      const at = hostNow();
-      if (isStoreFault(kind)) {
-        if (!storeBusy && ctx.server) {
-          storeBusy = true;
-          pending.push(
-            injectStoreFault(kind, ctx.server, { ttlMs, random, records })
-              .catch((error: unknown) => (storeFailure = error as Error))
-              .finally(() => (storeBusy = false)),
-          );
-        }
-      } else if (kind === 'kill') {
-        records.push({ type: 'fault', kind, worker: victim.id, at });
-        fleet.signal(victim.id, 'SIGKILL');
-        replace();
-      } else if (kind === 'stop') {
-        records.push({ type: 'fault', kind, worker: victim.id, at });
-        fleet.signal(victim.id, 'SIGTERM');
-        pending.push(victim.closed.then(replace));
-      } else if (kind === 'pause') {
-        const ms = 2 * ttlMs;
-        records.push({ type: 'fault', kind, worker: victim.id, at, until: at + ms });
-        fleet.pause(victim.id, ms + 5000);
-        setTimeout(() => fleet.resume(victim.id), ms).unref();
-      } else {
-        const ms = Math.round(1.5 * ttlMs);
-        const fault: FaultRecord = { type: 'fault', kind, worker: victim.id, at, until: at + ms };
-        records.push(fault);
-        ctx.stalls.set(victim.id, fault);
-        fleet.stall(victim.id, ms);
-      }
-    }
-    const gap = options.faultEveryMs ?? ttlMs;
-    await wait(Math.min(gap * (0.75 + random()), endAt - hostNow()));
+}
+
+/**
+ * Writes the history a slice of lines at a time: a soak's history (some two million records) comes
+ * within a factor of two of the longest string V8 makes.
+ */
+function writeHistory(path: string, records: readonly HistoryRecord[]): void {
+  const fd = openSync(path, 'w');
+  try {
+    for (let i = 0; i < records.length; i += 10_000)
+      writeSync(
+        fd,
+        records
+          .slice(i, i + 10_000)
+          .map(historyLine)
+          .join(''),
+      );
+  } finally {
+    closeSync(fd);
   }
-  await Promise.all(pending);
-  if (storeFailure)
-    throw new CliFailure(`could not run: store-restart: ${storeFailure.message}`, 2);
 }
 
 function timeOf(record: HistoryRecord): number {
@@ -367,10 +352,6 @@ function timeOf(record: HistoryRecord): number {
   }
 }
 
-function wait(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, Math.max(0, ms)));
-}
-
 /**
  * No worker and no private server outlives verify: a Ctrl-C or SIGTERM kills the workers, stops the
  * server (SIGKILL of its tree if it takes too long) and removes its folder; a second signal, or an
@@ -379,12 +360,14 @@ function wait(ms: number): Promise<void> {
 function installKill(running: Running): () => void {
   const onExit = (): void => {
     running.fleet?.killAll();
+    running.cyclers?.killAll();
     running.server?.killNow();
   };
   return killOnExit(onExit, (signal) => {
     if (running.interrupted) process.exit(2); // the exit handler kills what is left
     running.interrupted = true;
     running.fleet?.killAll();
+    running.cyclers?.killAll();
     const server = running.server;
     process.stderr.write(
       `leasehold: verify interrupted by ${signal}; worker processes killed${server ? `, stopping the private ${server.program}` : ''}\n`,
