@@ -223,13 +223,8 @@ async function join(): Promise<void> {
   report({ e: 'ready', w, pid: process.pid, at: hostNow() });
 }
 
-/**
- * `--permits N`: no manager; for each resource, a loop that takes one of its N permits
- * (`acquire` with `permits`), works under it for a while (half to two and a half TTLs), reports
- * the release about to leave, and gives it back, then contends again. Every worker contends for
- * every resource, so permits change hands all the time.
- */
-async function contend(permits: number): Promise<void> {
+/** The store and a lease client on it, for the workers that run no manager (permits, the hot lease). */
+async function openClient(): Promise<{ store: LeaseStore; client: LeaseClient }> {
   const store = await openStoreFor(config!.store);
   const client = new LeaseClient({
     store,
@@ -238,6 +233,17 @@ async function contend(permits: number): Promise<void> {
     heartbeatMs: config!.heartbeatMs,
     clock,
   });
+  return { store, client };
+}
+
+/**
+ * `--permits N`: no manager; for each resource, a loop that takes one of its N permits
+ * (`acquire` with `permits`), works under it for a while (half to two and a half TTLs), reports
+ * the release about to leave, and gives it back, then contends again. Every worker contends for
+ * every resource, so permits change hands all the time.
+ */
+async function contend(permits: number): Promise<void> {
+  const { store, client } = await openClient();
   const work = writeLoop(config!.downstream, store);
   let stopping = false;
   client.on('lost', (lease) => report({ e: 'lost', ...fact(lease), until: deadline(lease) }));
@@ -287,14 +293,7 @@ async function contend(permits: number): Promise<void> {
  * moment and contends again. Its holds are beliefs like any worker's, checked by the same checker.
  */
 async function cycle(hot: HotCycle): Promise<void> {
-  const store = await openStoreFor(config!.store);
-  const client = new LeaseClient({
-    store,
-    owner,
-    ttlMs: config!.ttlMs,
-    heartbeatMs: config!.heartbeatMs,
-    clock,
-  });
+  const { store, client } = await openClient();
   const write = fencedWriter(config!.downstream);
   const stopping = new AbortController();
   const { signal } = stopping;
