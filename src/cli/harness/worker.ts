@@ -173,11 +173,20 @@ function writeLoop(downstream: string, store: LeaseStore): (lease: HeldLease) =>
     const signal = lease.signal;
     const read = progressOf(lease, store);
     const progress = read === undefined ? undefined : { token: lease.token, n: read?.n ?? 0 };
+    // The pause ends when the lease is given up, so a graceful stop does not wait out a long
+    // one; a lost lease does not end it, so a worker that froze mid-pause still sends its stale
+    // write when it wakes, and the fence has to refuse it.
+    const givenUp = new AbortController();
+    const onEnd = (): void => {
+      if (isLeaseError(signal.reason) && signal.reason.code === ErrorCode.LEASE_RELEASED)
+        givenUp.abort();
+    };
+    if (signal.aborted) onEnd();
+    else signal.addEventListener('abort', onEnd, { once: true });
     for (let seq = 1; !signal.aborted; seq++) {
-      // The pause ends with the lease too: a graceful stop does not wait out a long one.
-      const paused = await sleep(min + Math.random() * (max - min), true, { signal }).catch(
-        () => false,
-      );
+      const paused = await sleep(min + Math.random() * (max - min), true, {
+        signal: givenUp.signal,
+      }).catch(() => false);
       if (!paused) break;
       await write(lease, seq);
       if (progress && !signal.aborted) await writeProgress(lease, progress);
