@@ -1,4 +1,5 @@
 import { invalidArgument } from '../core/errors.js';
+import { flushStdio } from '../core/stdio.js';
 import { checkInteger, checkKnownKeys, describe, LIMITS, optionKeys } from '../core/options.js';
 
 /** How `stop()` winds the worker down. */
@@ -51,8 +52,9 @@ export class KeepAlive {
 }
 
 /**
- * On the first of `signals`, removes these handlers and calls `stop`, then raises the signal again
- * so it takes its usual course. Returns the uninstaller.
+ * On the first of `signals`, removes these handlers and calls `stop`, lets stdout and stderr
+ * drain (the last log lines of the stop would be lost otherwise), then raises the signal again so
+ * it takes its usual course. Returns the uninstaller.
  */
 export function onShutdownSignals(
   stop: () => Promise<void>,
@@ -61,7 +63,10 @@ export function onShutdownSignals(
   const handlers = signals.map((signal) => {
     const handler = (): void => {
       uninstall();
-      void stop().finally(() => process.kill(process.pid, signal));
+      void stop()
+        .catch(() => undefined)
+        .then(() => flushStdio())
+        .finally(() => process.kill(process.pid, signal));
     };
     process.on(signal, handler);
     return [signal, handler] as const;

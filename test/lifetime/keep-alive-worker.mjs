@@ -1,17 +1,23 @@
 // A program whose only work is a started LeaseManager, an election or a client holding an
 // auto-renewed lease, on SQLite: it must stay up until stopped or released, unless `unref` is
-// asked for. Usage: node keep-alive-worker.mjs FILE manager|elect|client|client-release [unref]
+// asked for. `manager-loud` holds 2,000 leases and prints a line for each it releases.
+// Usage: node keep-alive-worker.mjs FILE manager|manager-loud|elect|client|client-release [unref]
 import { LeaseClient, LeaseManager, SqliteStore, elect } from '../../dist/index.js';
 
 const [file, kind, unref] = process.argv.slice(2);
 const store = await SqliteStore.open(file);
-if (kind === 'manager') {
+if (kind.startsWith('manager')) {
+  const loud = kind === 'manager-loud';
   const manager = new LeaseManager({
     store,
-    resources: ['job/a', 'job/b'],
+    resources: loud ? Array.from({ length: 2000 }, (_, i) => `job/${i}`) : ['job/a', 'job/b'],
     ttlMs: 2000,
     settleMs: 0,
   });
+  if (loud)
+    manager.on('released', (lease) =>
+      process.stdout.write(`released ${lease.resource} ${'.'.repeat(100)}\n`),
+    );
   manager.installShutdownHandlers();
   if (unref) manager.unref();
   await manager.start();

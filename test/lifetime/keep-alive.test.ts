@@ -14,6 +14,8 @@ interface Run {
   readonly exited: Promise<number | null>;
   readonly alive: () => boolean;
   readonly kill: (signal: NodeJS.Signals) => void;
+  /** Stops reading the child's output for `ms`: its writes queue in the child meanwhile. */
+  readonly readLater: (ms: number) => void;
 }
 
 function run(kind: string, unref = false): { file: string; proc: Run } {
@@ -37,6 +39,10 @@ function run(kind: string, unref = false): { file: string; proc: Run } {
       exited,
       alive: () => !done,
       kill: (signal) => child.kill(signal),
+      readLater: (ms) => {
+        child.stdout.pause();
+        setTimeout(() => child.stdout.resume(), ms);
+      },
     },
   };
 }
@@ -77,6 +83,18 @@ it('a started manager keeps the process alive until SIGTERM, which releases ever
   } finally {
     await store.close();
   }
+});
+
+it('on SIGTERM, every line the manager printed on its way out reaches a reader that lags', async () => {
+  const { proc } = run('manager-loud');
+  await waitFor(() => proc.output().includes('started 2000'));
+  // 2,000 lines of ~120 bytes overflow the pipe; the rest waits in the child's queue, which a
+  // process ended by the signal at once would take with it.
+  proc.readLater(500);
+  proc.kill('SIGTERM');
+  await proc.exited;
+  const released = new Set(proc.output().match(/^released \S+/gm));
+  expect(released.size).toBe(2000);
 });
 
 it('manager.unref() lets the process exit once start() resolved', async () => {

@@ -16,6 +16,7 @@ import {
   type HeldLease,
   type LeaseStore,
 } from '../../index.js';
+import { flushStdio } from '../../core/stdio.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from './downstream.js';
 import { resourceNames } from './demo-settings.js';
@@ -289,6 +290,8 @@ async function contend(permits: number): Promise<void> {
       .close()
       .then(() => Promise.all(loops))
       .then(() => store.close())
+      .catch(() => undefined)
+      .then(() => flushStdio())
       .finally(() => process.kill(process.pid, signal));
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop(signal));
@@ -342,6 +345,8 @@ async function cycle(hot: HotCycle): Promise<void> {
       .close()
       .then(() => looping)
       .then(() => store.close())
+      .catch(() => undefined)
+      .then(() => flushStdio())
       .finally(() => process.kill(process.pid, how));
   };
   for (const how of ['SIGTERM', 'SIGINT'] as const) process.once(how, () => stop(how));
