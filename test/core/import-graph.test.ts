@@ -76,6 +76,7 @@ export function layerOf(file: string): string {
   if (file === 'cli/main.ts') return 'cli/main';
   if (file.startsWith(`${PAGE}/`)) return PAGE;
   if (file.startsWith('cli/harness/servers/')) return 'cli/harness/servers';
+  if (file.startsWith('cli/harness/lab/')) return 'cli/harness/lab';
   if ((parts[0] === 'cli' || parts[0] === 'stores') && parts.length > 2) {
     return `${parts[0]}/${parts[1]}`;
   }
@@ -108,7 +109,8 @@ const CLI_PARTS = ['dashboard', 'demo', 'harness', 'live', 'run', 'verify', 'wat
  * processes (which open the store as every command does, through the CLI's helpers), event
  * protocol and history checker (which reads permit names from `core`); `harness/servers`: the
  * private store servers verify starts, which the tests and the benchmarks start too, so they
- * know nothing else of leasehold), and `cli/main` over the commands.
+ * know nothing else of leasehold; `harness/lab`: network namespaces and the replicated stores
+ * verify runs in them, built on those servers), and `cli/main` over the commands.
  */
 export const ALLOWED: Record<string, readonly string[]> = {
   core: [],
@@ -137,6 +139,7 @@ export const ALLOWED: Record<string, readonly string[]> = {
   'cli/live': ['core'],
   'cli/harness': ['.', 'cli', 'core'],
   'cli/harness/servers': [],
+  'cli/harness/lab': ['cli/harness/servers'],
   'cli/dashboard': ['cli', 'cli/live', 'core', 'fleet', 'observability'],
   // The browser's part of the dashboard: only what has no imports of Node or of packages, namely
   // the lease-state rule the server judges by (cli/live/lease-state.ts) and the record-key marks
@@ -144,7 +147,7 @@ export const ALLOWED: Record<string, readonly string[]> = {
   [PAGE]: ['cli/live', 'core'],
   'cli/watch': ['cli', 'cli/live', 'core'],
   'cli/demo': ['.', 'cli', 'cli/harness', 'cli/dashboard', 'core'],
-  'cli/verify': ['cli', 'cli/harness', 'cli/harness/servers', 'core'],
+  'cli/verify': ['cli', 'cli/harness', 'cli/harness/lab', 'cli/harness/servers', 'core'],
   'cli/run': ['.', 'cli'],
   'cli/commands': ['.', 'cli', 'core', ...CLI_PARTS.map((part) => `cli/${part}`)],
   'cli/main': ['.', 'cli', 'cli/commands', 'cli/run'],

@@ -37,6 +37,14 @@ export interface WorkerClockSpec {
 
 const HOST_RATE: WorkerClockSpec = { skewMs: 0, driftRate: 0 };
 
+/** Where the workers run, when not simply here. */
+export interface WorkerPlacement {
+  /** The command prefix worker `id` starts under; it then executes node, keeping the pid. */
+  wrap(id: string): readonly string[];
+  /** Worker `id` has gone for good. */
+  gone(id: string): void;
+}
+
 /**
  * The worker processes of demo and verify (`worker.ts`). Each runs in its own process group, so a
  * Ctrl-C in the terminal reaches only the command, which then kills them; a worker also leaves on
@@ -57,7 +65,12 @@ export class Fleet extends EventEmitter<FleetEvents> {
   constructor(
     private readonly entry: string,
     private readonly base: Omit<WorkerConfig, 'id' | 'owner' | 'skewMs' | 'driftRate'>,
-    private readonly options: { owner?: (id: string) => string; joining?: string } = {},
+    private readonly options: {
+      owner?: (id: string) => string;
+      joining?: string;
+      /** Where each worker runs: a command prefix for it (`ip netns exec …`), told when it has gone. */
+      placement?: WorkerPlacement;
+    } = {},
   ) {
     super();
   }
@@ -69,11 +82,15 @@ export class Fleet extends EventEmitter<FleetEvents> {
   start(id: string, readyTimeoutMs: number, clock = HOST_RATE): Promise<WorkerProcess> {
     const owner = this.options.owner?.(id);
     const config: WorkerConfig = { ...this.base, id, ...(owner ? { owner } : {}), ...clock };
+    // A placement's prefix runs first and then executes node itself, keeping the pid and the IPC channel.
+    const [wrapper, ...before] = this.options.placement?.wrap(id) ?? [];
     const child = fork(this.entry, [], {
       env: { ...process.env, [WORKER_ENV]: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       detached: true,
-      execArgv: [],
+      ...(wrapper === undefined
+        ? { execArgv: [] }
+        : { execPath: wrapper, execArgv: [...before, process.execPath] }),
     });
     const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.once('close', (code, signal) => resolve({ code, signal })),
@@ -108,6 +125,7 @@ export class Fleet extends EventEmitter<FleetEvents> {
       worker.holding.clear();
       this.guards.get(id)?.kill('SIGKILL');
       this.guards.delete(id);
+      this.options.placement?.gone(id);
       this.emit('exit', worker, signal ? `signal ${signal}` : `code ${code}`);
     });
     return untilReady(

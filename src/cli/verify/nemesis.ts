@@ -2,7 +2,8 @@ import { CliFailure, scrubPassword } from '../output.js';
 import type { Fleet, WorkerProcess } from '../harness/fleet.js';
 import type { FaultRecord, HistoryRecord } from '../harness/history-format.js';
 import { hostNow } from '../harness/host-clock.js';
-import { isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
+import { injectClusterFault, type VerifyLab } from './cluster-fault.js';
+import { isClusterFault, isStoreFault, TIMED_FAULTS, type FaultName } from './faults.js';
 import type { PrivateServer } from './private-servers.js';
 import { injectStoreFault } from './store-fault.js';
 
@@ -20,6 +21,8 @@ export interface NemesisContext {
   fleet: Fleet;
   /** The private server verify started, for `store-pause` and `store-restart`. */
   server: PrivateServer | undefined;
+  /** The lab verify runs in, for the cluster faults. */
+  lab?: VerifyLab | undefined;
   options: NemesisOptions;
   random: () => number;
   records: HistoryRecord[];
@@ -34,11 +37,14 @@ export async function nemesis(ctx: NemesisContext): Promise<void> {
   const { fleet, options, random, records } = ctx;
   const { ttlMs } = options;
   const kinds = options.faults.filter(
-    (f) => (TIMED_FAULTS as readonly string[]).includes(f) || (ctx.server && isStoreFault(f)),
+    (f) =>
+      (TIMED_FAULTS as readonly string[]).includes(f) ||
+      (ctx.server && isStoreFault(f)) ||
+      (ctx.lab && isClusterFault(f)),
   );
   const endAt = ctx.startedAt + options.durationMs;
   const pending: Promise<unknown>[] = [];
-  // One store fault at a time; one that fails (the server did not come back) ends the run.
+  // One store or cluster fault at a time; one that fails (the server did not come back) ends the run.
   let storeBusy = false;
   let storeFailure: Error | undefined;
   const replace = (): void => {
@@ -64,7 +70,18 @@ export async function nemesis(ctx: NemesisContext): Promise<void> {
       const pool = (kind === 'kill' || kind === 'stop') && holders.length > 0 ? holders : running;
       const victim = pool[Math.floor(random() * pool.length)]!;
       const at = hostNow();
-      if (isStoreFault(kind)) {
+      const holding = holders.length > 0 ? holders : running;
+      if (isClusterFault(kind)) {
+        if (!storeBusy && ctx.lab) {
+          storeBusy = true;
+          const victim = holding[Math.floor(random() * holding.length)]!.id;
+          pending.push(
+            injectClusterFault(kind, ctx.lab, { ttlMs, random, records, victim })
+              .catch((error: unknown) => (storeFailure = error as Error))
+              .finally(() => (storeBusy = false)),
+          );
+        }
+      } else if (isStoreFault(kind)) {
         if (!storeBusy && ctx.server) {
           storeBusy = true;
           pending.push(
@@ -99,7 +116,7 @@ export async function nemesis(ctx: NemesisContext): Promise<void> {
   }
   await Promise.all(pending);
   if (storeFailure)
-    throw new CliFailure(`could not run: store-restart: ${storeFailure.message}`, 2);
+    throw new CliFailure(`could not run: a store fault failed: ${storeFailure.message}`, 2);
 }
 
 function wait(ms: number): Promise<void> {

@@ -9,7 +9,8 @@ import { createDownstream, unreportedWrites } from '../harness/downstream.js';
 import { CliFailure, scrubPassword } from '../output.js';
 import { checkRecords, type CheckResult } from '../harness/checker.js';
 import { DEFAULT_DRIFT_RATE, driftIsBeyond, drifts, formatRate } from './drift.js';
-import { isStoreFault, type FaultName } from './faults.js';
+import type { VerifyLab } from './cluster-fault.js';
+import { isClusterFault, isStoreFault, type FaultName } from './faults.js';
 import { Fleet, type WorkerProcess } from '../harness/fleet.js';
 import type { WorkerEvent } from '../harness/worker-protocol.js';
 import { floorUs, HOST_CLOCK, hostNow, ROUNDING_MS } from '../harness/host-clock.js';
@@ -71,6 +72,13 @@ export interface VerifyOptions {
    * by default. The nemesis leaves them alone.
    */
   hotLease?: HotLeaseOptions;
+  /**
+   * A lab to run in: the store is the lab's replicated cluster (`store` only names it in reports),
+   * each worker runs on a lab host of its own, and the cluster faults (`partition-leader`,
+   * `partition-holder`, `kill-leader`) apply. Run from a process in a network namespace of its
+   * own (see `runJepsen`).
+   */
+  lab?: VerifyLab;
 }
 
 export interface VerifyOutcome {
@@ -104,7 +112,7 @@ interface Running {
  * restarts the private server); the recorded history is then checked.
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> {
-  const scheme = privateServerScheme(options.store);
+  const scheme = options.lab ? undefined : privateServerScheme(options.store);
   const running: Running = {};
   const uninstall = installKill(running);
   try {
@@ -130,7 +138,8 @@ export async function runVerify(options: VerifyOptions): Promise<VerifyOutcome> 
 async function verifyOn(options: VerifyOptions, running: Running): Promise<VerifyOutcome> {
   const { ttlMs } = options;
   const { server } = running;
-  const store = server?.url ?? options.store;
+  const { lab } = options;
+  const store = lab?.cluster.url ?? server?.url ?? options.store;
   const notes: string[] = [];
   const shown = redact(store);
   const run = randomBytes(3).toString('hex');
@@ -147,12 +156,20 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     notes.push(
       `store: a private ${server.program} verify started on 127.0.0.1:${server.port} in ${server.dir}, stopped and removed at the end`,
     );
+  else if (lab)
+    notes.push(
+      `store: ${lab.cluster.description}, each member and each worker on a network host of its own (${lab.cluster.members.map((m) => `${m.name} ${m.host.ip}`).join(', ')})`,
+    );
   else
     for (const f of options.faults)
       if (isStoreFault(f))
         notes.push(
           `${f} skipped: verify did not start ${shown} itself, so it does not pause or restart it`,
         );
+  if (!lab)
+    for (const f of options.faults)
+      if (isClusterFault(f))
+        notes.push(`${f} skipped: it cuts network links, which verify does only in a lab`);
 
   const dir = resolve(options.reportDir ?? mkdtempSync(join(tmpdir(), 'leasehold-verify-')));
   mkdirSync(dir, { recursive: true });
@@ -195,7 +212,18 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     progress: true,
     ...(options.reportEveryMs === undefined ? {} : { reportEveryMs: options.reportEveryMs }),
   };
-  const fleet = new Fleet(WORKER_ENTRY, base);
+  const fleet = new Fleet(
+    WORKER_ENTRY,
+    base,
+    lab
+      ? {
+          placement: {
+            wrap: (id) => lab.net.wrap(lab.net.addHost(id)),
+            gone: (id) => lab.net.removeHost(id),
+          },
+        }
+      : {},
+  );
   // Outside the fleet's prefix: the managers neither want it nor hear of it.
   const hotResource = `verify-${run}-hot`;
   const cyclers = options.hotLease
@@ -264,7 +292,18 @@ async function verifyOn(options: VerifyOptions, running: Running): Promise<Verif
     options.say(
       `verify: ${options.workers} workers on ${options.resources} resources${(options.permits ?? 1) > 1 ? ` of ${options.permits} permits each` : ''} of ${shown}, TTL ${ttlMs} ms, faults ${options.faults.join(',')}, seed ${options.seed}${hotIds.length > 0 ? `; ${hotIds.length} cyclers on the hot lease ${hotResource}` : ''}`,
     );
-    await nemesis({ fleet, server, options, random, records, stalls, start, startedAt, notes });
+    await nemesis({
+      fleet,
+      server,
+      lab,
+      options,
+      random,
+      records,
+      stalls,
+      start,
+      startedAt,
+      notes,
+    });
     records.push({ type: 'end', at: hostNow() });
     options.say('verify: stopping the workers (each releases its leases)');
     const stopMs = Math.max(5000, 3 * ttlMs);

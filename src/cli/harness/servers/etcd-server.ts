@@ -9,8 +9,10 @@ export interface PrivateEtcdOptions extends PrivateServerOptions {
   readonly name?: string;
   readonly clientPort: number;
   readonly peerPort: number;
+  /** The address it listens on. @default '127.0.0.1' */
+  readonly host?: string;
   /**
-   * `--initial-cluster`: every member as `name=http://127.0.0.1:peerPort`, joined by commas.
+   * `--initial-cluster`: every member as `name=http://host:peerPort`, joined by commas.
    * @default this member alone
    */
   readonly initialCluster?: string;
@@ -38,7 +40,7 @@ export function etcdUnavailable(): string | null {
 }
 
 /**
- * A private etcd member on 127.0.0.1, its data in `dir/data` (put the folder on /dev/shm:
+ * A private etcd member on 127.0.0.1 (or `host`), its data in `dir/data` (put the folder on /dev/shm:
  * etcd fsyncs every write). Ready when its `/health` says so, which needs a quorum.
  */
 export class PrivateEtcd extends PrivateServer {
@@ -46,6 +48,7 @@ export class PrivateEtcd extends PrivateServer {
   readonly name: string;
   readonly clientPort: number;
   readonly peerPort: number;
+  readonly host: string;
 
   constructor(
     dir: string,
@@ -55,6 +58,7 @@ export class PrivateEtcd extends PrivateServer {
     this.name = options.name ?? 'm0';
     this.clientPort = options.clientPort;
     this.peerPort = options.peerPort;
+    this.host = options.host ?? '127.0.0.1';
     mkdirSync(this.dataDir, { recursive: true });
   }
 
@@ -62,9 +66,9 @@ export class PrivateEtcd extends PrivateServer {
     return this.clientPort;
   }
 
-  /** `127.0.0.1:port` of its client endpoint. */
+  /** `host:port` of its client endpoint. */
   get endpoint(): string {
-    return `127.0.0.1:${this.clientPort}`;
+    return `${this.host}:${this.clientPort}`;
   }
 
   get url(): string {
@@ -76,8 +80,8 @@ export class PrivateEtcd extends PrivateServer {
   }
 
   protected command(): ServerCommand {
-    const client = `http://127.0.0.1:${this.clientPort}`;
-    const peer = `http://127.0.0.1:${this.peerPort}`;
+    const client = `http://${this.host}:${this.clientPort}`;
+    const peer = `http://${this.host}:${this.peerPort}`;
     const heartbeat = this.options.heartbeatMs ?? 10;
     return {
       file: onPath('etcd') ?? 'etcd',

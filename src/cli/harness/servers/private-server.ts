@@ -29,6 +29,11 @@ export interface PrivateServerOptions {
   readonly detached?: boolean;
   /** A file the server's output is appended to as it comes, beside the tail kept for messages. */
   readonly outputFile?: string;
+  /**
+   * A command that runs the server's processes in a setting of their own and then executes
+   * them, such as `ip netns exec NAME` (the pid stays the server's). @default none
+   */
+  readonly wrap?: readonly string[];
 }
 
 /** A server process, keeping the tail of its output for error messages. */
@@ -69,6 +74,7 @@ export abstract class PrivateServer {
   protected readonly ownsDir: boolean;
   private readonly detached: boolean;
   private readonly outputFile: string | undefined;
+  private readonly wrap: readonly string[];
 
   constructor(
     /** The server's folder (its working directory), removed by `stop` when it is its own. */
@@ -78,6 +84,7 @@ export abstract class PrivateServer {
     this.ownsDir = options.ownsDir ?? true;
     this.detached = options.detached ?? true;
     this.outputFile = options.outputFile;
+    this.wrap = options.wrap ?? [];
     this.watchdog = (options.watchdog ?? true) ? watchFolder(dir) : undefined;
   }
 
@@ -267,7 +274,9 @@ export abstract class PrivateServer {
 
   /** Spawns a process, keeping the tail of its output (and all of it in `outputFile`). */
   protected spawn(file: string, args: string[], options: SpawnOptions): ServerChild {
-    const child = spawn(file, args, {
+    const [wrapper, ...before] = this.wrap;
+    const argv = wrapper === undefined ? [file, ...args] : [wrapper, ...before, file, ...args];
+    const child = spawn(argv[0]!, argv.slice(1), {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: this.detached,
       ...options,

@@ -39,9 +39,14 @@ export function zookeeperUnavailable(): string | null {
 }
 
 /** Sends a four-letter-word command and returns the answer ('' when the server does not answer). */
-export function fourLetter(port: number, command: string, timeoutMs = 1000): Promise<string> {
+export function fourLetter(
+  port: number,
+  command: string,
+  timeoutMs = 1000,
+  host = '127.0.0.1',
+): Promise<string> {
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host, port });
     let out = '';
     const timer = setTimeout(() => socket.destroy(), timeoutMs);
     socket.on('connect', () => socket.write(command));
@@ -68,6 +73,8 @@ export interface ZookeeperConfigOptions {
 /** How a `PrivateZookeeper` starts. */
 export interface PrivateZookeeperOptions extends PrivateServerOptions, ZookeeperConfigOptions {
   readonly clientPort: number;
+  /** The address its client port listens on. @default '127.0.0.1' */
+  readonly host?: string;
   /** For messages: `zookeeper m1`. @default 'zookeeper' */
   readonly name?: string;
   /** An ensemble member's id (written to `data/myid`) and the `server.N=…` lines of every member. */
@@ -83,6 +90,7 @@ export interface PrivateZookeeperOptions extends PrivateServerOptions, Zookeeper
 export class PrivateZookeeper extends PrivateServer {
   readonly program: string;
   readonly clientPort: number;
+  readonly host: string;
   protected override readonly readyPollMs = 50;
   private readonly configFile: string;
 
@@ -90,13 +98,14 @@ export class PrivateZookeeper extends PrivateServer {
     super(dir, options);
     this.program = options.name ?? 'zookeeper';
     this.clientPort = options.clientPort;
+    this.host = options.host ?? '127.0.0.1';
     const data = join(dir, 'data');
     mkdirSync(data, { recursive: true });
     const lines = [
       'tickTime=200',
       `dataDir=${data}`,
       `clientPort=${options.clientPort}`,
-      'clientPortAddress=127.0.0.1',
+      `clientPortAddress=${this.host}`,
       'admin.enableServer=false',
       'minSessionTimeout=400',
       'maxSessionTimeout=172800000',
@@ -121,9 +130,9 @@ export class PrivateZookeeper extends PrivateServer {
     return this.program;
   }
 
-  /** `127.0.0.1:port` of its client port. */
+  /** `host:port` of its client port. */
   get endpoint(): string {
-    return `127.0.0.1:${this.clientPort}`;
+    return `${this.host}:${this.clientPort}`;
   }
 
   /** `zookeeper://` URL of this server alone; add the chroot path. */
@@ -133,7 +142,7 @@ export class PrivateZookeeper extends PrivateServer {
 
   /** `standalone`, `leader` or `follower`; `undefined` while it does not serve. */
   async mode(): Promise<string | undefined> {
-    const answer = await fourLetter(this.clientPort, 'srvr', 500);
+    const answer = await fourLetter(this.clientPort, 'srvr', 500, this.host);
     return /^Mode: (\w+)/m.exec(answer)?.[1];
   }
 

@@ -1,0 +1,139 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { etcdUnavailable, PrivateEtcd } from '../servers/etcd-server.js';
+import type { PrivateServer } from '../servers/private-server.js';
+import { serverFolder } from '../servers/process-tree.js';
+import { PrivateZookeeper, zookeeperUnavailable } from '../servers/zookeeper-server.js';
+import type { LabHost, NetLab } from './netlab.js';
+
+/** The replicated stores a lab runs, three members each. */
+export const LAB_CLUSTERS = ['etcd', 'zookeeper'] as const;
+export type LabClusterKind = (typeof LAB_CLUSTERS)[number];
+
+/** One member of a lab cluster: its server, on a host of its own. */
+export interface LabMember {
+  readonly name: string;
+  readonly host: LabHost;
+  readonly server: PrivateServer;
+}
+
+/** A replicated store whose members each run on their own lab host. */
+export interface LabCluster {
+  readonly kind: LabClusterKind;
+  /** For messages and reports: `etcd, 3 members`. */
+  readonly description: string;
+  readonly members: readonly LabMember[];
+  /** The store URL naming every member. */
+  readonly url: string;
+  /** The member that leads now, as the members themselves report; `undefined` while none does. */
+  leader(): Promise<LabMember | undefined>;
+  /** Stops every member and removes the cluster's folder. */
+  stop(): Promise<void>;
+}
+
+/** Why a cluster of `kind` cannot run here, or `null`. */
+export function labClusterUnavailable(kind: LabClusterKind): string | null {
+  return kind === 'etcd' ? etcdUnavailable() : zookeeperUnavailable();
+}
+
+/** Starts a cluster of `size` members of `kind`, each on a new host of `lab`, and waits until it serves. */
+export async function startLabCluster(
+  lab: NetLab,
+  kind: LabClusterKind,
+  size = 3,
+): Promise<LabCluster> {
+  const dir = serverFolder(`leasehold-lab-${kind}-`, kind === 'etcd');
+  const hosts = Array.from({ length: size }, (_, i) => lab.addHost(`${kind}-${i + 1}`));
+  const cluster =
+    kind === 'etcd' ? etcdCluster(lab, dir, hosts) : zookeeperCluster(lab, dir, hosts);
+  try {
+    for (const member of cluster.members) member.server.spawnServer();
+    await Promise.all(cluster.members.map((m) => m.server.untilReady(60_000)));
+    return cluster;
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+}
+
+async function stopAll(members: readonly LabMember[], dir: string): Promise<void> {
+  await Promise.allSettled(members.map((m) => m.server.stop()));
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function etcdCluster(lab: NetLab, dir: string, hosts: readonly LabHost[]): LabCluster {
+  const initialCluster = hosts.map((h, i) => `m${i + 1}=http://${h.ip}:2380`).join(',');
+  const members = hosts.map((host, i) => {
+    const server = new PrivateEtcd(join(dir, `m${i + 1}`), {
+      name: `m${i + 1}`,
+      host: host.ip,
+      clientPort: 2379,
+      peerPort: 2380,
+      initialCluster,
+      clusterToken: dir,
+      heartbeatMs: 25,
+      wrap: lab.wrap(host),
+    });
+    return { name: `etcd m${i + 1}`, host, server };
+  });
+  return {
+    kind: 'etcd',
+    description: `etcd, ${hosts.length} members`,
+    members,
+    url: `etcd://${hosts.map((h) => `${h.ip}:2379`).join(',')}`,
+    async leader() {
+      // Each member's status names the leader by id, and itself by the header's member id.
+      for (const member of members) {
+        if (!member.server.running) continue;
+        try {
+          const response = await fetch(`http://${member.host.ip}:2379/v3/maintenance/status`, {
+            method: 'POST',
+            body: '{}',
+            signal: AbortSignal.timeout(500),
+          });
+          const status = (await response.json()) as {
+            header?: { member_id?: string };
+            leader?: string;
+          };
+          if (status.leader !== undefined && status.leader === status.header?.member_id)
+            return member;
+        } catch {
+          // cut off or down: ask the next
+        }
+      }
+      return undefined;
+    },
+    stop: () => stopAll(members, dir),
+  };
+}
+
+function zookeeperCluster(lab: NetLab, dir: string, hosts: readonly LabHost[]): LabCluster {
+  const servers = hosts.map((h, i) => `server.${i + 1}=${h.ip}:2888:3888`);
+  const members = hosts.map((host, i) => {
+    const server = new PrivateZookeeper(join(dir, `m${i + 1}`), {
+      clientPort: 2181,
+      host: host.ip,
+      name: `zookeeper m${i + 1}`,
+      ensemble: { id: i + 1, servers },
+      // Durable, as a production ensemble is: an acknowledged write is on disk.
+      forceSync: true,
+      wrap: lab.wrap(host),
+    });
+    return { name: `zookeeper m${i + 1}`, host, server };
+  });
+  return {
+    kind: 'zookeeper',
+    description: `ZooKeeper, ${hosts.length} servers`,
+    members,
+    url: `zookeeper://${hosts.map((h) => `${h.ip}:2181`).join(',')}/leasehold-lab`,
+    async leader() {
+      for (const member of members) {
+        if (!member.server.running) continue;
+        const mode = await (member.server as PrivateZookeeper).mode().catch(() => undefined);
+        if (mode === 'leader') return member;
+      }
+      return undefined;
+    },
+    stop: () => stopAll(members, dir),
+  };
+}
