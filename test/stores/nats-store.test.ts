@@ -16,7 +16,7 @@ describe('nats:// URLs', () => {
   it('reads servers, credentials and parameters', () => {
     const target = parseNatsUrl(
       parseStoreUrl(
-        'nats://lh:p%40ss@10.0.0.1,10.0.0.2:4333?bucket=jobs&maxClockSkewMs=250&timeoutMs=800&createBucket=false&concurrency=4',
+        'nats://lh:p%40ss@10.0.0.1,10.0.0.2:4333?bucket=jobs&maxClockSkewMs=250&timeoutMs=800&createBucket=false&replicas=3&concurrency=4',
       ),
     );
     expect(target.servers).toEqual(['10.0.0.1:4222', '10.0.0.2:4333']);
@@ -26,6 +26,7 @@ describe('nats:// URLs', () => {
       maxClockSkewMs: 250,
       timeoutMs: 800,
       createBucket: false,
+      replicas: 3,
       concurrency: 4,
     });
     expect(target.redacted).not.toContain('p%40ss');
@@ -41,6 +42,9 @@ describe('nats:// URLs', () => {
       ['nats://host?buckt=x', /unknown parameter "buckt"/],
       ['nats://host?timeoutMs=soon', /whole number/],
       ['nats://host?createBucket=yes', /true or false/],
+      ['nats://host?replicas=0', /replicas must be/],
+      ['nats://host?replicas=6', /replicas must be/],
+      ['nats://host?replicas=three', /whole number/],
       ['nats://host,', /empty server/],
       ['nats://t0ken@host?bucket=no/slash', /bucket must be/],
     ];

@@ -9,6 +9,8 @@ import {
   type LabClusterKind,
 } from '../harness/lab/lab-cluster.js';
 import type { FaultRecord } from '../harness/history-format.js';
+import { diagnoseStore } from '../../core/doctor.js';
+import { openQuietly } from '../open-quietly.js';
 import { runVerify } from './run-verify.js';
 import type { FaultName } from './faults.js';
 
@@ -43,6 +45,8 @@ export interface JepsenSummary {
   beliefs: number;
   handovers: number;
   livenessGaps: number;
+  /** What `leasehold doctor` found on the cluster before the run (id and level of each finding). */
+  doctor: { id: string; level: string }[];
   /** Faults injected, by kind, and what each did. */
   injected: Record<string, number>;
   faultNotes: string[];
@@ -65,6 +69,7 @@ export async function runJepsen(
     const cluster = await startLabCluster(net, options.cluster);
     try {
       say(`jepsen: ${cluster.description} up (${cluster.url})`);
+      const doctor = await diagnose(cluster.url);
       const outcome = await runVerify({
         store: cluster.url,
         durationMs: options.durationMs,
@@ -102,6 +107,7 @@ export async function runJepsen(
         beliefs: result.beliefs,
         handovers: result.handovers,
         livenessGaps: result.liveness.length,
+        doctor,
         injected: result.faults,
         faultNotes,
         notes: outcome.notes,
@@ -112,6 +118,17 @@ export async function runJepsen(
     }
   } finally {
     net.close();
+  }
+}
+
+/** The doctor's findings on the store at `url` (which it opens, creating what a first open creates). */
+async function diagnose(url: string): Promise<{ id: string; level: string }[]> {
+  const store = await openQuietly(url);
+  try {
+    const { findings } = await diagnoseStore(store);
+    return findings.map((f) => ({ id: f.id, level: f.level }));
+  } finally {
+    await store.close();
   }
 }
 

@@ -99,7 +99,7 @@ async function attach(
   const ms = options.timeoutMs;
   let kv: NatsKv;
   try {
-    kv = await withDeadline(openBucket(kvm, options.bucket, options.createBucket), ms, () =>
+    kv = await withDeadline(openBucket(kvm, options.bucket, options.createBucket, options.replicas), ms, () =>
       noAnswer('open', options.bucket, ms),
     );
   } catch (error) {

@@ -39,6 +39,12 @@ export interface NatsStoreOptions {
    */
   createBucket?: boolean;
   /**
+   * How many servers of a JetStream cluster keep a copy of the bucket when the store creates it
+   * (1 to 5; an existing bucket keeps its own). With 1, the one server holding the bucket is the
+   * only copy of every lease record: use 3 on a cluster of three servers or more. @default 1
+   */
+  replicas?: number;
+  /**
    * How many per-resource transitions `acquireMany` / `renewMany` / `releaseMany` keep in flight.
    * They are pipelined on the one connection, so a wide window costs no more per write and keeps
    * the bucket's stream busy. @default 256
@@ -72,6 +78,7 @@ export const NATS_DEFAULTS = Object.freeze({
   maxClockSkewMs: 1000,
   timeoutMs: 5000,
   createBucket: true,
+  replicas: 1,
   concurrency: 256,
 });
 
@@ -80,6 +87,7 @@ export interface ResolvedNatsOptions {
   readonly maxClockSkewMs: number;
   readonly timeoutMs: number;
   readonly createBucket: boolean;
+  readonly replicas: number;
   readonly concurrency: number;
   readonly clock: Pick<Clock, 'now'>;
   readonly onWatchError: WatchErrorHandler;
@@ -91,6 +99,7 @@ const NATS_KEYS = optionKeys<NatsStoreOptions>({
   maxClockSkewMs: true,
   timeoutMs: true,
   createBucket: true,
+  replicas: true,
   concurrency: true,
   clock: true,
   onWatchError: true,
@@ -129,6 +138,7 @@ export function resolveNatsOptions(options: NatsStoreOptions = {}): ResolvedNats
     ),
     timeoutMs: checkInteger('timeoutMs', options.timeoutMs ?? NATS_DEFAULTS.timeoutMs, 50, 600_000),
     createBucket,
+    replicas: checkInteger('replicas', options.replicas ?? NATS_DEFAULTS.replicas, 1, 5),
     concurrency: checkConcurrency(options.concurrency ?? NATS_DEFAULTS.concurrency),
     clock,
     onWatchError,

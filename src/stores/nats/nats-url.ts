@@ -20,11 +20,18 @@ export interface NatsTarget {
   readonly redacted: string;
 }
 
-const PARAMS = ['bucket', 'maxClockSkewMs', 'timeoutMs', 'createBucket', 'concurrency'];
+const PARAMS = [
+  'bucket',
+  'maxClockSkewMs',
+  'timeoutMs',
+  'createBucket',
+  'replicas',
+  'concurrency',
+];
 const DEFAULT_PORT = 4222;
 
 /**
- * `nats://[user:password@|token@]host[:port][,host[:port]…][/]?bucket=&maxClockSkewMs=&timeoutMs=&createBucket=&concurrency=`
+ * `nats://[user:password@|token@]host[:port][,host[:port]…][/]?bucket=&maxClockSkewMs=&timeoutMs=&createBucket=&replicas=&concurrency=`
  * (port 4222 by default). Every value is checked here, before anything connects.
  */
 export function parseNatsUrl(given: StoreUrl): NatsTarget {
@@ -67,6 +74,7 @@ export function parseNatsUrl(given: StoreUrl): NatsTarget {
     maxClockSkewMs: intParam(url, params, 'maxClockSkewMs'),
     timeoutMs: intParam(url, params, 'timeoutMs'),
     createBucket: boolParam(url, params, 'createBucket'),
+    replicas: intParam(url, params, 'replicas'),
     concurrency: intParam(url, params, 'concurrency'),
   };
   checkUrlOptions(url, () => resolveNatsOptions(store));

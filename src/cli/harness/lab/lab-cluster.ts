@@ -4,10 +4,11 @@ import { etcdUnavailable, PrivateEtcd } from '../servers/etcd-server.js';
 import type { PrivateServer } from '../servers/private-server.js';
 import { serverFolder } from '../servers/process-tree.js';
 import { PrivateZookeeper, zookeeperUnavailable } from '../servers/zookeeper-server.js';
+import { LabNats, natsUnavailable } from './lab-nats.js';
 import type { LabHost, NetLab } from './netlab.js';
 
 /** The replicated stores a lab runs, three members each. */
-export const LAB_CLUSTERS = ['etcd', 'zookeeper'] as const;
+export const LAB_CLUSTERS = ['etcd', 'zookeeper', 'nats'] as const;
 export type LabClusterKind = (typeof LAB_CLUSTERS)[number];
 
 /** One member of a lab cluster: its server, on a host of its own. */
@@ -33,7 +34,8 @@ export interface LabCluster {
 
 /** Why a cluster of `kind` cannot run here, or `null`. */
 export function labClusterUnavailable(kind: LabClusterKind): string | null {
-  return kind === 'etcd' ? etcdUnavailable() : zookeeperUnavailable();
+  if (kind === 'etcd') return etcdUnavailable();
+  return kind === 'nats' ? natsUnavailable() : zookeeperUnavailable();
 }
 
 /** Starts a cluster of `size` members of `kind`, each on a new host of `lab`, and waits until it serves. */
@@ -45,7 +47,11 @@ export async function startLabCluster(
   const dir = serverFolder(`leasehold-lab-${kind}-`, kind === 'etcd');
   const hosts = Array.from({ length: size }, (_, i) => lab.addHost(`${kind}-${i + 1}`));
   const cluster =
-    kind === 'etcd' ? etcdCluster(lab, dir, hosts) : zookeeperCluster(lab, dir, hosts);
+    kind === 'etcd'
+      ? etcdCluster(lab, dir, hosts)
+      : kind === 'nats'
+        ? natsCluster(lab, dir, hosts)
+        : zookeeperCluster(lab, dir, hosts);
   try {
     for (const member of cluster.members) member.server.spawnServer();
     await Promise.all(cluster.members.map((m) => m.server.untilReady(60_000)));
@@ -131,6 +137,40 @@ function zookeeperCluster(lab: NetLab, dir: string, hosts: readonly LabHost[]): 
         if (!member.server.running) continue;
         const mode = await (member.server as PrivateZookeeper).mode().catch(() => undefined);
         if (mode === 'leader') return member;
+      }
+      return undefined;
+    },
+    stop: () => stopAll(members, dir),
+  };
+}
+
+/** The bucket a NATS lab cluster's runs use: three copies, one on each server. */
+const NATS_BUCKET = 'leasehold-lab';
+
+function natsCluster(lab: NetLab, dir: string, hosts: readonly LabHost[]): LabCluster {
+  const routes = hosts.map((h) => `nats-route://${h.ip}:6222`);
+  const members = hosts.map((host, i) => {
+    const server = new LabNats(join(dir, `n${i + 1}`), {
+      name: `n${i + 1}`,
+      host: host.ip,
+      routes,
+      wrap: lab.wrap(host),
+    });
+    return { name: `nats n${i + 1}`, host, server };
+  });
+  return {
+    kind: 'nats',
+    description: `NATS JetStream, ${hosts.length} servers, bucket of ${hosts.length} replicas`,
+    members,
+    // Every process of a lab reads one machine's clock.
+    url: `nats://${hosts.map((h) => `${h.ip}:4222`).join(',')}?bucket=${NATS_BUCKET}&replicas=${hosts.length}&maxClockSkewMs=250`,
+    async leader() {
+      // The leader that matters is the bucket's stream's: it orders every write.
+      for (const member of members) {
+        if (!member.server.running) continue;
+        const name = await member.server.streamLeader(`KV_${NATS_BUCKET}`).catch(() => undefined);
+        const found = members.find((m) => m.server.serverName === name);
+        if (found) return found;
       }
       return undefined;
     },
