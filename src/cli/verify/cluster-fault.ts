@@ -17,7 +17,9 @@ export interface VerifyLab {
  *   reach it) for 1.5–2.5 TTLs;
  * - `partition-holder`: `victim`, a worker holding leases, is cut off from every member for 1.5–2.5
  *   TTLs (it keeps running and writing to the downstream, where the fence must stop it);
- * - `kill-leader`: the leading member is SIGKILLed and started again 0.5–1.5 TTLs later on its folder.
+ * - `kill-leader`: the leading member is SIGKILLed and started again 0.5–1.5 TTLs later on its folder;
+ * - `failover` (a primary and its replica): the primary is cut off from the replica for 0.5–1 TTL
+ *   while clients go on with it, then the replica is promoted and takes the service address.
  * With no leader to be found, nothing is done and the record says so.
  */
 export async function injectClusterFault(
@@ -37,6 +39,14 @@ export async function injectClusterFault(
       fault.note = `worker ${ctx.victim} cut off from every member for ${ms} ms`;
       net.cut(net.host(ctx.victim), hosts);
       await sleep(ms);
+      return;
+    }
+    if (kind === 'failover') {
+      if (!cluster.failover) {
+        fault.note = `${cluster.description} elects its own leader: no failover to make`;
+        return;
+      }
+      fault.note = await cluster.failover(Math.round(ctx.ttlMs * (0.5 + 0.5 * ctx.random())));
       return;
     }
     const leader = await cluster.leader();

@@ -7,9 +7,14 @@ export const STORE_FAULTS = ['store-pause', 'store-restart'] as const;
 /**
  * Faults on a replicated store in a lab (each member and each worker on a network host of its
  * own): the leader cut off from the other members, a holder cut off from every member, the
- * leader killed and started again.
+ * leader killed and started again, and on a primary with a replica, a failover to the replica.
  */
-export const CLUSTER_FAULTS = ['partition-leader', 'partition-holder', 'kill-leader'] as const;
+export const CLUSTER_FAULTS = [
+  'partition-leader',
+  'partition-holder',
+  'kill-leader',
+  'failover',
+] as const;
 /** Every fault name `--faults` accepts. */
 export const FAULT_NAMES = [
   ...TIMED_FAULTS,

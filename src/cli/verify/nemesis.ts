@@ -74,6 +74,8 @@ export async function nemesis(ctx: NemesisContext): Promise<void> {
       if (isClusterFault(kind)) {
         if (!storeBusy && ctx.lab) {
           storeBusy = true;
+          // A failover happens once: the old primary is gone for good after it.
+          if (kind === 'failover') kinds.splice(kinds.indexOf(kind), 1);
           const victim = holding[Math.floor(random() * holding.length)]!.id;
           pending.push(
             injectClusterFault(kind, ctx.lab, { ttlMs, random, records, victim })

@@ -1,14 +1,29 @@
 import { rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { etcdUnavailable, PrivateEtcd } from '../servers/etcd-server.js';
 import type { PrivateServer } from '../servers/private-server.js';
 import { serverFolder } from '../servers/process-tree.js';
 import { PrivateZookeeper, zookeeperUnavailable } from '../servers/zookeeper-server.js';
 import { LabNats, natsUnavailable } from './lab-nats.js';
+import {
+  postgresUnavailable,
+  redisUnavailable,
+  startLabPostgres,
+  startLabRedis,
+  type PrimaryReplica,
+} from './lab-replicated.js';
 import type { LabHost, NetLab } from './netlab.js';
 
 /** The replicated stores a lab runs, three members each. */
-export const LAB_CLUSTERS = ['etcd', 'zookeeper', 'nats'] as const;
+export const LAB_CLUSTERS = [
+  'etcd',
+  'zookeeper',
+  'nats',
+  'redis',
+  'postgres-async',
+  'postgres-sync',
+] as const;
 export type LabClusterKind = (typeof LAB_CLUSTERS)[number];
 
 /** One member of a lab cluster: its server, on a host of its own. */
@@ -28,6 +43,13 @@ export interface LabCluster {
   readonly url: string;
   /** The member that leads now, as the members themselves report; `undefined` while none does. */
   leader(): Promise<LabMember | undefined>;
+  /**
+   * For a primary and its replica: cuts the primary off from the replica, lets clients go on
+   * with the primary alone for `ms` (what they are told then reaches no replica), promotes the
+   * replica, moves the service address to it and kills the old primary for good (as Sentinel, a
+   * cluster manager or an operator fails over). Returns what it did. Once only.
+   */
+  failover?(ms: number): Promise<string>;
   /** Stops every member and removes the cluster's folder. */
   stop(): Promise<void>;
 }
@@ -35,6 +57,8 @@ export interface LabCluster {
 /** Why a cluster of `kind` cannot run here, or `null`. */
 export function labClusterUnavailable(kind: LabClusterKind): string | null {
   if (kind === 'etcd') return etcdUnavailable();
+  if (kind === 'redis') return redisUnavailable();
+  if (kind.startsWith('postgres')) return postgresUnavailable();
   return kind === 'nats' ? natsUnavailable() : zookeeperUnavailable();
 }
 
@@ -45,6 +69,21 @@ export async function startLabCluster(
   size = 3,
 ): Promise<LabCluster> {
   const dir = serverFolder(`leasehold-lab-${kind}-`, kind === 'etcd');
+  if (kind === 'redis' || kind.startsWith('postgres')) {
+    try {
+      return primaryReplica(
+        lab,
+        dir,
+        kind,
+        kind === 'redis'
+          ? await startLabRedis(lab, dir)
+          : await startLabPostgres(lab, dir, kind === 'postgres-sync'),
+      );
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
+  }
   const hosts = Array.from({ length: size }, (_, i) => lab.addHost(`${kind}-${i + 1}`));
   const cluster =
     kind === 'etcd'
@@ -173,6 +212,42 @@ function natsCluster(lab: NetLab, dir: string, hosts: readonly LabHost[]): LabCl
         if (found) return found;
       }
       return undefined;
+    },
+    stop: () => stopAll(members, dir),
+  };
+}
+
+function primaryReplica(
+  lab: NetLab,
+  dir: string,
+  kind: LabClusterKind,
+  pair: PrimaryReplica,
+): LabCluster {
+  const { primary, replica } = pair;
+  const members: LabMember[] = [primary, replica];
+  let leader: LabMember = primary;
+  const replication =
+    kind === 'redis'
+      ? 'asynchronous replication'
+      : kind === 'postgres-sync'
+        ? 'synchronous replication'
+        : 'asynchronous replication';
+  return {
+    kind,
+    description: `${kind === 'redis' ? 'Redis' : 'PostgreSQL'} primary and replica, ${replication}`,
+    members,
+    url: pair.url,
+    leader: () => Promise.resolve(leader.server.running ? leader : undefined),
+    async failover(ms) {
+      if (leader !== primary) return 'already failed over: nothing done';
+      lab.cut(primary.host, [replica.host]);
+      await sleep(ms);
+      await pair.promote();
+      lab.moveServiceAddress(replica.host);
+      leader = replica;
+      await primary.server.kill();
+      lab.heal();
+      return `${primary.name} cut off from ${replica.name}; ${ms} ms later ${replica.name} promoted and given the service address, ${primary.name} killed`;
     },
     stop: () => stopAll(members, dir),
   };

@@ -234,6 +234,30 @@ export class NetLab {
     this.cuts.clear();
   }
 
+  /**
+   * Moves a service address (`serviceIp`) to `to` from wherever it was, as a failover moves a
+   * virtual IP: clients that dial it reach `to` from now on, and connections made to the old
+   * holder of the address break.
+   */
+  moveServiceAddress(to: LabHost): void {
+    for (const host of this.hosts.values()) {
+      try {
+        ip('-n', host.ns, 'addr', 'del', `${this.serviceIp}/24`, 'dev', 'eth0');
+      } catch {
+        // not there
+      }
+    }
+    ip('-n', to.ns, 'addr', 'add', `${this.serviceIp}/24`, 'dev', 'eth0');
+    // No gratuitous ARP here: every host forgets whom the address belonged to.
+    for (const host of this.hosts.values()) ip('-n', host.ns, 'neigh', 'flush', 'all');
+    ip('neigh', 'flush', 'all');
+  }
+
+  /** The address a primary/replica store's clients dial, moved by a failover. */
+  get serviceIp(): string {
+    return `${SUBNET}.${MAX_HOSTS + 2}`;
+  }
+
   /** Removes every host of the lab and its bridge. */
   close(): void {
     for (const name of [...this.hosts.keys()]) this.removeHost(name);
