@@ -3,7 +3,7 @@ import { GroupCommit, MemberFailure, nextTurn, type GroupReply } from '../../cor
 import { opsNeeded } from './etcd-batch.js';
 import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import { refusedAsAWhole } from './etcd-errors.js';
-import type { EtcdRpc } from './etcd-rpc.js';
+import { isOrdered, ordered, type EtcdRpc } from './etcd-rpc.js';
 
 /** One single-lease transaction waiting for its turn. */
 interface Waiting {
@@ -56,20 +56,24 @@ export class Coalescer {
       this.rpc.txn(group[0]!.txn).then((answer) => reply.answer([answer]), reply.fail);
       return;
     }
-    this.rpc
-      .txn({ compare: [], success: group.map((w) => ({ request_txn: w.txn })), failure: [] })
-      .then(
-        (response) =>
-          reply.answer(
-            group.map(
-              (_, k) => response.responses[k]?.response_txn ?? new MemberFailure(missingPart()),
-            ),
+    const merged = {
+      compare: [],
+      success: group.map((w) => ({ request_txn: w.txn })),
+      failure: [],
+    };
+    if (group.some((w) => isOrdered(w.txn))) ordered(merged);
+    this.rpc.txn(merged).then(
+      (response) =>
+        reply.answer(
+          group.map(
+            (_, k) => response.responses[k]?.response_txn ?? new MemberFailure(missingPart()),
           ),
-        (error: unknown) => {
-          if (refusedAsAWhole(error)) reply.answer(group.map((w) => this.rpc.txn(w.txn)));
-          else reply.fail(error);
-        },
-      );
+        ),
+      (error: unknown) => {
+        if (refusedAsAWhole(error)) reply.answer(group.map((w) => this.rpc.txn(w.txn)));
+        else reply.fail(error);
+      },
+    );
   }
 }
 

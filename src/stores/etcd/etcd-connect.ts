@@ -1,6 +1,7 @@
 import type * as Cockatiel from 'cockatiel';
 import { loadEtcd3, type EtcdClient, type Policy } from './etcd-driver.js';
 import { isUnreachable } from './etcd-errors.js';
+import { callOptionsFor } from './etcd-rpc.js';
 import type { EtcdTarget } from './etcd-url.js';
 
 /**
@@ -41,7 +42,9 @@ const WATCH_RETRY_MS = { first: 100, max: 2000 };
  * 16 s, and a lone endpoint never is; a broken watch stream reconnects within 100 ms to 2 s; and
  * gRPC dials a failed endpoint again within 250 ms (`GRPC_OPTIONS`). Retrying is safe for this
  * store's calls: a retried acquire recognises itself by its nonce, a renew is idempotent, and a
- * retried release answers `false` ("already gone").
+ * retried release answers `false` ("already gone"), as long as no copy lands after the call was
+ * answered: a retry carries the call's deadline, and so does every attempt of a data write, whose
+ * late copy would put an older value back (`callOptionsFor`).
  */
 export async function connectEtcd(target: EtcdTarget): Promise<EtcdClient> {
   const [etcd3, cockatiel] = await loadEtcd3();
@@ -50,6 +53,7 @@ export async function connectEtcd(target: EtcdTarget): Promise<EtcdClient> {
     hosts,
     auth: target.auth ? { ...target.auth } : undefined,
     grpcOptions: GRPC_OPTIONS,
+    defaultCallOptions: callOptionsFor,
     faultHandling: {
       host: hostPolicies(cockatiel, hosts, etcd3.isRecoverableError),
       global:

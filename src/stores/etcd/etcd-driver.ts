@@ -166,6 +166,8 @@ export interface Etcd3Module {
     hosts: string[];
     auth?: { username: string; password: string };
     grpcOptions?: Readonly<Record<string, number>>;
+    /** Call options for each attempt of a call, given the request it sends as `params`. */
+    defaultCallOptions?: (context: { params?: unknown }) => EtcdCallOptions;
     faultHandling?: {
       host?: (host: string) => Policy;
       global?: Policy;

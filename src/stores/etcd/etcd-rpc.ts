@@ -25,6 +25,43 @@ import type {
  * gRPC deadline as well as a timer of their own. A write whose deadline passed may still have been
  * applied.
  */
+/** Transactions every attempt of which carries a gRPC deadline: those that write lease data. */
+const ORDERED = new WeakSet<object>();
+/** The deadline of each call in flight and its attempts so far, by request (see `callOptionsFor`). */
+const ATTEMPTS = new WeakMap<object, { at: number; tries: number }>();
+
+/**
+ * Marks `txn` as one whose late copy must never land: a data write. Two writes under one token
+ * pass the same compare-and-set, so a copy of an earlier write that landed after a later one
+ * would put an older value back, and the next holder would start from it.
+ */
+export function ordered<T extends object>(txn: T): T {
+  ORDERED.add(txn);
+  return txn;
+}
+
+/** Whether `txn` was marked with `ordered`. */
+export function isOrdered(txn: object): boolean {
+  return ORDERED.has(txn);
+}
+
+/**
+ * etcd3's call options for each attempt of a call (`defaultCallOptions`; etcd3 hands every
+ * attempt of one call the same request object). The first attempt of most calls carries no gRPC
+ * deadline (see `EtcdRpc`). A retry carries the call's own deadline, and so does every attempt of
+ * a data write: etcd3 retries a call that found its endpoint unreachable on the next endpoint,
+ * and without a deadline such a copy could still be sent after this store had answered the call
+ * as failed and its caller had written again; with one, gRPC drops it at the deadline instead.
+ */
+export function callOptionsFor(context: { params?: unknown }): EtcdCallOptions {
+  const request = context.params;
+  if (typeof request !== 'object' || request === null) return {};
+  const attempt = ATTEMPTS.get(request);
+  if (!attempt) return {};
+  attempt.tries++;
+  return attempt.tries > 1 || ORDERED.has(request) ? { deadline: attempt.at } : {};
+}
+
 export class EtcdRpc {
   private readonly deadlines: CallDeadlines;
 
@@ -38,12 +75,14 @@ export class EtcdRpc {
   }
 
   range(request: EtcdRangeRequest): Promise<EtcdRangeResponse> {
+    ATTEMPTS.set(request, { at: Date.now() + this.timeoutMs, tries: 0 });
     return this.deadlines.bound('range', (resolve, reject) => {
       this.client.kv.range(request).then(resolve, reject);
     });
   }
 
   txn(request: EtcdTxnRequest): Promise<EtcdTxnResponse> {
+    ATTEMPTS.set(request, { at: Date.now() + this.timeoutMs, tries: 0 });
     return this.deadlines.bound('txn', (resolve, reject) => {
       this.client.kv.txn(request).then(resolve, reject);
     });

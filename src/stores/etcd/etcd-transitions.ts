@@ -15,6 +15,7 @@ import {
   writeDataTxn,
 } from './etcd-ops.js';
 import { grantOf, refusalOf, undoGrants } from './etcd-overwrite.js';
+import { ordered } from './etcd-rpc.js';
 
 /**
  * The single-lease transitions: each one transaction, grouped with the others asked while one is
@@ -76,7 +77,7 @@ export class EtcdTransitions {
         lease.resource,
         data === undefined
           ? renewTxn(keys, lease, owned.id, expiresAt)
-          : renewWithDataTxn(keys, lease, owned.id, expiresAt, data),
+          : ordered(renewWithDataTxn(keys, lease, owned.id, expiresAt, data)),
       );
     } catch (error) {
       this.ctx.leases.drop(lease.owner, ttl, owned); // as in `renewMany`
@@ -97,7 +98,7 @@ export class EtcdTransitions {
   release(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
     const keys = this.ctx.keys.cached(lease.resource);
     return this.releaseOne(
-      data === undefined ? releaseTxn(keys, lease) : releaseWithDataTxn(keys, lease, data),
+      data === undefined ? releaseTxn(keys, lease) : ordered(releaseWithDataTxn(keys, lease, data)),
       lease,
     );
   }
@@ -107,7 +108,7 @@ export class EtcdTransitions {
    * lease, the token and the record stay as they are.
    */
   async writeData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    const txn = writeDataTxn(this.ctx.keys.cached(lease.resource), lease, data);
+    const txn = ordered(writeDataTxn(this.ctx.keys.cached(lease.resource), lease, data));
     return (await this.txns.send(lease.resource, txn)).succeeded;
   }
 
