@@ -99,7 +99,7 @@ describeServer('nats doctor', natsUnavailable(), () => {
     expect(found(await diagnoseStore(store))).toEqual([FSYNC, 'nats.single-replica warning']);
   });
 
-  it('three replicas on a three-server JetStream cluster: no nats.single-replica', async () => {
+  it('three replicas on a three-server JetStream cluster: no nats.single-replica; before 2.9.21, nats.clustered-cas', async () => {
     const cluster = await NatsCluster.start();
     cleanup.push(() => cluster.stop());
     const admin = await connect({ servers: cluster.servers.map((s) => `127.0.0.1:${s.port}`) });
@@ -123,8 +123,19 @@ describeServer('nats doctor', natsUnavailable(), () => {
     );
     const store = await open(`${cluster.url}?bucket=r3&createBucket=false`);
     const { findings } = await diagnoseStore(store);
-    expect(found({ findings })).toEqual([FSYNC]);
-    expect(findings[0]!.risk).toContain('lose power together');
+    // 2.9 before 2.9.21 checks a clustered stream's expected revision outside Raft.
+    expect(found({ findings })).toEqual(['nats.clustered-cas unsafe', FSYNC]);
+    expect(findings[0]!.observed).toBe(
+      `nats-server ${admin.info!.version} with stream KV_r3 at num_replicas 3`,
+    );
+    expect(findings[0]!.risk).toContain('nats-io/nats-server#4320');
+    expect(findings[0]!.fix).toContain('2.9.21');
+    expect(findings[1]!.risk).toContain('lose power together');
+    // The store makes such a bucket itself with ?replicas=3.
+    const made = await open(`${cluster.url}?bucket=r3b&replicas=3`);
+    await made.tryAcquire('job', 'a', 5000);
+    const info = await (await jetstreamManager(admin)).streams.info('KV_r3b');
+    expect(info.config.num_replicas).toBe(3);
   }, 30_000);
 
   it('shows no password in findings or errors; a paused server is STORE_UNAVAILABLE at the deadline, a stopped one too, and a closed store at once', async () => {

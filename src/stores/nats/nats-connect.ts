@@ -99,8 +99,10 @@ async function attach(
   const ms = options.timeoutMs;
   let kv: NatsKv;
   try {
-    kv = await withDeadline(openBucket(kvm, options.bucket, options.createBucket, options.replicas), ms, () =>
-      noAnswer('open', options.bucket, ms),
+    kv = await withDeadline(
+      openBucket(kvm, options.bucket, options.createBucket, options.replicas),
+      ms,
+      () => noAnswer('open', options.bucket, ms),
     );
   } catch (error) {
     throw mapNatsError(error, 'open', options.bucket);

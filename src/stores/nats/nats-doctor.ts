@@ -7,7 +7,13 @@ import {
 } from '../../core/doctor.js';
 import type { NatsConnectionLike, NatsKv } from './nats-driver.js';
 
-findingIds('nats.memory-storage', 'nats.max-age', 'nats.single-replica', 'nats.sync-interval');
+findingIds(
+  'nats.memory-storage',
+  'nats.max-age',
+  'nats.single-replica',
+  'nats.sync-interval',
+  'nats.clustered-cas',
+);
 
 /**
  * Reads what decides whether an acknowledged conditional write survives a restart, a crash or a
@@ -58,6 +64,8 @@ export async function diagnoseNats(
       ),
     );
   }
+  const cas = clusteredConditionalWrites(status.replicas ?? 1, version, stream);
+  if (cas) findings.push(cas);
   findings.push(syncInterval(version));
   return {
     findings,
@@ -66,6 +74,38 @@ export async function diagnoseNats(
       `the server's version, from its INFO when the connection was made: ${version ?? 'not given'}`,
     ],
   };
+}
+
+/** `[major, minor, patch]` of a version string; `undefined` when it is not one. */
+function versionOf(version: string | undefined): [number, number, number] | undefined {
+  const match = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version ?? '');
+  return match ? [Number(match[1]), Number(match[2]), Number(match[3])] : undefined;
+}
+
+/**
+ * nats-server before 2.9.21 checks a clustered stream's "expected last subject sequence" before
+ * the write goes through Raft, not as part of it: two conditional writes on one key sent close
+ * together can both be accepted (nats-io/nats-server#4320). For leases that is two grants of one
+ * token, or a renewal undone by a write the holder made at the same moment; leasehold's own lab
+ * runs on 2.9.10 with an R3 bucket saw both. A single-replica stream checks as it stores.
+ */
+function clusteredConditionalWrites(
+  replicas: number,
+  version: string | undefined,
+  stream: string,
+): Finding | undefined {
+  const parts = versionOf(version);
+  if (replicas <= 1 || !parts) return undefined;
+  const [major, minor, patch] = parts;
+  const before = major < 2 || (major === 2 && (minor < 9 || (minor === 9 && patch < 21)));
+  if (!before) return undefined;
+  return finding(
+    'nats.clustered-cas',
+    FindingLevel.UNSAFE,
+    `nats-server ${version} with stream ${stream} at num_replicas ${replicas}`,
+    'on a clustered stream this server can accept two conditional writes made on the same revision (nats-io/nats-server#4320, fixed in 2.9.21): two contenders can both be granted a lease, with one token, and a renewal can be undone by another write of its holder',
+    'nats-server 2.9.21 or later on every server of the cluster (or num_replicas 1 until then)',
+  );
 }
 
 /**

@@ -20,14 +20,7 @@ export interface NatsTarget {
   readonly redacted: string;
 }
 
-const PARAMS = [
-  'bucket',
-  'maxClockSkewMs',
-  'timeoutMs',
-  'createBucket',
-  'replicas',
-  'concurrency',
-];
+const PARAMS = ['bucket', 'maxClockSkewMs', 'timeoutMs', 'createBucket', 'replicas', 'concurrency'];
 const DEFAULT_PORT = 4222;
 
 /**
