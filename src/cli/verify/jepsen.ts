@@ -39,7 +39,8 @@ export interface JepsenSummary {
   ttlMs: number;
   seed: number;
   safe: boolean;
-  violations: { overlaps: number; tokenOrder: number; staleAccepted: number };
+  /** Violations: overlapping holders, tokens out of order, stale writes accepted, lease data lost or read stale. */
+  violations: { overlaps: number; tokenOrder: number; staleAccepted: number; data: number };
   /** Fenced writes: accepted, and rejected by the fence (stale tokens stopped downstream). */
   writes: { accepted: number; rejected: number; errors: number };
   beliefs: number;
@@ -65,6 +66,9 @@ export async function runJepsen(
   const why = labClusterUnavailable(options.cluster);
   if (why) throw new Error(`${options.cluster}: ${why}`);
   const net = NetLab.open();
+  // An interrupted run exits from verify's signal handler: the lab's namespaces go with it.
+  const closeLab = (): void => net.close();
+  process.once('exit', closeLab);
   try {
     const cluster = await startLabCluster(net, options.cluster);
     try {
@@ -102,6 +106,7 @@ export async function runJepsen(
           overlaps: result.overlaps.length,
           tokenOrder: result.tokenOrder.length,
           staleAccepted: result.staleAccepted.length,
+          data: result.data.violations.length,
         },
         writes: result.writes,
         beliefs: result.beliefs,
@@ -117,6 +122,7 @@ export async function runJepsen(
       await cluster.stop();
     }
   } finally {
+    process.off('exit', closeLab);
     net.close();
   }
 }
