@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the server binaries the store tests start privately are installed:
 # PostgreSQL, MariaDB, Redis, etcd, ZooKeeper and Ceph's S3 gateway (radosgw); nats-server for NATS;
-# the spin model checker (with gcc) for the protocol model; Chromium for the dashboard's browser test.
+# the spin model checker (with gcc) for the protocol model; Chromium for the dashboard's browser test;
+# iproute2 and unshare for the lab's network namespaces.
 # Installs missing Debian packages when it can (root with apt-get); otherwise says what is missing.
 # The tests never use the system's running instances: they start their own on free loopback ports.
 set -u
@@ -20,6 +21,9 @@ command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
 command -v spin >/dev/null 2>&1 || missing+=(spin)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# The lab's network namespaces (test/verify/lab.test.ts, npm run bench:jepsen): ip and unshare.
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
+command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
