@@ -5,10 +5,11 @@
 // doctor` reads the setup; the table sets its prediction beside the verdict.
 //
 //   npm run build && node bench/jepsen.mjs [--setups etcd,zookeeper,...] [--seconds 30] [--out FILE]
+//   node bench/jepsen.mjs --tables-from FILE   # the tables again from a run's JSON
 //
 // Needs root (network namespaces). Writes FILE (default bench/results/jepsen-latest.json) and the
 // table beside it (.md).
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_DIST } from './lib/library.mjs';
@@ -31,8 +32,70 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '11' },
     out: { type: 'string', default: 'bench/results/jepsen-latest.json' },
     dist: { type: 'string', default: DEFAULT_DIST },
+    'tables-from': { type: 'string' },
   },
 });
+
+/** The doctor's unsafe findings on a run's setup, for a table cell. */
+const doctorSays = (run) => {
+  const unsafe = (run.doctor ?? []).filter((f) => f.level === 'unsafe').map((f) => f.id);
+  return unsafe.length === 0 ? 'nothing unsafe' : `unsafe: ${unsafe.join(', ')}`;
+};
+
+/** A verdict cell: SAFE, or UNSAFE with what broke. */
+const verdictOf = (r) => {
+  if (r.error) return 'could not run';
+  if (r.safe)
+    return r.writes.rejected > 0 ? `SAFE (${r.writes.rejected} stale writes fenced)` : 'SAFE';
+  const v = r.violations;
+  const parts = [
+    v.overlaps && `${v.overlaps} overlaps`,
+    v.tokenOrder && `${v.tokenOrder} tokens out of order`,
+    v.data && `${v.data} lease-data`,
+    v.staleAccepted && `${v.staleAccepted} stale writes accepted`,
+  ].filter(Boolean);
+  return `**UNSAFE** (${parts.join(', ')})`;
+};
+
+/** The full table (one row per run) and the README's matrix (one row per setup). */
+function tables(result) {
+  const { runs } = result;
+  const full = [
+    `| setup | fault | doctor | verdict | overlaps | token order | lease data | stale writes accepted | stale writes rejected | faults injected |`,
+    `|---|---|---|---|---|---|---|---|---|---|`,
+    ...runs.map((r) =>
+      r.error
+        ? `| ${r.setup} | ${r.fault} | | could not run: ${r.error} | | | | | | |`
+        : `| ${r.store} | ${r.fault} | ${doctorSays(r)} | **${r.safe ? 'SAFE' : 'UNSAFE'}** | ${r.violations.overlaps} | ${r.violations.tokenOrder} | ${r.violations.data ?? '–'} | ${r.violations.staleAccepted} | ${r.writes.rejected} | ${r.injected[r.fault] ?? 0} |`,
+    ),
+  ];
+  const order = ['partition-leader', 'kill-leader', 'failover', 'partition-holder', 'pause'];
+  const faults = order.filter((fault) => runs.some((r) => r.fault === fault));
+  const setups = [...new Set(runs.map((r) => r.setup))];
+  const matrix = [
+    `| setup | doctor | ${faults.join(' | ')} |`,
+    `|---|---|${faults.map(() => '---').join('|')}|`,
+    ...setups.map((setup) => {
+      const row = runs.filter((r) => r.setup === setup);
+      const first = row.find((r) => !r.error);
+      const cells = faults.map((fault) => {
+        const r = row.find((x) => x.fault === fault);
+        return r ? verdictOf(r) : '–';
+      });
+      return `| ${first?.store ?? setup} | ${first ? doctorSays(first) : ''} | ${cells.join(' | ')} |`;
+    }),
+  ];
+  return { full, matrix };
+}
+
+if (values['tables-from']) {
+  const result = JSON.parse(readFileSync(values['tables-from'], 'utf8'));
+  const { full, matrix } = tables(result);
+  const text = `${matrix.join('\n')}\n\n${full.join('\n')}\n`;
+  writeFileSync(values['tables-from'].replace(/\.json$/, '.md'), text);
+  process.stdout.write(text);
+  process.exit(0);
+}
 const seconds = Number(values.seconds);
 if (!(seconds >= 5)) throw new Error('--seconds must be 5 or more');
 const setups = values.setups.split(',').filter(Boolean);
@@ -73,19 +136,6 @@ for (const setup of setups) {
   }
 }
 
-const doctorSays = (run) => {
-  const unsafe = (run.doctor ?? []).filter((f) => f.level === 'unsafe').map((f) => f.id);
-  return unsafe.length === 0 ? 'nothing unsafe' : `unsafe: ${unsafe.join(', ')}`;
-};
-const lines = [
-  `| setup | fault | doctor | verdict | overlaps | token order | lease data | stale writes accepted | stale writes rejected | faults injected |`,
-  `|---|---|---|---|---|---|---|---|---|---|`,
-  ...runs.map((r) =>
-    r.error
-      ? `| ${r.setup} | ${r.fault} | | could not run: ${r.error} | | | | | | |`
-      : `| ${r.store} | ${r.fault} | ${doctorSays(r)} | **${r.safe ? 'SAFE' : 'UNSAFE'}** | ${r.violations.overlaps} | ${r.violations.tokenOrder} | ${r.violations.data ?? '–'} | ${r.violations.staleAccepted} | ${r.writes.rejected} | ${r.injected[r.fault] ?? 0} |`,
-  ),
-];
 const result = {
   when: new Date().toISOString(),
   seconds,
@@ -97,5 +147,7 @@ const result = {
   runs,
 };
 writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
-writeFileSync(values.out.replace(/\.json$/, '.md'), `${lines.join('\n')}\n`);
-process.stdout.write(`${lines.join('\n')}\n`);
+const { full, matrix } = tables(result);
+const text = `${matrix.join('\n')}\n\n${full.join('\n')}\n`;
+writeFileSync(values.out.replace(/\.json$/, '.md'), text);
+process.stdout.write(text);

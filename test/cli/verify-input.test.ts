@@ -104,6 +104,17 @@ describe('leasehold verify: input it cannot run with', () => {
     }
   });
 
+  it('refuses a lab setup it does not know, and options a lab run does not take, exit 2', async () => {
+    const unknown = await runCli(['verify', '--store', 'lab:mongodb']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(
+      /--store lab:mongodb: known setups: etcd, zookeeper, nats, redis, postgres-async, postgres-sync/,
+    );
+    const permits = await runCli(['verify', '--store', 'lab:etcd', '--permits', '2']);
+    expect(permits.code).toBe(2);
+    expect(permits.stderr).toMatch(/--permits, --skew and --drift do not apply to a lab run/);
+  });
+
   it('says it could not run on an unreachable store, exit 2, without printing the password', async () => {
     const result = await runCli([
       'verify',

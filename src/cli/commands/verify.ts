@@ -9,6 +9,7 @@ import { DEFAULT_FAULTS, parseFaults, type FaultName } from '../verify/faults.js
 import { runVerify } from '../verify/run-verify.js';
 import { privateServerScheme } from '../verify/private-servers.js';
 import { checkText } from '../verify/verdict-text.js';
+import { runLab } from '../verify/lab-command.js';
 
 interface VerifyFlags {
   store?: string;
@@ -33,7 +34,7 @@ export function registerVerify(program: Command): void {
     )
     .requiredOption(
       '--store <url>',
-      'the store to verify: a URL every worker process can open, or redis, postgres or etcd alone for a private server verify starts, pauses and restarts',
+      'the store to verify: a URL every worker process can open, redis, postgres or etcd alone for a private server verify starts, pauses and restarts, or lab:SETUP for a replicated store in network namespaces of its own (root; SETUP: etcd, zookeeper, nats, redis, postgres-async, postgres-sync)',
     )
     .addOption(
       new Option('--duration <duration>', 'how long faults are injected')
@@ -50,7 +51,7 @@ export function registerVerify(program: Command): void {
     )
     .option(
       '--faults <list>',
-      'faults to inject: kill, stop, pause, stall, skew, drift, store-pause, store-restart (the last two only on a private server: --store redis|postgres|etcd)',
+      'faults to inject: kill, stop, pause, stall, skew, drift, store-pause, store-restart (those two only on a private server: --store redis|postgres|etcd), partition-leader, partition-holder, kill-leader, failover (those four only in a lab: --store lab:SETUP)',
       parseFaults,
       parseFaults(DEFAULT_FAULTS),
     )
@@ -87,9 +88,26 @@ Examples:
   leasehold verify --store redis --faults kill,pause,store-pause,store-restart   # a private Redis
   leasehold verify --store sqlite:/tmp/v.db --permits 3 --resources 4   # at most 3 owners per resource
   leasehold verify --store sqlite:/tmp/v.db --skew 4s --seed 7   # skew beyond the bound: fencing must hold
-  leasehold verify --store sqlite:/tmp/v.db --drift=-20% --ttl 1s   # clocks 20 % slow: fencing must hold`,
+  leasehold verify --store sqlite:/tmp/v.db --drift=-20% --ttl 1s   # clocks 20 % slow: fencing must hold
+  leasehold verify --store lab:etcd --faults partition-leader,kill-leader   # as root: 3 members, links cut`,
     )
     .action(async (flags: VerifyFlags, command: Command) => {
+      const seed = flags.seed ?? Math.floor(Math.random() * 2 ** 31);
+      if (flags.store!.startsWith('lab:')) {
+        if (flags.permits !== 1 || flags.skew !== undefined || flags.drift !== undefined)
+          throw new CliFailure('--permits, --skew and --drift do not apply to a lab run', 2);
+        await runLab(flags.store!.slice(4), {
+          durationMs: flags.duration,
+          workers: flags.workers,
+          resources: flags.resources,
+          faults: flags.faults,
+          seed,
+          ttlMs: flags.ttl,
+          ...(flags.report === undefined ? {} : { reportDir: flags.report }),
+          json: flags.json === true,
+        });
+        return;
+      }
       const store = requireShared(
         flags.store!,
         "verify's worker processes need a store they share",
@@ -100,7 +118,6 @@ Examples:
           `--resources (${flags.resources}) must be at least --workers (${flags.workers})`,
           2,
         );
-      const seed = flags.seed ?? Math.floor(Math.random() * 2 ** 31);
       const outcome = await runVerify({
         store,
         durationMs: flags.duration,
