@@ -2,7 +2,8 @@
 // fenced writes) on a replicated store in a lab — every member and every worker on a network host
 // of its own (network namespaces this run makes and removes), links cut by dropping packets on
 // arrival — under one fault at a time, checked by verify's checker. Before each run, `leasehold
-// doctor` reads the setup; the table sets its prediction beside the verdict.
+// doctor` reads the setup; the table sets its prediction beside the verdict. Two cycler processes
+// take one hot lease in turns beside the fleet, as contenders for a singleton job do.
 //
 //   npm run build && node bench/jepsen.mjs [--setups etcd,zookeeper,...] [--seconds 30] [--out FILE]
 //   node bench/jepsen.mjs --tables-from FILE   # the tables again from a run's JSON
@@ -61,12 +62,12 @@ const verdictOf = (r) => {
 function tables(result) {
   const { runs } = result;
   const full = [
-    `| setup | fault | doctor | verdict | overlaps | token order | lease data | stale writes accepted | stale writes rejected | faults injected |`,
-    `|---|---|---|---|---|---|---|---|---|---|`,
+    `| setup | fault | doctor | verdict | overlaps | token order | lease data | stale writes accepted | stale writes rejected | hot-lease grants | faults injected |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|`,
     ...runs.map((r) =>
       r.error
-        ? `| ${r.setup} | ${r.fault} | | could not run: ${r.error} | | | | | | |`
-        : `| ${r.store} | ${r.fault} | ${doctorSays(r)} | **${r.safe ? 'SAFE' : 'UNSAFE'}** | ${r.violations.overlaps} | ${r.violations.tokenOrder} | ${r.violations.data ?? '–'} | ${r.violations.staleAccepted} | ${r.writes.rejected} | ${r.injected[r.fault] ?? 0} |`,
+        ? `| ${r.setup} | ${r.fault} | | could not run: ${r.error} | | | | | | | |`
+        : `| ${r.store} | ${r.fault} | ${doctorSays(r)} | **${r.safe ? 'SAFE' : 'UNSAFE'}** | ${r.violations.overlaps} | ${r.violations.tokenOrder} | ${r.violations.data ?? '–'} | ${r.violations.staleAccepted} | ${r.writes.rejected} | ${r.hotLease?.cycles ?? '–'} | ${r.injected[r.fault] ?? 0} |`,
     ),
   ];
   const order = ['partition-leader', 'kill-leader', 'failover', 'partition-holder', 'pause'];
