@@ -10,7 +10,7 @@ import { describeServer } from '../harness/describe-server.js';
 const failoverScript = fileURLToPath(new URL('./lab-failover.mjs', import.meta.url));
 const unavailable =
   netlabUnavailable() ??
-  labClusterUnavailable('etcd') ??
+  labClusterUnavailable('zookeeper') ??
   labClusterUnavailable('redis') ??
   labClusterUnavailable('postgres-sync');
 
@@ -68,13 +68,13 @@ describeServer('the lab: replicated stores on hosts of their own, links cut', un
     expect(outcome.second).toEqual({ token: 1 });
   }, 90_000);
 
-  it('verify in a lab: etcd with its leader cut off from the other members stays SAFE', async () => {
+  it('verify in a lab: ZooKeeper with its leader cut off from the other servers stays SAFE', async () => {
     const { runJepsenInLab: run } =
       (await import('../../dist/cli/verify/jepsen.js')) as unknown as {
         runJepsenInLab: typeof runJepsenInLab;
       };
     const summary: JepsenSummary = await run({
-      cluster: 'etcd',
+      cluster: 'zookeeper',
       faults: ['partition-leader'],
       durationMs: 12_000,
       workers: 3,
@@ -88,7 +88,7 @@ describeServer('the lab: replicated stores on hosts of their own, links cut', un
     // The faults happened: each names the leader it cut off.
     expect(summary.injected['partition-leader']).toBeGreaterThanOrEqual(1);
     expect(summary.faultNotes[0]).toMatch(
-      /^partition-leader: etcd m\d \(leader\) cut off from etcd m\d and etcd m\d for \d+ ms$/,
+      /^partition-leader: zookeeper m\d \(leader\) cut off from zookeeper m\d and zookeeper m\d for \d+ ms$/,
     );
     expect(summary.writes.accepted).toBeGreaterThan(100);
     expect(summary.beliefs).toBeGreaterThanOrEqual(24);
