@@ -49,11 +49,12 @@ const verdictOf = (r) => {
   if (r.safe)
     return r.writes.rejected > 0 ? `SAFE (${r.writes.rejected} stale writes fenced)` : 'SAFE';
   const v = r.violations;
+  const count = (n, one, many) => n > 0 && `${n} ${n === 1 ? one : many}`;
   const parts = [
-    v.overlaps && `${v.overlaps} overlaps`,
-    v.tokenOrder && `${v.tokenOrder} tokens out of order`,
-    v.data && `${v.data} lease-data`,
-    v.staleAccepted && `${v.staleAccepted} stale writes accepted`,
+    count(v.overlaps, 'overlap', 'overlaps'),
+    count(v.tokenOrder, 'token out of order', 'tokens out of order'),
+    count(v.data ?? 0, 'lease-data violation', 'lease-data violations'),
+    count(v.staleAccepted, 'stale write accepted', 'stale writes accepted'),
   ].filter(Boolean);
   return `**UNSAFE** (${parts.join(', ')})`;
 };
