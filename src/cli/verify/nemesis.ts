@@ -58,12 +58,25 @@ export async function nemesis(ctx: NemesisContext): Promise<void> {
         ),
     );
   };
+  // Kinds come from a bag refilled in a seeded order, so every fault asked for is injected within
+  // the first few (drawing each independently left one out of a short run now and then).
+  let bag: FaultName[] = [];
+  const nextKind = (): FaultName => {
+    if (bag.length === 0) {
+      bag = [...kinds];
+      for (let i = bag.length - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        [bag[i], bag[j]] = [bag[j]!, bag[i]!];
+      }
+    }
+    return bag.pop()!;
+  };
   // Let the fleet settle for a TTL before the first fault.
   await wait(Math.min(ttlMs, endAt - hostNow()));
   while (hostNow() < endAt && !storeFailure) {
     const running = fleet.running();
     if (kinds.length > 0 && running.length >= 2) {
-      const kind = kinds[Math.floor(random() * kinds.length)]!;
+      const kind = nextKind();
       // A kill or stop is aimed at a worker that holds something, when one does: one that holds
       // nothing (a replacement still joining) would show no takeover.
       const holders = running.filter((w) => w.holding.size > 0);
@@ -71,6 +84,8 @@ export async function nemesis(ctx: NemesisContext): Promise<void> {
       const victim = pool[Math.floor(random() * pool.length)]!;
       const at = hostNow();
       const holding = holders.length > 0 ? holders : running;
+      // A store fault drawn while another runs goes back into the bag, under the others.
+      if ((isClusterFault(kind) || isStoreFault(kind)) && storeBusy) bag.unshift(kind);
       if (isClusterFault(kind)) {
         if (!storeBusy && ctx.lab) {
           storeBusy = true;
