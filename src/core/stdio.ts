@@ -20,3 +20,15 @@ export function flushStdio(timeoutMs = 2000): Promise<void> {
     for (const stream of pending) stream.write('', done);
   });
 }
+
+/**
+ * Ends the process by `signal` once stdout and stderr have drained (see `flushStdio`); `failure`,
+ * when given, is written to stderr first, so a stop that failed still says why.
+ */
+export function raiseAfterFlush(signal: NodeJS.Signals, failure?: unknown): Promise<void> {
+  if (failure !== undefined)
+    process.stderr.write(
+      `leasehold: stopping failed: ${failure instanceof Error ? failure.message : String(failure)}\n`,
+    );
+  return flushStdio().finally(() => process.kill(process.pid, signal));
+}

@@ -1,5 +1,5 @@
 import { invalidArgument } from '../core/errors.js';
-import { flushStdio } from '../core/stdio.js';
+import { raiseAfterFlush } from '../core/stdio.js';
 import { checkInteger, checkKnownKeys, describe, LIMITS, optionKeys } from '../core/options.js';
 
 /** How `stop()` winds the worker down. */
@@ -63,10 +63,10 @@ export function onShutdownSignals(
   const handlers = signals.map((signal) => {
     const handler = (): void => {
       uninstall();
-      void stop()
-        .catch(() => undefined)
-        .then(() => flushStdio())
-        .finally(() => process.kill(process.pid, signal));
+      void stop().then(
+        () => raiseAfterFlush(signal),
+        (error: unknown) => raiseAfterFlush(signal, error),
+      );
     };
     process.on(signal, handler);
     return [signal, handler] as const;

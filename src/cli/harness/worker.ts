@@ -16,7 +16,7 @@ import {
   type HeldLease,
   type LeaseStore,
 } from '../../index.js';
-import { flushStdio } from '../../core/stdio.js';
+import { raiseAfterFlush } from '../../core/stdio.js';
 import { openQuietly } from '../open-quietly.js';
 import { insertWrite, openDownstream } from './downstream.js';
 import { resourceNames } from './demo-settings.js';
@@ -290,9 +290,10 @@ async function contend(permits: number): Promise<void> {
       .close()
       .then(() => Promise.all(loops))
       .then(() => store.close())
-      .catch(() => undefined)
-      .then(() => flushStdio())
-      .finally(() => process.kill(process.pid, signal));
+      .then(
+        () => raiseAfterFlush(signal),
+        (error: unknown) => raiseAfterFlush(signal, error),
+      );
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop(signal));
   report({ e: 'ready', w, pid: process.pid, at: hostNow() });
@@ -345,9 +346,10 @@ async function cycle(hot: HotCycle): Promise<void> {
       .close()
       .then(() => looping)
       .then(() => store.close())
-      .catch(() => undefined)
-      .then(() => flushStdio())
-      .finally(() => process.kill(process.pid, how));
+      .then(
+        () => raiseAfterFlush(how),
+        (error: unknown) => raiseAfterFlush(how, error),
+      );
   };
   for (const how of ['SIGTERM', 'SIGINT'] as const) process.once(how, () => stop(how));
   report({ e: 'ready', w, pid: process.pid, at: hostNow() });
