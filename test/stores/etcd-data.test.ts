@@ -1,11 +1,13 @@
 import { Etcd3 } from 'etcd3';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
 import { LIMITS, openStore, type Lease, type LeaseStore } from '../../src/index.js';
 import type { EtcdStore } from '../../src/stores/etcd/index.js';
 import { EtcdKeys } from '../../src/stores/etcd/etcd-keys.js';
 import { encodeToken } from '../../src/stores/etcd/etcd-record.js';
 import { renewTxn } from '../../src/stores/etcd/etcd-ops.js';
 import { Nonces } from '../../src/stores/etcd/etcd-nonce.js';
+import { EtcdRpc } from '../../src/stores/etcd/etcd-rpc.js';
+import type { EtcdTxnRequest } from '../../src/stores/etcd/etcd-driver.js';
 import { EtcdCluster, etcdUnavailable } from '../harness/etcd-server.js';
 import { rpcCounter } from '../harness/etcd-rpcs.js';
 import { describeServer } from '../harness/describe-server.js';
@@ -93,11 +95,16 @@ describeServer('etcd store: lease data', etcdUnavailable(), () => {
       expiresAt: 0,
       data: new Uint8Array([1, 2]),
     });
-    // null clears it: the data key is deleted, and the record reads without data again.
+    // null clears it: the data key is kept, empty (never deleted, so its revision only grows),
+    // and the record reads without data again.
     const next = (await store.tryAcquire('job', 'b', 5000))!;
+    expect(next.data).toEqual(new Uint8Array([1, 2]));
     expect(await rpcsOf(() => store.writeData(next, null))).toEqual({ Txn: 1 });
-    expect(await dataKey(prefix, 'job')).toBeUndefined();
+    expect(await dataKey(prefix, 'job')).toMatch(/^4@\d+:0$/);
+    expect((await raw.get(`${prefix}job\0d`).buffer())?.length).toBe(0);
     expect(await store.get('job')).not.toHaveProperty('data');
+    await store.release(next);
+    expect((await store.tryAcquire('job', 'c', 5000))!).not.toHaveProperty('data');
   });
 
   it('every grant after a release or an expiry hands the data over in its one Txn', async () => {
@@ -226,6 +233,94 @@ describeServer('etcd store: lease data', etcdUnavailable(), () => {
       { resource: 'big/0600', data: big },
       { resource: 'big/0601', data: big },
     ]);
+  });
+
+  /** Records every transaction the store sends from now on (sent as usual). */
+  const recordTxns = (): EtcdTxnRequest[] => {
+    const sent: EtcdTxnRequest[] = [];
+    const send = EtcdRpc.prototype.txn;
+    vi.spyOn(EtcdRpc.prototype, 'txn').mockImplementation(function (this: EtcdRpc, request) {
+      sent.push(request);
+      return send.call(this, request);
+    });
+    return sent;
+  };
+  afterEach(() => vi.restoreAllMocks());
+
+  it('a late copy of an earlier data write, applied after later ones, is refused: the data never goes back', async () => {
+    // etcd can apply a write after answering it with an error (a proposal held up on a link to a
+    // leader that was cut off, a driver retry): a copy sent again later stands for that.
+    const prefix = fresh();
+    const store = await open(prefix);
+    const sent = recordTxns();
+    const lease = (await store.tryAcquire('late', 'a', 5000))!;
+    expect(await store.writeData(lease, 'n1')).toBe(true); // the first write: no data key yet
+    const first = sent.at(-1)!;
+    const renewed = (await store.renew(lease, 5000, 'n2'))!;
+    const renewal = sent.at(-1)!;
+    expect(await store.writeData(renewed, 'n3')).toBe(true);
+    for (const copy of [first, renewal]) {
+      expect((await raw.kv.txn(copy)).succeeded).toBe(false);
+      expect((await store.get('late'))?.data).toBe('n3');
+    }
+    // Cleared and written again: an early copy made when there was no data key still finds one.
+    expect(await store.writeData(renewed, null)).toBe(true);
+    expect((await raw.kv.txn(first)).succeeded).toBe(false);
+    expect(await store.get('late')).not.toHaveProperty('data');
+    // The next holder is handed the last value written, not a copy's.
+    expect(await store.release(renewed, 'n4')).toBe(true);
+    expect((await raw.kv.txn(renewal)).succeeded).toBe(false);
+    expect((await store.tryAcquire('late', 'b', 5000))!).toMatchObject({ token: 2, data: 'n4' });
+  });
+
+  it('a write answered as failed that landed after all costs the next write one more Txn, never the value', async () => {
+    const store = await open(fresh());
+    const lease = (await store.tryAcquire('lost', 'a', 5000))!;
+    expect(await store.writeData(lease, 'v1')).toBe(true);
+    // The next write's answer is lost: the store says it failed, but etcd applies it later.
+    const sent = recordTxns();
+    vi.mocked(EtcdRpc.prototype.txn).mockImplementationOnce(function (this: EtcdRpc, request) {
+      sent.push(request);
+      return Promise.reject(new Error('the answer was lost'));
+    });
+    await expect(store.writeData(lease, 'v2')).rejects.toThrow('the answer was lost');
+    expect((await raw.kv.txn(sent.at(-1)!)).succeeded).toBe(true); // it lands now
+    expect((await store.get('lost'))?.data).toBe('v2');
+    // The holder writes again: the first try finds the data key moved, reads where it is, and
+    // the second lands. The landed copy of v2 never comes back over v3.
+    const before = sent.length;
+    expect(await store.writeData(lease, 'v3')).toBe(true);
+    expect(sent.length - before).toBe(2);
+    expect((await store.get('lost'))?.data).toBe('v3');
+    expect((await raw.kv.txn(sent[before - 1]!)).succeeded).toBe(false);
+    // The revision is now known again: one Txn a write.
+    expect(await store.writeData(lease, 'v4')).toBe(true);
+    expect(sent.length - before).toBe(3);
+    // A lost lease still answers false, after one try, not a retry.
+    expect(await store.release(lease)).toBe(true);
+    expect(await store.writeData(lease, 'v5')).toBe(false);
+    expect(sent.length - before).toBe(5);
+    expect((await store.get('lost'))?.data).toBe('v4');
+  });
+
+  it('grants of every kind know where the data key is: the first write after each is one Txn', async () => {
+    const store = await open(fresh());
+    for (const name of ['g0', 'g1', 'g1b', 'g2', 'g2b', 'g3', 'g3b']) {
+      const lease = (await store.tryAcquire(name, 'seed', 5000))!;
+      expect(await store.release(lease, `${name} data`)).toBe(true);
+    }
+    const sent = recordTxns();
+    const single = (await store.tryAcquire('g0', 'a', 5000))!;
+    const many = await store.acquireMany(['g1', 'g1b'], 'a', 5000);
+    const group = (await store.acquireAll(['g2', 'g2b'], 'a', 5000))!;
+    const first = (await store.acquireFirst(['g3', 'g3b'], 'a', 5000))!;
+    expect(first.resource).toBe('g3');
+    for (const lease of [single, ...many.map((o) => o.lease!), ...group, first]) {
+      expect(lease.data).toBe(`${lease.resource} data`);
+      const before = sent.length;
+      expect(await store.writeData(lease, `${lease.resource} new`)).toBe(true);
+      expect(sent.length - before).toBe(1);
+    }
   });
 
   it("a paused ex-holder's writes after the takeover are refused, leaving the data as it was", async () => {

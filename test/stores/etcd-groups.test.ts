@@ -199,10 +199,10 @@ describeServer('etcd store: groups and acquireFirst', etcdUnavailable(), () => {
     const chain = firstTxn(candidates, 'o', lease.ID, Date.now() + 5000, chainNonce);
     const taken = (response: Awaited<ReturnType<typeof raw.kv.txn>>, withNonce = chainNonce) =>
       firstTaken(response, candidates, 'o', lease.ID, withNonce);
-    expect(taken(await raw.kv.txn(chain))).toEqual({ index: 1, token: 1 });
+    expect(taken(await raw.kv.txn(chain))).toEqual({ index: 1, token: 1, dataRevision: '0' });
     const again = await raw.kv.txn(chain);
     expect(again.succeeded).toBe(false);
-    expect(taken(again)).toEqual({ index: 1, token: 1 });
+    expect(taken(again)).toEqual({ index: 1, token: 1, dataRevision: '0' });
     // Another acquire by the same owner on the same etcd lease: try the other candidates.
     expect(taken(again, nonces.next())).toEqual({ ownHeld: [1] });
     const store = await open(prefix);

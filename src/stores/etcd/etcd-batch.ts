@@ -8,6 +8,7 @@ import type { ResourceKeys } from './etcd-keys.js';
 import type { OwnerLease } from './etcd-leases.js';
 import {
   acquiredData,
+  acquiredDataRevision,
   acquiredToken,
   acquireTxn,
   blockingHolder,
@@ -143,6 +144,7 @@ export async function acquireMany(
           }
           if (token !== undefined) {
             const data = acquiredData(response, keys[i]!);
+            ctx.dataRevisions.note(resource, token, acquiredDataRevision(response, keys[i]!));
             return {
               resource,
               lease: withData({ resource, owner, token, expiresAt, ttlMs }, data),

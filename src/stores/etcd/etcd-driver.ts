@@ -28,6 +28,7 @@ export interface EtcdCompare {
   result: 'Equal' | 'NotEqual' | 'Greater' | 'Less';
   version?: string | number;
   create_revision?: string | number;
+  mod_revision?: string | number;
   value?: Buffer;
   lease?: string | number;
 }
@@ -36,6 +37,8 @@ export interface EtcdRangeRequest {
   key: Buffer;
   range_end?: Buffer;
   limit?: number;
+  /** The keys and their revisions without values. */
+  keys_only?: boolean;
   /** Read as of this revision (a snapshot across pages); the newest when omitted. */
   revision?: string;
 }

@@ -5,7 +5,13 @@ import { commonPrefix } from '../../core/store-defaults.js';
 import type { EtcdContext } from './etcd-context.js';
 import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import type { ResourceKeys } from './etcd-keys.js';
-import { acquiredData, acquiredToken, acquireTxn, acquireWrites } from './etcd-ops.js';
+import {
+  acquiredData,
+  acquiredDataRevision,
+  acquiredToken,
+  acquireTxn,
+  acquireWrites,
+} from './etcd-ops.js';
 import { grantOf, refusalOf, undoGrants } from './etcd-overwrite.js';
 
 /*
@@ -73,7 +79,13 @@ export type FirstAnswer =
    * Candidate `index` was taken (by this call, maybe on an earlier attempt), with `token`, and
    * handed the lease data `data` (absent when it had none).
    */
-  | { readonly index: number; readonly token: number; readonly data?: LeaseData }
+  | {
+      readonly index: number;
+      readonly token: number;
+      readonly data?: LeaseData;
+      /** The data key's mod revision at the grant (see `DataRevisions`). */
+      readonly dataRevision: string;
+    }
   /** Every candidate was held. */
   | undefined
   /** The owner holds these candidates on this etcd lease already: try the others. */
@@ -93,7 +105,7 @@ export function firstTaken(
       const read = { succeeded: false, responses: response.responses.slice(index, index + 1) };
       const token = acquiredToken(read, keys[index]!, owner, nonce);
       // This call, landed on an earlier attempt.
-      if (token !== undefined) return taken(index, token, acquiredData(read, keys[index]!));
+      if (token !== undefined) return taken(index, token, read, keys[index]!);
       const hold = read.responses[0]?.response_range?.kvs.find((kv) =>
         kv.key.equals(keys[index]!.hold),
       );
@@ -108,9 +120,7 @@ export function firstTaken(
       const writes = last ? level : level.responses[0]?.response_txn;
       if (!writes) return undefined;
       const token = acquiredToken(writes, keys[index]!, owner, nonce);
-      return token === undefined
-        ? undefined
-        : taken(index, token, acquiredData(writes, keys[index]!));
+      return token === undefined ? undefined : taken(index, token, writes, keys[index]!);
     }
     level = level.responses[0]?.response_txn;
   }
@@ -133,8 +143,15 @@ export function firstWrites(
   return index === count - 1 ? level : (level.responses[0]?.response_txn ?? undefined);
 }
 
-function taken(index: number, token: number, data: LeaseData | null): FirstAnswer {
-  return data === null ? { index, token } : { index, token, data };
+function taken(
+  index: number,
+  token: number,
+  response: EtcdTxnResponse,
+  keys: ResourceKeys,
+): FirstAnswer {
+  const data = acquiredData(response, keys);
+  const dataRevision = acquiredDataRevision(response, keys);
+  return data === null ? { index, token, dataRevision } : { index, token, data, dataRevision };
 }
 
 /** What `pickFirst` needs from the store. */
@@ -212,10 +229,10 @@ export async function acquireChain(
       }
     },
   );
-  return answer
-    ? withData(
-        { resource: answer.resource, owner, token: answer.token, expiresAt, ttlMs },
-        answer.data,
-      )
-    : null;
+  if (!answer) return null;
+  ctx.dataRevisions.note(answer.resource, answer.token, answer.dataRevision);
+  return withData(
+    { resource: answer.resource, owner, token: answer.token, expiresAt, ttlMs },
+    answer.data,
+  );
 }

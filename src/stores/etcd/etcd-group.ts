@@ -6,6 +6,7 @@ import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import type { ResourceKeys } from './etcd-keys.js';
 import {
   acquiredData,
+  acquiredDataRevision,
   acquiredToken,
   acquireTxn,
   acquireWrites,
@@ -64,6 +65,8 @@ export function groupTxn(
 export interface MemberGrant {
   readonly token: number;
   readonly data: LeaseData | null;
+  /** The data key's mod revision at the grant (see `DataRevisions`). */
+  readonly dataRevision: string;
 }
 
 /**
@@ -84,7 +87,11 @@ export function groupGrants(
       : { succeeded: false, responses: response.responses.slice(i, i + 1) };
     const token = acquiredToken(own, keys[i]!, owner, nonce);
     if (token === undefined) return undefined;
-    grants.push({ token, data: acquiredData(own, keys[i]!) });
+    grants.push({
+      token,
+      data: acquiredData(own, keys[i]!),
+      dataRevision: acquiredDataRevision(own, keys[i]!),
+    });
   }
   return grants;
 }
@@ -139,8 +146,9 @@ export async function acquireGroup(
     },
   );
   return (
-    answer?.map(({ token, data }, i) =>
-      withData({ resource: resources[i]!, owner, token, expiresAt, ttlMs }, data),
-    ) ?? null
+    answer?.map(({ token, data, dataRevision }, i) => {
+      ctx.dataRevisions.note(resources[i]!, token, dataRevision);
+      return withData({ resource: resources[i]!, owner, token, expiresAt, ttlMs }, data);
+    }) ?? null
   );
 }

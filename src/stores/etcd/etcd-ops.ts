@@ -101,10 +101,22 @@ function readBack(response: EtcdTxnResponse, keys: ResourceKeys): ResourceKvs {
  * on an earlier attempt: the data key is written only under the new token, not yet returned).
  */
 export function acquiredData(response: EtcdTxnResponse, keys: ResourceKeys): LeaseData | null {
-  const kv = response.succeeded
+  const kv = acquiredDataKey(response, keys);
+  return kv ? decodeEtcdData(kv.value, kv.key) : null;
+}
+
+/**
+ * The data key's mod revision at the grant, "0" when there was none: what the new holder's first
+ * data write is conditioned on (see `DataRevisions`).
+ */
+export function acquiredDataRevision(response: EtcdTxnResponse, keys: ResourceKeys): string {
+  return acquiredDataKey(response, keys)?.mod_revision ?? '0';
+}
+
+function acquiredDataKey(response: EtcdTxnResponse, keys: ResourceKeys): EtcdKeyValue | undefined {
+  return response.succeeded
     ? response.responses[2]?.response_range?.kvs[0]
     : readBack(response, keys).data;
-  return kv ? decodeEtcdData(kv.value, kv.key) : null;
 }
 
 /** The token an acquire got, or `undefined` when someone else holds the resource. */
@@ -186,22 +198,50 @@ export function releaseTxn(keys: ResourceKeys, lease: LeaseRef): EtcdTxnRequest 
 }
 
 /**
- * The write of lease data: a put of the data key, or its deletion for `null`. Never attached to an
- * etcd lease, so the value outlives release and expiry.
+ * The data key is where this store last read or wrote it: at mod revision `expected` ("0": no data
+ * key). Every data write carries this compare, so a late copy of an earlier write never lands
+ * over a later one (see `DataRevisions`).
  */
-function dataWrite(keys: ResourceKeys, data: LeaseData | null): EtcdRequestOp {
-  return data === null
-    ? { request_delete_range: { key: keys.data } }
-    : { request_put: { key: keys.data, value: encodeEtcdData(data) } };
+function dataAt(keys: ResourceKeys, expected: string): EtcdCompare {
+  return { key: keys.data, target: 'Mod', result: 'Equal', mod_revision: expected };
+}
+
+/**
+ * A transaction that writes lease data: `txn`'s compares and the data key at `expected`; on
+ * success its writes, the put of the data key (never deleted: `null` is an empty value, see
+ * `encodeEtcdData`) and a read of the data key's new revision (`writtenRevision`); on failure a
+ * read of the resource's keys (`dataMoved`).
+ */
+function withDataWrite(
+  txn: EtcdTxnRequest,
+  keys: ResourceKeys,
+  expected: string,
+  data: LeaseData | null,
+): EtcdTxnRequest {
+  return {
+    compare: [...txn.compare, dataAt(keys, expected)],
+    success: [
+      ...txn.success,
+      { request_put: { key: keys.data, value: encodeEtcdData(data) } },
+      { request_range: { key: keys.data, keys_only: true } },
+    ],
+    failure: [{ request_range: { key: keys.start, range_end: keys.end } }],
+  };
 }
 
 /** `writeData`: if still held by `lease` (renew's compares), writes the data key and nothing else. */
 export function writeDataTxn(
   keys: ResourceKeys,
   lease: LeaseRef,
+  expected: string,
   data: LeaseData | null,
 ): EtcdTxnRequest {
-  return { compare: heldBy(keys, lease), success: [dataWrite(keys, data)], failure: [] };
+  return withDataWrite(
+    { compare: heldBy(keys, lease), success: [], failure: [] },
+    keys,
+    expected,
+    data,
+  );
 }
 
 /** `renewTxn` that also writes the data key, in the same transaction. */
@@ -210,20 +250,40 @@ export function renewWithDataTxn(
   lease: LeaseRef,
   leaseId: string,
   expiresAt: number,
+  expected: string,
   data: LeaseData | null,
 ): EtcdTxnRequest {
-  const txn = renewTxn(keys, lease, leaseId, expiresAt);
-  txn.success.push(dataWrite(keys, data));
-  return txn;
+  return withDataWrite(renewTxn(keys, lease, leaseId, expiresAt), keys, expected, data);
 }
 
 /** `releaseTxn` that also writes the data key, in the same transaction. */
 export function releaseWithDataTxn(
   keys: ResourceKeys,
   lease: LeaseRef,
+  expected: string,
   data: LeaseData | null,
 ): EtcdTxnRequest {
-  const txn = releaseTxn(keys, lease);
-  txn.success.push(dataWrite(keys, data));
-  return txn;
+  return withDataWrite(releaseTxn(keys, lease), keys, expected, data);
+}
+
+/** The data key's mod revision after a data write that succeeded (the read it ends with). */
+export function writtenRevision(response: EtcdTxnResponse): string {
+  const read = response.responses[response.responses.length - 1]?.response_range;
+  return read?.kvs[0]?.mod_revision ?? '0';
+}
+
+/**
+ * After a data write that failed: the data key's mod revision when `lease` still holds the
+ * resource (so what failed was the data compare: another write under this token landed since,
+ * maybe a copy of one answered as failed), `undefined` when the lease is gone.
+ */
+export function dataMoved(
+  response: EtcdTxnResponse,
+  keys: ResourceKeys,
+  lease: LeaseRef,
+): string | undefined {
+  const { hold, token, data } = readBack(response, keys);
+  if (!hold || !token || token.version !== String(lease.token)) return undefined;
+  if (!hold.value.equals(ownerBytes(lease.owner))) return undefined;
+  return data?.mod_revision ?? '0';
 }

@@ -20,14 +20,24 @@ import type { EtcdKeyValue } from './etcd-driver.js';
  * leave behind.
  *
  * Lease data is the value of a data key, in core's binary form: a type byte, then the value in
- * etcd's own bytes.
+ * etcd's own bytes; no data is an empty value (or no key).
  */
 
-/** The value a data key holds for `data` (never `null`: no data is no key). */
-export const encodeEtcdData: (data: LeaseData) => Buffer = encodeDataBytes;
+/**
+ * The value a data key holds for `data`; `null` is the empty value. The key is never deleted, so
+ * its mod revision only grows (see `DataRevisions`). No key at all also reads as no data (a
+ * resource never given any).
+ */
+export function encodeEtcdData(data: LeaseData | null): Buffer {
+  return data === null ? NO_DATA : encodeDataBytes(data);
+}
+
+/** The value of a data key whose data was cleared. */
+const NO_DATA = Buffer.alloc(0);
 
 /** The lease data a data key's value stands for; a value in no known form is a foreign key. */
-export function decodeEtcdData(value: Buffer, key: Buffer): LeaseData {
+export function decodeEtcdData(value: Buffer, key: Buffer): LeaseData | null {
+  if (value.length === 0) return null;
   const data = decodeDataBytes(value);
   if (data !== undefined) return data;
   throw new LeaseError(
@@ -147,7 +157,7 @@ export function safeCount(value: string, key: Buffer): number {
 }
 
 /** Whether revision `a` comes after revision `b` (int64 decimal strings, without rounding). */
-function after(a: string, b: string): boolean {
+export function after(a: string, b: string): boolean {
   return a.length !== b.length ? a.length > b.length : a > b;
 }
 

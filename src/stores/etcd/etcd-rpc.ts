@@ -31,9 +31,10 @@ const ORDERED = new WeakSet<object>();
 const ATTEMPTS = new WeakMap<object, { at: number; tries: number }>();
 
 /**
- * Marks `txn` as one whose late copy must never land: a data write. Two writes under one token
- * pass the same compare-and-set, so a copy of an earlier write that landed after a later one
- * would put an older value back, and the next holder would start from it.
+ * Marks `txn` as a data write, every attempt of which carries a gRPC deadline, so the client sends
+ * no copy of it after the store answered it as failed. What keeps a late copy from putting an
+ * older value back is the write's own compare on the data key's revision (see `DataRevisions`):
+ * a copy can still be held up inside the cluster, where no deadline reaches it.
  */
 export function ordered<T extends object>(txn: T): T {
   ORDERED.add(txn);

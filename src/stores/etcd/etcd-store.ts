@@ -14,6 +14,7 @@ import type { EtcdClient } from './etcd-driver.js';
 import { acquireMany, releaseMany, renewMany } from './etcd-batch.js';
 import { connectEtcd } from './etcd-connect.js';
 import type { EtcdContext } from './etcd-context.js';
+import { DataRevisions } from './etcd-data-revisions.js';
 import { diagnoseEtcd } from './etcd-doctor.js';
 import { mapEtcdError } from './etcd-errors.js';
 import { EtcdKeys } from './etcd-keys.js';
@@ -140,6 +141,7 @@ export class EtcdStore extends StoreBase {
       rpc: this.rpc,
       keys: this.keys,
       leases: new OwnerLeases(this.rpc),
+      dataRevisions: new DataRevisions(),
       maxTxnOps: this.options.maxTxnOps,
     };
     this.transitions = new EtcdTransitions(this.ctx);

@@ -1,21 +1,31 @@
+import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRef } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import { Coalescer } from './etcd-coalesce.js';
 import type { EtcdContext } from './etcd-context.js';
-import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
+import type { EtcdTxnRequest } from './etcd-driver.js';
 import {
   acquiredData,
+  acquiredDataRevision,
   acquiredToken,
   acquireTxn,
   blockingHolder,
+  dataMoved,
   releaseTxn,
   releaseWithDataTxn,
   renewTxn,
   renewWithDataTxn,
   writeDataTxn,
+  writtenRevision,
 } from './etcd-ops.js';
 import { grantOf, refusalOf, undoGrants } from './etcd-overwrite.js';
 import { ordered } from './etcd-rpc.js';
+
+/**
+ * How many times one data write is sent when each finds the data key moved by another write under
+ * the same token (one landed late, or the caller's own concurrent writes) before it gives up.
+ */
+const DATA_WRITE_TRIES = 4;
 
 /**
  * The single-lease transitions: each one transaction, grouped with the others asked while one is
@@ -23,6 +33,8 @@ import { ordered } from './etcd-rpc.js';
  */
 export class EtcdTransitions {
   private readonly txns: Coalescer;
+  /** The data write of each resource last asked, which the next one waits for (`writingData`). */
+  private readonly dataWrites = new Map<string, Promise<unknown>>();
 
   constructor(private readonly ctx: EtcdContext) {
     this.txns = new Coalescer(ctx.rpc, ctx.maxTxnOps);
@@ -52,6 +64,7 @@ export class EtcdTransitions {
       const refusal = refusalOf(grant, resource);
       if (refusal) throw await undoGrants(this.ctx, [grant], owner, refusal);
     }
+    this.ctx.dataRevisions.note(resource, token, acquiredDataRevision(answer, keys));
     return withData({ resource, owner, token, expiresAt, ttlMs }, acquiredData(answer, keys));
   }
 
@@ -71,19 +84,23 @@ export class EtcdTransitions {
     const owned = await this.ctx.leases.live(lease.owner, ttl, since);
     const expiresAt = sentAt + ttl;
     const keys = this.ctx.keys.cached(lease.resource);
-    let answer: EtcdTxnResponse;
+    let written: boolean;
     try {
-      answer = await this.txns.send(
-        lease.resource,
+      written =
         data === undefined
-          ? renewTxn(keys, lease, owned.id, expiresAt)
-          : ordered(renewWithDataTxn(keys, lease, owned.id, expiresAt, data)),
-      );
+          ? (await this.txns.send(lease.resource, renewTxn(keys, lease, owned.id, expiresAt)))
+              .succeeded
+          : await this.writingData(lease, 'noted', (expected) =>
+              renewWithDataTxn(keys, lease, owned.id, expiresAt, expected, data),
+            );
     } catch (error) {
       this.ctx.leases.drop(lease.owner, ttl, owned); // as in `renewMany`
       throw error;
     }
-    if (!answer.succeeded) return null;
+    if (!written) {
+      this.ctx.dataRevisions.forget(lease);
+      return null;
+    }
     const renewed = {
       resource: lease.resource,
       owner: lease.owner,
@@ -95,29 +112,94 @@ export class EtcdTransitions {
   }
 
   /** One transaction; with `data`, the data key is written in it too. */
-  release(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
+  async release(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
     const keys = this.ctx.keys.cached(lease.resource);
-    return this.releaseOne(
-      data === undefined ? releaseTxn(keys, lease) : ordered(releaseWithDataTxn(keys, lease, data)),
-      lease,
-    );
+    try {
+      const released =
+        data === undefined
+          ? (await this.txns.send(lease.resource, releaseTxn(keys, lease))).succeeded
+          : await this.writingData(lease, 'ended', (expected) =>
+              releaseWithDataTxn(keys, lease, expected, data),
+            );
+      this.ctx.dataRevisions.forget(lease); // released or lost, it ended
+      return released;
+    } catch (error) {
+      this.ctx.leases.dropOwner(lease.owner); // as in `releaseMany`
+      throw error;
+    }
   }
 
   /**
    * One transaction with renew's compares that writes the data key alone: the hold key, its etcd
    * lease, the token and the record stay as they are.
    */
-  async writeData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    const txn = ordered(writeDataTxn(this.ctx.keys.cached(lease.resource), lease, data));
-    return (await this.txns.send(lease.resource, txn)).succeeded;
+  writeData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    const keys = this.ctx.keys.cached(lease.resource);
+    return this.writingData(lease, 'noted', (expected) =>
+      writeDataTxn(keys, lease, expected, data),
+    );
   }
 
-  private async releaseOne(txn: EtcdTxnRequest, lease: LeaseRef): Promise<boolean> {
-    try {
-      return (await this.txns.send(lease.resource, txn)).succeeded;
-    } catch (error) {
-      this.ctx.leases.dropOwner(lease.owner); // as in `releaseMany`
-      throw error;
+  /**
+   * Sends a transaction that writes lease data, after the data writes of the same resource asked
+   * before it have been answered: each is then conditioned on the revision the one before it left
+   * (see `DataRevisions`), so writes of one lease take one transaction each, in the order asked.
+   */
+  private writingData(
+    lease: LeaseRef,
+    after: 'noted' | 'ended',
+    txnOf: (expected: string) => EtcdTxnRequest,
+  ): Promise<boolean> {
+    const { resource } = lease;
+    const before = this.dataWrites.get(resource);
+    const write = before
+      ? before.then(() => this.sendDataWrite(lease, after, txnOf))
+      : this.sendDataWrite(lease, after, txnOf);
+    const settled = write.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.dataWrites.set(resource, settled);
+    void settled.then(() => {
+      if (this.dataWrites.get(resource) === settled) this.dataWrites.delete(resource);
+    });
+    return write;
+  }
+
+  /**
+   * One data write, conditioned on the data key's revision as this store last saw it under
+   * `lease`: one transaction when that is still where the key is. If another write under the same
+   * token moved it since (a copy of a write answered as failed that landed after all), the
+   * failure branch read the new revision and the write is sent once more with it; when the lease
+   * is gone, false. After success the new revision is noted, or forgotten when the lease `ended`.
+   */
+  private async sendDataWrite(
+    lease: LeaseRef,
+    after: 'noted' | 'ended',
+    txnOf: (expected: string) => EtcdTxnRequest,
+  ): Promise<boolean> {
+    const revisions = this.ctx.dataRevisions;
+    const keys = this.ctx.keys.cached(lease.resource);
+    let expected = revisions.expected(lease);
+    for (let tries = 1; ; tries++) {
+      const answer = await this.txns.send(lease.resource, ordered(txnOf(expected)));
+      if (answer.succeeded) {
+        if (after === 'noted') revisions.note(lease.resource, lease.token, writtenRevision(answer));
+        return true;
+      }
+      const moved = dataMoved(answer, keys, lease);
+      if (moved === undefined) {
+        revisions.forget(lease);
+        return false;
+      }
+      if (tries >= DATA_WRITE_TRIES) {
+        throw new LeaseError(
+          ErrorCode.STORE_UNAVAILABLE,
+          `etcd: the data key of ${JSON.stringify(lease.resource)} moved under each of ${tries} writes by its holder (other writes under token ${lease.token} keep landing); nothing was written`,
+          { resource: lease.resource },
+        );
+      }
+      expected = moved;
     }
   }
 }
