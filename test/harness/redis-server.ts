@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
   PrivateRedis,
+  PrivateSentinel,
   type PrivateRedisOptions,
 } from '../../src/cli/harness/servers/redis-server.js';
 import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
@@ -108,6 +109,102 @@ export class RedisCluster {
 
   async stop(): Promise<void> {
     await Promise.allSettled(this.nodes.map((n) => n.stop()));
+    this.dir.cleanup();
+  }
+}
+
+/** A Redis Sentinel on a free 127.0.0.1 port (`PrivateSentinel`, with the test lifecycle). */
+export class SentinelServer extends PrivateSentinel {
+  static async start(dir: string, master: { name: string; port: number }): Promise<SentinelServer> {
+    mkdirSync(dir, { recursive: true });
+    const server = new SentinelServer(dir, {
+      port: await freePort(),
+      master: { name: master.name, host: '127.0.0.1', port: master.port, quorum: 2 },
+      ownsDir: false,
+      watchdog: false,
+      detached: false,
+    });
+    await server.launch();
+    return server;
+  }
+
+  /** Runs one `redis-cli` command against this Sentinel and returns its output. */
+  async cli(...args: string[]): Promise<string> {
+    const { stdout } = await run('redis-cli', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(this.port),
+      ...args,
+    ]);
+    return stdout.trim();
+  }
+}
+
+/**
+ * A primary, its replica and three Sentinels watching them as master group `name` (quorum 2),
+ * on loopback ports: what a store URL with `sentinel=` finds its primary through.
+ */
+export class RedisSentinels {
+  private constructor(
+    readonly name: string,
+    readonly primary: RedisServer,
+    readonly replica: RedisServer,
+    readonly sentinels: SentinelServer[],
+    private readonly dir: ReturnType<typeof tempDir>,
+  ) {}
+
+  static async start(name = 'leasehold'): Promise<RedisSentinels> {
+    const dir = tempDir('leasehold-redis-sentinel-');
+    const servers: { stop(): Promise<void> }[] = [];
+    try {
+      const primary = await RedisServer.start({ aof: true, dir: join(dir.path, 'primary') });
+      servers.push(primary);
+      const replica = await RedisServer.start({
+        aof: true,
+        replicaOf: primary.port,
+        dir: join(dir.path, 'replica'),
+      });
+      servers.push(replica);
+      const sentinels: SentinelServer[] = [];
+      for (let i = 0; i < 3; i++) {
+        const sentinel = await SentinelServer.start(join(dir.path, `s${i}`), {
+          name,
+          port: primary.port,
+        });
+        servers.push(sentinel);
+        sentinels.push(sentinel);
+      }
+      const set = new RedisSentinels(name, primary, replica, sentinels, dir);
+      await waitFor('every Sentinel to know the replica and the other two', async () => {
+        for (const sentinel of sentinels) {
+          const info = await sentinel.cli('sentinel', 'master', name);
+          if (!/num-slaves\n1\n/.test(info) || !/num-other-sentinels\n2\n/.test(info)) return false;
+        }
+        return (await replica.cli('info', 'replication')).includes('master_link_status:up');
+      });
+      return set;
+    } catch (error) {
+      await Promise.allSettled(servers.map((s) => s.stop()));
+      dir.cleanup();
+      throw error;
+    }
+  }
+
+  /** The store URL: the first Sentinel's address, the others in `sentinels=`. */
+  get url(): string {
+    const [first, ...rest] = this.sentinels.map((s) => `127.0.0.1:${s.port}`);
+    return `redis://${first}?sentinel=${this.name}&sentinels=${rest.join(',')}`;
+  }
+
+  /** The port of the primary as the first Sentinel names it. */
+  async primaryPort(): Promise<number> {
+    const answer = await this.sentinels[0]!.cli('sentinel', 'get-master-addr-by-name', this.name);
+    return Number(answer.split('\n')[1]);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled([this.primary, this.replica, ...this.sentinels].map((s) => s.stop()));
     this.dir.cleanup();
   }
 }

@@ -74,6 +74,9 @@ const cases: Record<string, Case> = {
       ['prefix', 'x;drop'],
       ['shards', '0'],
       ['commandTimeoutMs', '0'],
+      ['sentinel', 'my master'],
+      ['sentinels', '127.0.0.1:2'],
+      ['cluster', 'yes&sentinel=m'],
     ],
   },
   dynamodb: {

@@ -1,3 +1,5 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { onPath } from './process-tree.js';
 import { PrivateServer, type PrivateServerOptions, type ServerCommand } from './private-server.js';
 
@@ -62,5 +64,83 @@ export class PrivateRedis extends PrivateServer {
 
   protected isReady(output: string): boolean {
     return output.includes('Ready to accept connections');
+  }
+}
+
+/** How a `PrivateSentinel` starts. */
+export interface PrivateSentinelOptions extends PrivateServerOptions {
+  /** The port to listen on. */
+  readonly port: number;
+  /** The address to listen on. @default '127.0.0.1' */
+  readonly bind?: string;
+  /** The master group it watches: its name, the primary's address, the Sentinels that must agree. */
+  readonly master: {
+    readonly name: string;
+    readonly host: string;
+    readonly port: number;
+    readonly quorum: number;
+  };
+  /** How long the primary goes unanswered before this Sentinel calls it down. @default 1000 */
+  readonly downAfterMs?: number;
+  /** How long a failover may take before another is tried. @default 3000 */
+  readonly failoverTimeoutMs?: number;
+}
+
+/**
+ * A private Redis Sentinel (`redis-server sentinel.conf --sentinel`) watching one master group.
+ * Its configuration file is written in its folder on the first start and rewritten by the
+ * Sentinel itself as it learns of replicas, other Sentinels and failovers, so a restart keeps
+ * what it knew.
+ */
+export class PrivateSentinel extends PrivateServer {
+  readonly program = 'redis-server';
+  readonly port: number;
+
+  constructor(
+    dir: string,
+    private readonly options: PrivateSentinelOptions,
+  ) {
+    super(dir, options);
+    this.port = options.port;
+  }
+
+  get url(): string {
+    const { bind = '127.0.0.1', master } = this.options;
+    return `redis://${bind}:${this.port}?sentinel=${master.name}`;
+  }
+
+  protected command(): ServerCommand {
+    const {
+      bind = '127.0.0.1',
+      master,
+      downAfterMs = 1000,
+      failoverTimeoutMs = 3000,
+    } = this.options;
+    const file = join(this.dir, 'sentinel.conf');
+    if (!existsSync(file)) {
+      const { name } = master;
+      writeFileSync(
+        file,
+        [
+          `port ${this.port}`,
+          `bind ${bind}`,
+          'protected-mode no',
+          `dir ${this.dir}`,
+          `sentinel monitor ${name} ${master.host} ${master.port} ${master.quorum}`,
+          `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+          `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
+          `sentinel parallel-syncs ${name} 1`,
+          '',
+        ].join('\n'),
+      );
+    }
+    return {
+      file: onPath('redis-server') ?? 'redis-server',
+      args: [file, '--sentinel', '--daemonize', 'no', '--logfile', ''],
+    };
+  }
+
+  protected isReady(output: string): boolean {
+    return output.includes('+monitor master');
   }
 }
