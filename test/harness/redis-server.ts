@@ -12,6 +12,12 @@ import { tempDir, waitFor } from './processes.js';
 
 const run = promisify(execFile);
 
+/** One `redis-cli` command against the server on 127.0.0.1:`port`: its output, trimmed. */
+async function cliAt(port: number, args: readonly string[]): Promise<string> {
+  const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args]);
+  return stdout.trim();
+}
+
 /** Whether `redis-server` and `redis-cli` can run here; the reason when they cannot. */
 export function redisUnavailable(): string | null {
   try {
@@ -58,15 +64,8 @@ export class RedisServer extends PrivateRedis {
   }
 
   /** Runs one `redis-cli` command against this server and returns its output. */
-  async cli(...args: string[]): Promise<string> {
-    const { stdout } = await run('redis-cli', [
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(this.port),
-      ...args,
-    ]);
-    return stdout.trim();
+  cli(...args: string[]): Promise<string> {
+    return cliAt(this.port, args);
   }
 }
 
@@ -129,15 +128,8 @@ export class SentinelServer extends PrivateSentinel {
   }
 
   /** Runs one `redis-cli` command against this Sentinel and returns its output. */
-  async cli(...args: string[]): Promise<string> {
-    const { stdout } = await run('redis-cli', [
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(this.port),
-      ...args,
-    ]);
-    return stdout.trim();
+  cli(...args: string[]): Promise<string> {
+    return cliAt(this.port, args);
   }
 }
 
