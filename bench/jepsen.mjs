@@ -17,11 +17,14 @@ import { DEFAULT_DIST } from './lib/library.mjs';
 
 const CONSENSUS = ['partition-leader', 'partition-holder', 'kill-leader', 'pause'];
 const PRIMARY_REPLICA = ['failover', 'partition-holder', 'pause'];
+// Sentinels fail over by themselves: the primary is cut off or killed, as a consensus leader is.
+const SENTINEL = ['partition-leader', 'kill-leader', 'partition-holder', 'pause'];
 const SETUPS = {
   etcd: CONSENSUS,
   zookeeper: CONSENSUS,
   nats: CONSENSUS,
   redis: PRIMARY_REPLICA,
+  'redis-sentinel': SENTINEL,
   'postgres-async': PRIMARY_REPLICA,
   'postgres-sync': PRIMARY_REPLICA,
 };

@@ -108,7 +108,7 @@ describe('leasehold verify: input it cannot run with', () => {
     const unknown = await runCli(['verify', '--store', 'lab:mongodb']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(
-      /--store lab:mongodb: known setups: etcd, zookeeper, nats, redis, postgres-async, postgres-sync/,
+      /--store lab:mongodb: known setups: etcd, zookeeper, nats, redis, redis-sentinel, postgres-async, postgres-sync/,
     );
     const permits = await runCli(['verify', '--store', 'lab:etcd', '--permits', '2']);
     expect(permits.code).toBe(2);

@@ -66,6 +66,36 @@ describeServer('redis store through Sentinel', redisUnavailable(), () => {
     unwatch();
   }, 60_000);
 
+  it('close() leaves no connection to any Sentinel behind', async () => {
+    /** Connections each Sentinel has from clients other than Sentinels and redis-cli. */
+    const clients = async (): Promise<number[]> =>
+      Promise.all(
+        set.sentinels.map(async (s) => {
+          const list = (await s.cli('client', 'list')).split('\n');
+          return list.filter(
+            (line) => !/ flags=S | cmd=client/.test(line) && !/name=sentinel-/.test(line),
+          ).length;
+        }),
+      );
+    const before = await clients();
+    const store = await openStore(`${set.url}&prefix=close:`);
+    const unwatch = store.watch!('', () => {});
+    await unwatch.ready;
+    await store.tryAcquire('job', 'a', 60_000);
+    const open = await clients();
+    expect(open.reduce((a, b) => a + b, 0)).toBeGreaterThan(before.reduce((a, b) => a + b, 0));
+    unwatch();
+    await store.close();
+    await waitFor(
+      'every Sentinel connection closed',
+      async () => {
+        const after = await clients();
+        return after.every((n, i) => n === before[i]);
+      },
+      5000,
+    );
+  });
+
   it('with every Sentinel down: STORE_UNAVAILABLE within the connect timeout, no password shown', async () => {
     const [a, b] = [await freePort(), await freePort()];
     const url = `redis://u:pw1@127.0.0.1:${a}?sentinel=${set.name}&sentinels=127.0.0.1:${b}&connectTimeoutMs=1000`;

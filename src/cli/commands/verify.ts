@@ -34,7 +34,7 @@ export function registerVerify(program: Command): void {
     )
     .requiredOption(
       '--store <url>',
-      'the store to verify: a URL every worker process can open, redis, postgres or etcd alone for a private server verify starts, pauses and restarts, or lab:SETUP for a replicated store in network namespaces of its own (root; SETUP: etcd, zookeeper, nats, redis, postgres-async, postgres-sync)',
+      'the store to verify: a URL every worker process can open, redis, postgres or etcd alone for a private server verify starts, pauses and restarts, or lab:SETUP for a replicated store in network namespaces of its own (root; SETUP: etcd, zookeeper, nats, redis, redis-sentinel, postgres-async, postgres-sync)',
     )
     .addOption(
       new Option('--duration <duration>', 'how long faults are injected')

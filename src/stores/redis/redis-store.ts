@@ -242,8 +242,11 @@ export class RedisStore extends StoreBase {
     try {
       await withDeadline(this.client.quit(), this.options.commandTimeoutMs, 'close');
     } catch {
-      this.client.disconnect(); // the server is gone or paused: drop the connection instead
+      // the server is gone or paused: the connection is dropped below instead
     }
+    // Also after a QUIT: it ends the connection to the primary but not those a client opened to
+    // Sentinels (its failover detector's), which would reconnect for ever and keep the process up.
+    this.client.disconnect();
   }
 
   protected override mapError(error: unknown, operation: string): LeaseError {

@@ -13,14 +13,16 @@ import {
   startLabRedis,
   type PrimaryReplica,
 } from './lab-replicated.js';
+import { sentinelUnavailable, startLabSentinel, type SentinelSetup } from './lab-sentinel.js';
 import type { LabHost, NetLab } from './netlab.js';
 
-/** The replicated stores a lab runs, three members each. */
+/** The replicated stores a lab runs, each member on a host of its own. */
 export const LAB_CLUSTERS = [
   'etcd',
   'zookeeper',
   'nats',
   'redis',
+  'redis-sentinel',
   'postgres-async',
   'postgres-sync',
 ] as const;
@@ -58,6 +60,7 @@ export interface LabCluster {
 export function labClusterUnavailable(kind: LabClusterKind): string | null {
   if (kind === 'etcd') return etcdUnavailable();
   if (kind === 'redis') return redisUnavailable();
+  if (kind === 'redis-sentinel') return sentinelUnavailable();
   if (kind.startsWith('postgres')) return postgresUnavailable();
   return kind === 'nats' ? natsUnavailable() : zookeeperUnavailable();
 }
@@ -69,6 +72,14 @@ export async function startLabCluster(
   size = 3,
 ): Promise<LabCluster> {
   const dir = serverFolder(`leasehold-lab-${kind}-`, kind === 'etcd');
+  if (kind === 'redis-sentinel') {
+    try {
+      return sentinelCluster(dir, await startLabSentinel(lab, dir));
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
+  }
   if (kind === 'redis' || kind.startsWith('postgres')) {
     try {
       return primaryReplica(
@@ -212,6 +223,27 @@ function natsCluster(lab: NetLab, dir: string, hosts: readonly LabHost[]): LabCl
         if (found) return found;
       }
       return undefined;
+    },
+    stop: () => stopAll(members, dir),
+  };
+}
+
+/**
+ * Redis with Sentinel: the data nodes and the Sentinels are all members, so a partition of the
+ * leader cuts the primary off from its replica and from every Sentinel (its clients still reach
+ * it). No `failover`: the Sentinels make their own.
+ */
+function sentinelCluster(dir: string, setup: SentinelSetup): LabCluster {
+  const data: LabMember[] = [setup.primary, setup.replica];
+  const members: LabMember[] = [...data, ...setup.sentinels];
+  return {
+    kind: 'redis-sentinel',
+    description: `Redis primary and replica with ${setup.sentinels.length} Sentinels, asynchronous replication`,
+    members,
+    url: setup.url,
+    async leader() {
+      const ip = await setup.primaryIp();
+      return data.find((m) => m.host.ip === ip && m.server.running);
     },
     stop: () => stopAll(members, dir),
   };

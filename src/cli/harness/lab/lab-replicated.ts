@@ -146,7 +146,8 @@ class LabPostgres extends PrivatePostgres {
   }
 }
 
-async function until(
+/** Polls `check` every 100 ms until it holds; fails naming `what` after `timeoutMs`. */
+export async function until(
   check: () => Promise<boolean>,
   what: string,
   timeoutMs = 30_000,

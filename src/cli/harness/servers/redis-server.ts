@@ -73,6 +73,8 @@ export interface PrivateSentinelOptions extends PrivateServerOptions {
   readonly port: number;
   /** The address to listen on. @default '127.0.0.1' */
   readonly bind?: string;
+  /** The address it gives the other Sentinels for itself (a lab host's). @default none */
+  readonly announceIp?: string;
   /** The master group it watches: its name, the primary's address, the Sentinels that must agree. */
   readonly master: {
     readonly name: string;
@@ -112,6 +114,7 @@ export class PrivateSentinel extends PrivateServer {
   protected command(): ServerCommand {
     const {
       bind = '127.0.0.1',
+      announceIp,
       master,
       downAfterMs = 1000,
       failoverTimeoutMs = 3000,
@@ -125,6 +128,7 @@ export class PrivateSentinel extends PrivateServer {
           `port ${this.port}`,
           `bind ${bind}`,
           'protected-mode no',
+          ...(announceIp ? [`sentinel announce-ip ${announceIp}`] : []),
           `dir ${this.dir}`,
           `sentinel monitor ${name} ${master.host} ${master.port} ${master.quorum}`,
           `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
