@@ -106,9 +106,12 @@ export async function startLabPostgres(
     ...['-h', a.ip, '-p', '5432', '-U', 'postgres', '-D', standby.dataDir, '-R', '-X', 'stream'],
   ]);
   await standby.launch(30_000);
+  // Streaming, and with synchronous replication counted as synchronous: a standby still catching
+  // up is reported `async` meanwhile (and the doctor, run next, would say so).
+  const state = synchronous ? 'streaming|sync' : 'streaming|async';
   await until(async () => {
-    const { stdout } = await psql(a.ip, 'select count(*) from pg_stat_replication');
-    return stdout.trim() === '1';
+    const { stdout } = await psql(a.ip, 'select state, sync_state from pg_stat_replication');
+    return stdout.trim() === state;
   }, 'the PostgreSQL standby to stream');
   return {
     primary: { name: 'postgres p1', host: a, server: primary },
