@@ -8,7 +8,6 @@ import type { ResourceKeys } from './etcd-keys.js';
 import type { OwnerLease } from './etcd-leases.js';
 import {
   acquiredData,
-  acquiredDataRevision,
   acquiredToken,
   acquireTxn,
   blockingHolder,
@@ -143,8 +142,8 @@ export async function acquireMany(
             }
           }
           if (token !== undefined) {
-            const data = acquiredData(response, keys[i]!);
-            ctx.dataRevisions.note(resource, token, acquiredDataRevision(response, keys[i]!));
+            const { data, revision } = acquiredData(response, keys[i]!);
+            ctx.dataRevisions.note(resource, token, revision);
             return {
               resource,
               lease: withData({ resource, owner, token, expiresAt, ttlMs }, data),

@@ -43,9 +43,4 @@ export class DataRevisions {
     if (this.byResource.get(lease.resource)?.token === lease.token)
       this.byResource.delete(lease.resource);
   }
-
-  /** How many resources are kept (for tests). */
-  get size(): number {
-    return this.byResource.size;
-  }
 }

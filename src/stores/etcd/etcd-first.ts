@@ -5,13 +5,7 @@ import { commonPrefix } from '../../core/store-defaults.js';
 import type { EtcdContext } from './etcd-context.js';
 import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import type { ResourceKeys } from './etcd-keys.js';
-import {
-  acquiredData,
-  acquiredDataRevision,
-  acquiredToken,
-  acquireTxn,
-  acquireWrites,
-} from './etcd-ops.js';
+import { acquiredData, acquiredToken, acquireTxn, acquireWrites } from './etcd-ops.js';
 import { grantOf, refusalOf, undoGrants } from './etcd-overwrite.js';
 
 /*
@@ -149,8 +143,7 @@ function taken(
   response: EtcdTxnResponse,
   keys: ResourceKeys,
 ): FirstAnswer {
-  const data = acquiredData(response, keys);
-  const dataRevision = acquiredDataRevision(response, keys);
+  const { data, revision: dataRevision } = acquiredData(response, keys);
   return data === null ? { index, token, dataRevision } : { index, token, data, dataRevision };
 }
 

@@ -6,7 +6,6 @@ import type { EtcdTxnRequest, EtcdTxnResponse } from './etcd-driver.js';
 import type { ResourceKeys } from './etcd-keys.js';
 import {
   acquiredData,
-  acquiredDataRevision,
   acquiredToken,
   acquireTxn,
   acquireWrites,
@@ -87,11 +86,8 @@ export function groupGrants(
       : { succeeded: false, responses: response.responses.slice(i, i + 1) };
     const token = acquiredToken(own, keys[i]!, owner, nonce);
     if (token === undefined) return undefined;
-    grants.push({
-      token,
-      data: acquiredData(own, keys[i]!),
-      dataRevision: acquiredDataRevision(own, keys[i]!),
-    });
+    const { data, revision } = acquiredData(own, keys[i]!);
+    grants.push({ token, data, dataRevision: revision });
   }
   return grants;
 }

@@ -96,27 +96,22 @@ function readBack(response: EtcdTxnResponse, keys: ResourceKeys): ResourceKvs {
 }
 
 /**
- * The lease data an acquire handed over, once `acquiredToken` found it granted: what the data key
- * held at the grant (read by the same transaction, or by the read-back of a call that had landed
+ * The lease data an acquire handed over, and the data key's mod revision, once `acquiredToken`
+ * found it granted: what the data key held at the grant (read by the same transaction, or by the read-back of a call that had landed
  * on an earlier attempt: the data key is written only under the new token, not yet returned).
  */
-export function acquiredData(response: EtcdTxnResponse, keys: ResourceKeys): LeaseData | null {
-  const kv = acquiredDataKey(response, keys);
-  return kv ? decodeEtcdData(kv.value, kv.key) : null;
-}
-
-/**
- * The data key's mod revision at the grant, "0" when there was none: what the new holder's first
- * data write is conditioned on (see `DataRevisions`).
- */
-export function acquiredDataRevision(response: EtcdTxnResponse, keys: ResourceKeys): string {
-  return acquiredDataKey(response, keys)?.mod_revision ?? '0';
-}
-
-function acquiredDataKey(response: EtcdTxnResponse, keys: ResourceKeys): EtcdKeyValue | undefined {
-  return response.succeeded
+export function acquiredData(
+  response: EtcdTxnResponse,
+  keys: ResourceKeys,
+): { data: LeaseData | null; revision: string } {
+  const kv = response.succeeded
     ? response.responses[2]?.response_range?.kvs[0]
     : readBack(response, keys).data;
+  // The revision ("0": no data key) is what the new holder's first data write is conditioned on
+  // (see `DataRevisions`).
+  return kv
+    ? { data: decodeEtcdData(kv.value, kv.key), revision: kv.mod_revision }
+    : { data: null, revision: '0' };
 }
 
 /** The token an acquire got, or `undefined` when someone else holds the resource. */

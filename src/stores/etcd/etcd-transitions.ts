@@ -6,7 +6,6 @@ import type { EtcdContext } from './etcd-context.js';
 import type { EtcdTxnRequest } from './etcd-driver.js';
 import {
   acquiredData,
-  acquiredDataRevision,
   acquiredToken,
   acquireTxn,
   blockingHolder,
@@ -64,8 +63,9 @@ export class EtcdTransitions {
       const refusal = refusalOf(grant, resource);
       if (refusal) throw await undoGrants(this.ctx, [grant], owner, refusal);
     }
-    this.ctx.dataRevisions.note(resource, token, acquiredDataRevision(answer, keys));
-    return withData({ resource, owner, token, expiresAt, ttlMs }, acquiredData(answer, keys));
+    const { data, revision } = acquiredData(answer, keys);
+    this.ctx.dataRevisions.note(resource, token, revision);
+    return withData({ resource, owner, token, expiresAt, ttlMs }, data);
   }
 
   /**
@@ -90,7 +90,7 @@ export class EtcdTransitions {
         data === undefined
           ? (await this.txns.send(lease.resource, renewTxn(keys, lease, owned.id, expiresAt)))
               .succeeded
-          : await this.writingData(lease, 'noted', (expected) =>
+          : await this.writingData(lease, (expected) =>
               renewWithDataTxn(keys, lease, owned.id, expiresAt, expected, data),
             );
     } catch (error) {
@@ -118,7 +118,7 @@ export class EtcdTransitions {
       const released =
         data === undefined
           ? (await this.txns.send(lease.resource, releaseTxn(keys, lease))).succeeded
-          : await this.writingData(lease, 'ended', (expected) =>
+          : await this.writingData(lease, (expected) =>
               releaseWithDataTxn(keys, lease, expected, data),
             );
       this.ctx.dataRevisions.forget(lease); // released or lost, it ended
@@ -135,9 +135,7 @@ export class EtcdTransitions {
    */
   writeData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
     const keys = this.ctx.keys.cached(lease.resource);
-    return this.writingData(lease, 'noted', (expected) =>
-      writeDataTxn(keys, lease, expected, data),
-    );
+    return this.writingData(lease, (expected) => writeDataTxn(keys, lease, expected, data));
   }
 
   /**
@@ -147,14 +145,13 @@ export class EtcdTransitions {
    */
   private writingData(
     lease: LeaseRef,
-    after: 'noted' | 'ended',
     txnOf: (expected: string) => EtcdTxnRequest,
   ): Promise<boolean> {
     const { resource } = lease;
     const before = this.dataWrites.get(resource);
     const write = before
-      ? before.then(() => this.sendDataWrite(lease, after, txnOf))
-      : this.sendDataWrite(lease, after, txnOf);
+      ? before.then(() => this.sendDataWrite(lease, txnOf))
+      : this.sendDataWrite(lease, txnOf);
     const settled = write.then(
       () => undefined,
       () => undefined,
@@ -171,11 +168,10 @@ export class EtcdTransitions {
    * `lease`: one transaction when that is still where the key is. If another write under the same
    * token moved it since (a copy of a write answered as failed that landed after all), the
    * failure branch read the new revision and the write is sent once more with it; when the lease
-   * is gone, false. After success the new revision is noted, or forgotten when the lease `ended`.
+   * is gone, false. After success the new revision is noted (a release forgets it after).
    */
   private async sendDataWrite(
     lease: LeaseRef,
-    after: 'noted' | 'ended',
     txnOf: (expected: string) => EtcdTxnRequest,
   ): Promise<boolean> {
     const revisions = this.ctx.dataRevisions;
@@ -184,7 +180,7 @@ export class EtcdTransitions {
     for (let tries = 1; ; tries++) {
       const answer = await this.txns.send(lease.resource, ordered(txnOf(expected)));
       if (answer.succeeded) {
-        if (after === 'noted') revisions.note(lease.resource, lease.token, writtenRevision(answer));
+        revisions.note(lease.resource, lease.token, writtenRevision(answer));
         return true;
       }
       const moved = dataMoved(answer, keys, lease);

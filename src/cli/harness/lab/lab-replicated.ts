@@ -45,11 +45,7 @@ export async function startLabRedis(lab: NetLab, dir: string): Promise<PrimaryRe
   lab.moveServiceAddress(a);
   await primary.launch(30_000);
   await replica.launch(30_000);
-  // Replication is up once the replica reports its link to the primary up.
-  await until(async () => {
-    const { stdout } = await run('redis-cli', ['-h', b.ip, 'info', 'replication']);
-    return /master_link_status:up/.test(stdout);
-  }, 'the Redis replica to sync');
+  await untilReplicaSyncs(b.ip);
   return {
     primary: { name: 'redis r1', host: a, server: primary },
     replica: { name: 'redis r2', host: b, server: replica },
@@ -147,6 +143,14 @@ class LabPostgres extends PrivatePostgres {
     const { file, args } = super.command();
     return { file, args };
   }
+}
+
+/** Waits until the Redis replica at `ip` reports its link to the primary up. */
+export function untilReplicaSyncs(ip: string): Promise<void> {
+  return until(async () => {
+    const { stdout } = await run('redis-cli', ['-h', ip, 'info', 'replication']);
+    return /master_link_status:up/.test(stdout);
+  }, 'the Redis replica to sync');
 }
 
 /** Polls `check` every 100 ms until it holds; fails naming `what` after `timeoutMs`. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { onPath } from '../servers/process-tree.js';
 import { PrivateRedis, PrivateSentinel, redisUnavailable } from '../servers/redis-server.js';
-import { until } from './lab-replicated.js';
+import { until, untilReplicaSyncs } from './lab-replicated.js';
 import type { LabHost, NetLab } from './netlab.js';
 
 const run = promisify(execFile);
@@ -94,10 +94,7 @@ export async function startLabSentinel(lab: NetLab, dir: string): Promise<Sentin
   try {
     await Promise.all([primary.server.launch(30_000), replica.server.launch(30_000)]);
     await run('redis-cli', ['-h', b.ip, 'replicaof', a.ip, '6379']);
-    await until(async () => {
-      const { stdout } = await run('redis-cli', ['-h', b.ip, 'info', 'replication']);
-      return /master_link_status:up/.test(stdout);
-    }, 'the Redis replica to sync');
+    await untilReplicaSyncs(b.ip);
     await Promise.all(sentinels.map((s) => s.server.launch(30_000)));
     // Sentinels find the replica in the primary's INFO and each other by its hello channel.
     await until(async () => {
