@@ -74,8 +74,6 @@ export {
 } from './stores/s3/index.js';
 export {
   LeaseholdChannel,
-  prometheusMetrics,
-  openTelemetryMetrics,
   type LeaseholdChannelName,
   type LeaseLossCause,
   type AcquireResult,
@@ -92,7 +90,11 @@ export {
   type FleetTakeoverMessage,
   type FleetLoadMessage,
   type StoreFindingMessage,
-  type LeaseholdLogger,
+} from './core/channels.js';
+export type { LeaseholdLogger } from './core/logger.js';
+export {
+  prometheusMetrics,
+  openTelemetryMetrics,
   type MetricsSubscription,
   type PrometheusMetricsOptions,
   type PrometheusRegistry,

@@ -4,10 +4,12 @@ import { ErrorCode, LeaseError } from './errors.js';
 const require = createRequire(import.meta.url);
 
 /**
- * Loads a store's driver package only when that store is opened, so drivers stay optional.
- * A missing package gives `DRIVER_MISSING` naming what to install.
+ * Loads an optional peer package (a store's driver, a metrics library) only when the feature
+ * that needs it is first used. A missing package gives `DRIVER_MISSING` naming what to install,
+ * in a message that starts with `needs`: who needs it, verb included (`'Prometheus metrics
+ * need'`). A CommonJS package comes back as its `module.exports` (the import's `default`).
  */
-export async function loadDriver<T>(pkg: string, store: string): Promise<T> {
+export async function loadPackage<T>(pkg: string, needs: string): Promise<T> {
   let mod: unknown;
   try {
     mod = await import(pkg);
@@ -15,17 +17,19 @@ export async function loadDriver<T>(pkg: string, store: string): Promise<T> {
     if (isNotFound(error, pkg)) {
       throw new LeaseError(
         ErrorCode.DRIVER_MISSING,
-        `the ${store} store needs the "${pkg}" package: npm install ${pkg}`,
-        {
-          cause: error,
-          retryable: false,
-        },
+        `${needs} the "${pkg}" package: npm install ${pkg}`,
+        { cause: error, retryable: false },
       );
     }
     throw error;
   }
   const m = mod as { default?: unknown };
   return (m.default ?? mod) as T;
+}
+
+/** `loadPackage` for a store's driver, when that store is opened. */
+export function loadDriver<T>(pkg: string, store: string): Promise<T> {
+  return loadPackage<T>(pkg, `the ${store} store needs`);
 }
 
 function isNotFound(error: unknown, pkg: string): boolean {

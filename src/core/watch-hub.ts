@@ -1,4 +1,4 @@
-import type { LeaseError } from './errors.js';
+import { invalidArgument, type LeaseError } from './errors.js';
 import type { Unwatch, WatchEvent, WatchListener } from './store.js';
 
 export type { Unwatch } from './store.js';
@@ -14,16 +14,35 @@ export function warnWatchError(error: LeaseError): void {
   process.emitWarning(error.message, { type: 'LeaseholdWarning', code: error.code });
 }
 
+/** A store's `onWatchError` option: `warnWatchError` when not given, else it must be a function. */
+export function resolveOnWatchError(value: WatchErrorHandler | undefined): WatchErrorHandler {
+  const onWatchError = value ?? warnWatchError;
+  if (typeof onWatchError !== 'function')
+    throw invalidArgument('onWatchError', 'must be a function');
+  return onWatchError;
+}
+
+/** A listener was added: `first` when the hub had none, `newPrefix` when no other listener has its prefix. */
+export interface ListenerAdded {
+  readonly first: boolean;
+  readonly newPrefix: boolean;
+}
+
+/** A listener went: `last` when none is left, `prefixGone` when no listener is left with its prefix. */
+export interface ListenerRemoved {
+  readonly last: boolean;
+  readonly prefixGone: boolean;
+}
+
 /** What the hub tells a store's watch about its listeners. */
 export interface WatchSource {
   /**
-   * A listener was added: `first` when the hub had none (start watching), `newPrefix` when no other
-   * listener has its prefix. Returns what its `ready` is: the promise that settles once the watch
-   * covers the prefix.
+   * A listener was added (on the first, start watching). Returns what its `ready` is: the promise
+   * that settles once the watch covers the prefix.
    */
-  added(change: { readonly first: boolean; readonly newPrefix: boolean }): Promise<void>;
-  /** A listener went: `last` when none is left (stop watching), `prefixGone` when no listener is left with its prefix. */
-  removed(change: { readonly last: boolean; readonly prefixGone: boolean }): void;
+  added(change: ListenerAdded): Promise<void>;
+  /** A listener went (after the last, stop watching). */
+  removed(change: ListenerRemoved): void;
 }
 
 interface Entry {
@@ -41,14 +60,12 @@ interface Entry {
 export class WatchHub {
   private readonly entries = new Set<Entry>();
   private failing = false;
-  private source: WatchSource | undefined;
 
-  constructor(private readonly onError: WatchErrorHandler) {}
-
-  /** Connects the store's watch (a separate step: the watch is usually built with the hub). */
-  attach(source: WatchSource): void {
-    this.source = source;
-  }
+  /** `source` is the store's watch the hub tells of its listeners (`StoreWatch` passes itself). */
+  constructor(
+    private readonly onError: WatchErrorHandler,
+    private readonly source: WatchSource,
+  ) {}
 
   /** Adds a listener; the returned function removes it. */
   add(prefix: string, listener: WatchListener): Unwatch {
@@ -56,12 +73,12 @@ export class WatchHub {
     const first = this.entries.size === 0;
     const newPrefix = !this.hasPrefix(prefix);
     this.entries.add(entry);
-    const ready = this.source?.added({ first, newPrefix }) ?? Promise.resolve();
+    const ready = this.source.added({ first, newPrefix });
     ready.catch(() => {}); // for whoever awaits `ready`; failures are reported through onError
     const unwatch = (): void => {
       if (!this.entries.delete(entry)) return;
       const last = this.entries.size === 0;
-      this.source?.removed({ last, prefixGone: !this.hasPrefix(prefix) });
+      this.source.removed({ last, prefixGone: !this.hasPrefix(prefix) });
     };
     return Object.assign(unwatch, { ready });
   }

@@ -1,7 +1,6 @@
 import { channel, subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LeaseClient } from '../../src/index.js';
-import { LeaseholdChannel } from '../../src/observability/index.js';
+import { LeaseClient, LeaseholdChannel } from '../../src/index.js';
 import { Fleet, names } from '../fleet/fleet-rig.js';
 import { clientRig, HEARTBEAT, RENEW_MS, TTL } from '../observability/scenarios.js';
 

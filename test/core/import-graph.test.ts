@@ -142,7 +142,8 @@ export const ALLOWED: Record<string, readonly string[]> = {
   'cli/harness/lab': ['cli/harness/servers'],
   'cli/dashboard': ['cli', 'cli/live', 'core', 'fleet', 'observability'],
   // The browser's part of the dashboard: only what has no imports of Node or of packages, namely
-  // the lease-state rule the server judges by (cli/live/lease-state.ts) and the record-key marks
+  // the lease-state rule the server judges by (cli/live/lease-state.ts), the types of what the
+  // server sends it (cli/live/wire-types.ts, types only) and the record-key marks
   // (core/record-marks.ts); the test below holds it to exactly these.
   [PAGE]: ['cli/live', 'core'],
   'cli/watch': ['cli', 'cli/live', 'core'],
@@ -212,7 +213,7 @@ describe('the import graph of src/', () => {
     expect(findCycle(graph)?.join(' → ')).toBeUndefined();
   });
 
-  it('has the page script reach only pure modules: its own, the lease-state rule, the record marks', () => {
+  it('has the page script reach only pure modules: its own, the lease-state rule, the wire types, the record marks', () => {
     const reached = new Set<string>();
     const visit = (file: string): void => {
       if (reached.has(file)) return;
@@ -222,6 +223,7 @@ describe('the import graph of src/', () => {
     for (const file of files) if (layerOf(file) === PAGE) visit(file);
     expect([...reached].filter((file) => layerOf(file) !== PAGE).sort()).toEqual([
       'cli/live/lease-state.ts',
+      'cli/live/wire-types.ts',
       'core/lease.ts',
       'core/record-marks.ts',
     ]);

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { loadDriver } from '../../src/core/load-driver.js';
+import { loadDriver, loadPackage } from '../../src/core/load-driver.js';
 import { LeaseError } from '../../src/index.js';
 
 it('a missing driver package gives DRIVER_MISSING naming what to install', async () => {
@@ -18,4 +18,21 @@ it('an installed driver loads, default export first', async () => {
   );
   const db = new Database(':memory:');
   db.close();
+});
+
+it('an optional peer of another feature loads when used', async () => {
+  const prom = await loadPackage<{ Registry: unknown }>('prom-client', 'Prometheus metrics need');
+  expect(typeof prom.Registry).toBe('function');
+});
+
+it('a missing peer gives DRIVER_MISSING in the words of the feature that needs it', async () => {
+  await expect(
+    loadPackage('leasehold-no-such-package', 'Prometheus metrics need'),
+  ).rejects.toMatchObject({
+    name: 'LeaseError',
+    code: 'DRIVER_MISSING',
+    retryable: false,
+    message:
+      'Prometheus metrics need the "leasehold-no-such-package" package: npm install leasehold-no-such-package',
+  });
 });

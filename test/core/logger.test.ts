@@ -3,11 +3,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   LeaseClient,
   LeaseError,
+  LeaseholdChannel,
   LeaseManager,
   MemoryStore,
   type HeldLease,
+  type LeaseholdLogger,
 } from '../../src/index.js';
-import { LeaseholdChannel, type LeaseholdLogger } from '../../src/observability/index.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { Fleet, names } from '../fleet/fleet-rig.js';
 import { clientRig, HEARTBEAT, TTL } from '../observability/scenarios.js';

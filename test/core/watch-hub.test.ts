@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, LeaseError } from '../../src/core/errors.js';
 import type { WatchEvent } from '../../src/core/store.js';
-import { WatchHub, type WatchSource } from '../../src/core/watch-hub.js';
+import {
+  resolveOnWatchError,
+  warnWatchError,
+  WatchHub,
+  type WatchSource,
+} from '../../src/core/watch-hub.js';
 
 /** A source that records what the hub told it and answers `ready` as told. */
 function recorder(ready: () => Promise<void> = () => Promise.resolve()): WatchSource & {
@@ -24,9 +29,8 @@ const unavailable = (message: string): LeaseError =>
 
 describe('WatchHub', () => {
   it('tells the source of the first and last listener, and of prefixes coming and going', () => {
-    const hub = new WatchHub(() => {});
     const source = recorder();
-    hub.attach(source);
+    const hub = new WatchHub(() => {}, source);
     const a = hub.add('jobs/', () => {});
     const b = hub.add('jobs/', () => {});
     const c = hub.add('mail/', () => {});
@@ -47,16 +51,18 @@ describe('WatchHub', () => {
   });
 
   it("gives each listener the source's ready promise", async () => {
-    const hub = new WatchHub(() => {});
     let fail = false;
-    hub.attach(recorder(() => (fail ? Promise.reject(unavailable('down')) : Promise.resolve())));
+    const hub = new WatchHub(
+      () => {},
+      recorder(() => (fail ? Promise.reject(unavailable('down')) : Promise.resolve())),
+    );
     await expect(hub.add('', () => {}).ready).resolves.toBeUndefined();
     fail = true;
     await expect(hub.add('', () => {}).ready).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
   });
 
   it('delivers by prefix; a throwing listener stops neither the others nor the caller', async () => {
-    const hub = new WatchHub(() => {});
+    const hub = new WatchHub(() => {}, recorder());
     const heard: string[] = [];
     hub.add('jobs/', () => {
       throw new Error('a bug in a listener');
@@ -85,11 +91,25 @@ describe('WatchHub', () => {
 
   it('reports a run of failures once, and again after recovering', () => {
     const reported: string[] = [];
-    const hub = new WatchHub((error) => reported.push(error.message));
+    const hub = new WatchHub((error) => reported.push(error.message), recorder());
     hub.failed(unavailable('first'));
     hub.failed(unavailable('second'));
     hub.recovered();
     hub.failed(unavailable('third'));
     expect(reported).toEqual(['first', 'third']);
+  });
+});
+
+describe('the onWatchError option', () => {
+  it('defaults to a process warning and refuses what is no function', () => {
+    const mine = (): void => {};
+    expect(resolveOnWatchError(undefined)).toBe(warnWatchError);
+    expect(resolveOnWatchError(mine)).toBe(mine);
+    expect(() => resolveOnWatchError('log' as never)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringContaining('onWatchError'),
+      }),
+    );
   });
 });

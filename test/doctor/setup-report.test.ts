@@ -2,8 +2,13 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { LeaseClient, SqliteStore, type LeaseClientOptions } from '../../src/index.js';
-import { LeaseholdChannel, type StoreFindingMessage } from '../../src/observability/index.js';
+import {
+  LeaseClient,
+  LeaseholdChannel,
+  SqliteStore,
+  type LeaseClientOptions,
+  type StoreFindingMessage,
+} from '../../src/index.js';
 import { tempDir } from '../harness/processes.js';
 
 // The one-time report of a store's setup when a LeaseClient is made on it: every finding on the

@@ -3,6 +3,7 @@ import { shares } from '../../fleet/assign.js';
 import { publishedStanding } from '../../fleet/load-book.js';
 import { liveMembers } from '../../fleet/members.js';
 import { INTERNAL_PREFIX } from '../live/lease-state.js';
+import type { FleetMember, FleetView } from '../live/wire-types.js';
 import { isFairLine, parseKey } from '../record-key.js';
 
 /** Where every group's membership records live (`membersPrefix(group)` is under it). */
@@ -11,31 +12,6 @@ const MEMBERS_ROOT = `${INTERNAL_PREFIX}members/`;
 const BUCKET_MEMBERS_ROOT = `${INTERNAL_PREFIX}bucket-members/`;
 /** A bucketed group's bucket leases: work, though under the reserved prefix. */
 const BUCKETS_ROOT = `${INTERNAL_PREFIX}buckets/`;
-
-export interface FleetMember {
-  readonly id: string;
-  readonly group: string;
-  /** The member's `maxLeases`, or `null` when unlimited. */
-  readonly limit: number | null;
-  /** Live leases it holds (outside `leasehold/`). */
-  readonly leases: number;
-  /** What `LeaseManager` would give it of the live leases seen. */
-  readonly fairShare: number;
-  /**
-   * When its group balances by weight: its load and fair load as it last published them in its
-   * membership record (three significant digits, published when one moved by more than the
-   * tolerance, at most every fourth renewal), and whether it said it is below its band.
-   */
-  readonly weighed?: { readonly load: number; readonly fair: number; readonly below: boolean };
-}
-
-export interface FleetView {
-  readonly members: FleetMember[];
-  /** Owners of live leases that are no live member of any group (a CLI `acquire`, a `LeaseClient`). */
-  readonly others: { readonly id: string; readonly leases: number }[];
-  /** Live leases outside `leasehold/`. */
-  readonly leases: number;
-}
 
 /**
  * The fleet as the records show it: the live members of every group (`liveMembers`, on the

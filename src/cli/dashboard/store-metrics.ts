@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { loadPackage } from '../../core/load-driver.js';
 import { prometheusMetrics } from '../../observability/metrics/prometheus.js';
-import { loadPeer } from '../../observability/metrics/load-peer.js';
 import { INTERNAL_PREFIX, leaseState, type LeaseState } from '../live/lease-state.js';
 import type { LeaseObserver } from '../live/observer.js';
 
@@ -45,7 +45,7 @@ export async function storeMetrics(
   handler: (request: IncomingMessage, response: ServerResponse) => Promise<void>;
   stop(): void;
 }> {
-  const prom = await loadPeer<PromClient>('prom-client', 'the dashboard’s /metrics');
+  const prom = await loadPackage<PromClient>('prom-client', 'the dashboard’s /metrics need');
   const registry = new prom.Registry();
   const registers = [registry];
   new prom.Gauge({

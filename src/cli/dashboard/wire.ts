@@ -1,16 +1,11 @@
 import type { ChangeEvent, Span } from '../live/change-event.js';
-import { fleetView, type FleetView } from './fleet-view.js';
+import { fleetView } from './fleet-view.js';
 import { dataText, dataView } from '../format.js';
-import { leaseState, type LeaseState } from '../live/lease-state.js';
+import { leaseState } from '../live/lease-state.js';
 import type { LeaseObserver, ObserverUpdate } from '../live/observer.js';
+import type { FleetView, WireRecord } from '../live/wire-types.js';
 
-/**
- * A record as the page gets it: `[resource, owner, token, expiresAt, ttlEstimateMs, state, data]`,
- * an array to keep 10,000 of them small. `state` is the server's judgement at `serverNow`; the page
- * re-judges with the same rule as time passes. `data` is the lease data as the terminal shows it
- * (escaped, cut at 80 characters), or `null`.
- */
-export type WireRecord = [string, string, number, number, number, LeaseState, string | null];
+export type { WireRecord } from '../live/wire-types.js';
 /** A span as the page gets it: `[owner, token, from, to, end]`. */
 export type WireSpan = [string, number, number, number | null, Span['end']];
 

@@ -1,6 +1,6 @@
 import { invalidArgument } from '../../core/errors.js';
+import { loadPackage } from '../../core/load-driver.js';
 import { checkKnownKeys, describe, optionKeys } from '../../core/options.js';
-import { loadPeer } from './load-peer.js';
 import { subscribeSink } from './metrics-sink.js';
 import { HANDOVER_BUCKETS, METRICS, RENEW_BUCKETS } from './metric-names.js';
 import { subscription, type MetricsSubscription } from './subscription.js';
@@ -89,11 +89,8 @@ export async function openTelemetryMetrics(
   if (meter !== undefined && typeof meter?.createHistogram !== 'function')
     throw invalidArgument('meter', 'must be an OpenTelemetry Meter');
   if (!meter) {
-    const api = await loadPeer<OtelApi & { default?: OtelApi }>(
-      '@opentelemetry/api',
-      'OpenTelemetry metrics',
-    );
-    meter = (api.metrics ?? api.default!.metrics).getMeter('leasehold');
+    const api = await loadPackage<OtelApi>('@opentelemetry/api', 'OpenTelemetry metrics need');
+    meter = api.metrics.getMeter('leasehold');
   }
   const about = (metric: keyof typeof METRICS, unit: string, buckets?: readonly number[]) => ({
     description: METRICS[metric].help,

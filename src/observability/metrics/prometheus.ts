@@ -1,6 +1,6 @@
 import { invalidArgument } from '../../core/errors.js';
+import { loadPackage } from '../../core/load-driver.js';
 import { checkKnownKeys, describe, optionKeys } from '../../core/options.js';
-import { loadPeer } from './load-peer.js';
 import { subscribeSink } from './metrics-sink.js';
 import { HANDOVER_BUCKETS, METRICS, RENEW_BUCKETS } from './metric-names.js';
 import { subscription, type MetricsSubscription } from './subscription.js';
@@ -76,11 +76,7 @@ export async function prometheusMetrics(
       typeof registry.removeSingleMetric !== 'function')
   )
     throw invalidArgument('registry', 'must be a prom-client Registry');
-  const loaded = await loadPeer<PromClient & { default?: PromClient }>(
-    'prom-client',
-    'Prometheus metrics',
-  );
-  const prom = loaded.Counter ? loaded : loaded.default!;
+  const prom = await loadPackage<PromClient>('prom-client', 'Prometheus metrics need');
   const registers = [registry ?? prom.register];
   const name = (metric: keyof typeof METRICS): string => prefix + METRICS[metric].prometheus;
   const taken = Object.keys(METRICS)

@@ -1,4 +1,5 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { missingRegion } from '../aws/aws-errors.js';
 import type { Item } from './dynamodb-driver.js';
 
 /** How to make the table, for every message about a missing one. */
@@ -72,13 +73,8 @@ export function mapDynamodbError(
       { cause: error, retryable: false },
     );
   }
-  if (/region is missing/i.test(message)) {
-    return new LeaseError(
-      ErrorCode.STORE_UNAVAILABLE,
-      `${prefix}: no AWS region: add ?region= to the store URL or set AWS_REGION`,
-      { cause: error, retryable: false },
-    );
-  }
+  const noRegion = missingRegion(error, prefix);
+  if (noRegion) return noRegion;
   const status = e.$metadata?.httpStatusCode;
   const signatureExpired = name === 'InvalidSignatureException' && /expired/i.test(message);
   const permanent = signatureExpired ? undefined : PERMANENT[name];
@@ -117,16 +113,6 @@ export function isTableInUse(error: unknown): boolean {
 
 export function isTableMissing(error: unknown): boolean {
   return (error as { name?: unknown } | null)?.name === 'ResourceNotFoundException';
-}
-
-/**
- * Whether the SDK sent the request more than once (it retries timeouts and dropped connections
- * by itself): a failed condition may then be the work of its own earlier attempt, which landed
- * although its answer was lost.
- */
-export function wasRetried(error: unknown): boolean {
-  const attempts = (error as { $metadata?: { attempts?: unknown } } | null)?.$metadata?.attempts;
-  return typeof attempts === 'number' && attempts > 1;
 }
 
 /** What an endpoint answers a request whose signature it cannot check (not a wrong secret). */

@@ -1,14 +1,13 @@
 import { invalidArgument } from '../../core/errors.js';
+import { checkBoolean, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
+import type { Clock } from '../../core/time.js';
 import {
-  checkBoolean,
-  checkConcurrency,
-  checkInteger,
-  checkKnownKeys,
-  checkNowClock,
-  describe,
-  optionKeys,
-} from '../../core/options.js';
-import { systemClock, type Clock } from '../../core/time.js';
+  AWS_DEFAULTS,
+  resolveAwsConnect,
+  resolveAwsOptions,
+  type ResolvedAwsConnect,
+  type ResolvedAwsOptions,
+} from '../aws/aws-options.js';
 
 /** Which table a `DynamodbStore` uses, and its clock, timeouts and concurrency. */
 export interface DynamodbStoreOptions {
@@ -59,23 +58,11 @@ export interface DynamodbConnectOptions {
   connectTimeoutMs?: number;
 }
 
-export const DYNAMODB_DEFAULTS = Object.freeze({
-  maxClockSkewMs: 1000,
-  requestTimeoutMs: 5000,
-  connectTimeoutMs: 5000,
-  createTable: false,
-  concurrency: 16,
-  fastPath: true,
-});
+export const DYNAMODB_DEFAULTS = Object.freeze({ ...AWS_DEFAULTS, createTable: false });
 
-export interface ResolvedDynamodbOptions {
+export interface ResolvedDynamodbOptions extends ResolvedAwsOptions {
   readonly table: string;
-  readonly maxClockSkewMs: number;
-  readonly requestTimeoutMs: number;
   readonly createTable: boolean;
-  readonly concurrency: number;
-  readonly clock: Pick<Clock, 'now'>;
-  readonly fastPath: boolean;
 }
 
 /**
@@ -115,65 +102,18 @@ export function resolveDynamodbOptions(
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('DynamodbStore options', options, DYNAMODB_KEYS);
-  const createTable = checkBoolean(
-    'createTable',
-    options.createTable ?? DYNAMODB_DEFAULTS.createTable,
-  );
-  const clock = checkNowClock(options.clock ?? systemClock);
-  const concurrency = checkConcurrency(options.concurrency ?? DYNAMODB_DEFAULTS.concurrency);
   return {
     table: checkTable(options.table),
-    maxClockSkewMs: checkInteger(
-      'maxClockSkewMs',
-      options.maxClockSkewMs ?? DYNAMODB_DEFAULTS.maxClockSkewMs,
-      0,
-      3_600_000,
-    ),
-    requestTimeoutMs: checkInteger(
-      'requestTimeoutMs',
-      options.requestTimeoutMs ?? DYNAMODB_DEFAULTS.requestTimeoutMs,
-      100,
-      600_000,
-    ),
-    createTable,
-    concurrency,
-    clock,
-    fastPath: checkBoolean('fastPath', options.fastPath ?? DYNAMODB_DEFAULTS.fastPath),
+    createTable: checkBoolean('createTable', options.createTable ?? DYNAMODB_DEFAULTS.createTable),
+    ...resolveAwsOptions(options),
   };
 }
 
-export function resolveConnectOptions(
-  options: DynamodbConnectOptions,
-): Required<Pick<DynamodbConnectOptions, 'connectTimeoutMs'>> & DynamodbConnectOptions {
-  const { region, endpoint } = options;
-  if (region !== undefined && (typeof region !== 'string' || !/^[a-z0-9-]{1,64}$/.test(region)))
-    throw invalidArgument('region', `must look like us-east-1, got ${describe(region)}`);
-  if (endpoint !== undefined) checkEndpoint(endpoint);
-  return {
-    region,
-    endpoint,
-    connectTimeoutMs: checkInteger(
-      'connectTimeoutMs',
-      options.connectTimeoutMs ?? DYNAMODB_DEFAULTS.connectTimeoutMs,
-      1,
-      600_000,
-    ),
-  };
-}
-
-/** An http(s) URL without credentials in it (those come from the SDK's chain, never a URL). */
-function checkEndpoint(value: unknown): string {
-  if (typeof value !== 'string' || !URL.canParse(value))
-    throw invalidArgument('endpoint', 'must be an http:// or https:// URL');
-  const url = new URL(value);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw invalidArgument('endpoint', `must be an http:// or https:// URL, got ${url.protocol}`);
-  if (url.username !== '' || url.password !== '')
-    throw invalidArgument(
-      'endpoint',
-      'must not hold credentials: AWS credentials come from the SDK (environment, profile or role)',
-    );
-  return value;
+export function resolveConnectOptions(options: DynamodbConnectOptions): ResolvedAwsConnect {
+  return resolveAwsConnect(
+    options,
+    'AWS credentials come from the SDK (environment, profile or role)',
+  );
 }
 
 /** Whether an endpoint is on this machine, where a local DynamoDB accepts any credentials. */

@@ -5,7 +5,8 @@ import type { AcquireOutcome } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
 import type { DynamodbCalls } from './dynamodb-calls.js';
 import type { Item } from './dynamodb-driver.js';
-import { conditionItem, isConditionFailed, wasRetried } from './dynamodb-errors.js';
+import { wasRetried } from '../aws/aws-errors.js';
+import { conditionItem, isConditionFailed } from './dynamodb-errors.js';
 import {
   acquireRequest,
   getRequest,

@@ -1,4 +1,4 @@
-import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
+import { resolveOnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import { invalidArgument } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 
@@ -55,9 +55,7 @@ export function resolveEtcdOptions(options: EtcdStoreOptions = {}): ResolvedEtcd
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('EtcdStore options', options, ETCD_KEYS);
-  const onWatchError = options.onWatchError ?? warnWatchError;
-  if (typeof onWatchError !== 'function')
-    throw invalidArgument('onWatchError', 'must be a function');
+  const onWatchError = resolveOnWatchError(options.onWatchError);
   return {
     prefix: checkPrefix(options.prefix ?? ETCD_DEFAULTS.prefix),
     timeoutMs: checkInteger('timeoutMs', options.timeoutMs ?? ETCD_DEFAULTS.timeoutMs, 1, 600_000),

@@ -1,11 +1,7 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { WatchEvent, WatchListener } from '../../core/store.js';
-import {
-  WatchHub,
-  type Unwatch,
-  type WatchErrorHandler,
-  type WatchSource,
-} from '../../core/watch-hub.js';
+import type { WatchEvent } from '../../core/store.js';
+import { StoreWatch } from '../../core/store-watch.js';
+import type { Unwatch, WatchErrorHandler } from '../../core/watch-hub.js';
 import type { EtcdClient, EtcdKeyValue, EtcdWatchResponse, EtcdWatcher } from './etcd-driver.js';
 import { mapEtcdError } from './etcd-errors.js';
 import { KIND, type EtcdKeys } from './etcd-keys.js';
@@ -19,10 +15,9 @@ import { decodeRecord } from './etcd-record.js';
  * the lease it was attached to). etcd3 resumes a broken stream from the last revision it
  * saw, so events are not lost across a reconnect unless etcd compacted them meanwhile.
  */
-export class EtcdWatch implements WatchSource {
+export class EtcdWatch extends StoreWatch {
   private watcher: EtcdWatcher | undefined;
   private ready: Promise<void> = Promise.resolve();
-  private readonly hub: WatchHub;
   private restartTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -31,12 +26,7 @@ export class EtcdWatch implements WatchSource {
     private readonly timeoutMs: number,
     onError: WatchErrorHandler,
   ) {
-    this.hub = new WatchHub(onError);
-    this.hub.attach(this);
-  }
-
-  add(prefix: string, listener: WatchListener): Unwatch {
-    return this.hub.add(prefix, listener);
+    super(onError);
   }
 
   added(): Promise<void> {
@@ -48,8 +38,7 @@ export class EtcdWatch implements WatchSource {
     if (last) this.stop();
   }
 
-  stop(): void {
-    this.hub.clear();
+  protected doStop(): void {
     clearTimeout(this.restartTimer);
     const watcher = this.watcher;
     this.watcher = undefined;

@@ -1,4 +1,4 @@
-import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
+import { resolveOnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import type { NatsModules } from './nats-driver.js';
 import { invalidArgument } from '../../core/errors.js';
 import {
@@ -125,9 +125,7 @@ export function resolveNatsOptions(options: NatsStoreOptions = {}): ResolvedNats
     options.createBucket ?? NATS_DEFAULTS.createBucket,
   );
   const clock = checkNowClock(options.clock ?? systemClock);
-  const onWatchError = options.onWatchError ?? warnWatchError;
-  if (typeof onWatchError !== 'function')
-    throw invalidArgument('onWatchError', 'must be a function');
+  const onWatchError = resolveOnWatchError(options.onWatchError);
   return {
     bucket: checkBucket(options.bucket ?? NATS_DEFAULTS.bucket),
     maxClockSkewMs: checkInteger(

@@ -1,12 +1,8 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Clock } from '../../core/time.js';
-import type { WatchEvent, WatchListener } from '../../core/store.js';
-import {
-  WatchHub,
-  type Unwatch,
-  type WatchErrorHandler,
-  type WatchSource,
-} from '../../core/watch-hub.js';
+import type { WatchEvent } from '../../core/store.js';
+import { StoreWatch } from '../../core/store-watch.js';
+import type { Unwatch, WatchErrorHandler } from '../../core/watch-hub.js';
 import type { NatsKv, NatsKvEntry, NatsKvIterator } from './nats-driver.js';
 import { mapNatsError } from './nats-errors.js';
 import { resourceOf } from './nats-keys.js';
@@ -44,11 +40,10 @@ const RESTART_MS = 250;
  * marks the last replayed value as new (it counts one too many), which made a watch started after
  * a write report that write as if it had just happened.
  */
-export class NatsWatch implements WatchSource {
+export class NatsWatch extends StoreWatch {
   private iterator: NatsKvIterator<NatsKvEntry> | undefined;
   private running = false;
   private ready: Promise<void> = Promise.resolve();
-  private readonly hub: WatchHub;
   private readonly held = new Map<string, Held>();
   private restartTimer: NodeJS.Timeout | undefined;
   /** The stream's last sequence when the running watch started: entries up to it are replays. */
@@ -58,12 +53,7 @@ export class NatsWatch implements WatchSource {
     private readonly kv: NatsKv,
     private readonly settings: NatsWatchSettings,
   ) {
-    this.hub = new WatchHub(settings.onError);
-    this.hub.attach(this);
-  }
-
-  add(prefix: string, listener: WatchListener): Unwatch {
-    return this.hub.add(prefix, listener);
+    super(settings.onError);
   }
 
   added(): Promise<void> {
@@ -75,8 +65,7 @@ export class NatsWatch implements WatchSource {
     if (last) this.stop();
   }
 
-  stop(): void {
-    this.hub.clear();
+  protected doStop(): void {
     this.running = false;
     clearTimeout(this.restartTimer);
     this.iterator?.stop();

@@ -1,4 +1,4 @@
-import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
+import { resolveOnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import { invalidArgument } from '../../core/errors.js';
 import {
   checkIdentifier as checkName,
@@ -86,9 +86,7 @@ export function resolvePostgresOptions(
   checkKnownKeys('PostgresStore options', options, POSTGRES_KEYS);
   const notify = checkBoolean('notify', options.notify ?? POSTGRES_DEFAULTS.notify);
   const prepare = checkBoolean('prepare', options.prepare ?? POSTGRES_DEFAULTS.prepare);
-  const onWatchError = options.onWatchError ?? warnWatchError;
-  if (typeof onWatchError !== 'function')
-    throw invalidArgument('onWatchError', 'must be a function');
+  const onWatchError = resolveOnWatchError(options.onWatchError);
   const label = options.label ?? POSTGRES_DEFAULTS.label;
   if (typeof label !== 'string') throw invalidArgument('label', 'must be a string');
   return {

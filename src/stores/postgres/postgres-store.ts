@@ -252,7 +252,7 @@ export class PostgresStore extends StoreBase {
   }
 
   protected async doClose(): Promise<void> {
-    this.notifier?.close();
+    this.notifier?.stop();
     if (this.ownsPool) await this.pool.end();
   }
 

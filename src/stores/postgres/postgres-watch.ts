@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LeaseError } from '../../core/errors.js';
-import type { Unwatch, WatchListener } from '../../core/store.js';
-import { WatchHub, type WatchErrorHandler, type WatchSource } from '../../core/watch-hub.js';
+import { StoreWatch } from '../../core/store-watch.js';
+import type { WatchErrorHandler } from '../../core/watch-hub.js';
 import type { PgNotification, PgPoolClient } from './postgres-driver.js';
 
 export interface NotifierOptions {
@@ -40,8 +40,7 @@ const RETRY_MAX_MS = 5000;
  * (the watch was just starting, or a new prefix was being registered), or that happens while the
  * connection is down, is not heard: its record is free in the table for the next scan.
  */
-export class Notifier implements WatchSource {
-  private readonly hub: WatchHub;
+export class Notifier extends StoreWatch {
   /** Settled by the next registration that commits (or the next failure): the `ready` of new listeners. */
   private waiting: { resolve: () => void; reject: (error: LeaseError) => void }[] = [];
   private client: PgPoolClient | undefined;
@@ -56,15 +55,10 @@ export class Notifier implements WatchSource {
   private again = false;
 
   constructor(private readonly options: NotifierOptions) {
-    this.hub = new WatchHub(options.onError);
-    this.hub.attach(this);
+    super(options.onError);
   }
 
-  /** Adds a listener; its `ready` settles once a registration covering its prefix committed. */
-  add(prefix: string, listener: WatchListener): Unwatch {
-    return this.hub.add(prefix, listener);
-  }
-
+  /** A listener's `ready` settles once a registration covering its prefix committed. */
   added({ newPrefix }: { newPrefix: boolean }): Promise<void> {
     const ready = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
     if (!this.client && !this.connecting && !this.timer) void this.open();
@@ -78,9 +72,9 @@ export class Notifier implements WatchSource {
     else if (this.client && prefixGone) void this.register(this.client);
   }
 
-  close(): void {
+  /** The store is closing. */
+  protected doStop(): void {
     this.closed = true;
-    this.hub.clear();
     this.settle(this.options.mapError(new Error('the store was closed'), 'watch'));
     // The rows lapse by themselves: closing does not wait for a server that may not answer.
     this.drop(undefined);

@@ -1,4 +1,4 @@
-import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
+import { resolveOnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import { invalidArgument } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
 
@@ -71,9 +71,7 @@ export function resolveRedisOptions(
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('RedisStore options', options, REDIS_KEYS);
-  const onWatchError = options.onWatchError ?? warnWatchError;
-  if (typeof onWatchError !== 'function')
-    throw invalidArgument('onWatchError', 'must be a function');
+  const onWatchError = resolveOnWatchError(options.onWatchError);
   return {
     prefix: checkPrefix(options.prefix ?? REDIS_DEFAULTS.prefix),
     shards: checkCount(

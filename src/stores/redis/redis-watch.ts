@@ -1,10 +1,5 @@
-import type { WatchListener } from '../../core/store.js';
-import {
-  WatchHub,
-  type Unwatch,
-  type WatchErrorHandler,
-  type WatchSource,
-} from '../../core/watch-hub.js';
+import { StoreWatch } from '../../core/store-watch.js';
+import type { WatchErrorHandler } from '../../core/watch-hub.js';
 import type { RedisClient, RedisSubscriber } from './redis-driver.js';
 import { mapRedisError } from './redis-errors.js';
 
@@ -12,22 +7,16 @@ import { mapRedisError } from './redis-errors.js';
  * Release notifications: one subscriber connection (`duplicate()`), made on the first `watch` and
  * closed with the last. The release scripts PUBLISH each released resource on the store's channel.
  */
-export class RedisWatch implements WatchSource {
+export class RedisWatch extends StoreWatch {
   private subscriber: RedisSubscriber | undefined;
   private subscribed: Promise<void> = Promise.resolve();
-  private readonly hub: WatchHub;
 
   constructor(
     private readonly client: RedisClient,
     private readonly channel: string,
     onError: WatchErrorHandler,
   ) {
-    this.hub = new WatchHub(onError);
-    this.hub.attach(this);
-  }
-
-  add(prefix: string, listener: WatchListener): Unwatch {
-    return this.hub.add(prefix, listener);
+    super(onError);
   }
 
   added({ first }: { first: boolean }): Promise<void> {
@@ -39,8 +28,7 @@ export class RedisWatch implements WatchSource {
     if (last) this.stop();
   }
 
-  stop(): void {
-    this.hub.clear();
+  protected doStop(): void {
     this.subscriber?.disconnect();
     this.subscriber = undefined;
   }

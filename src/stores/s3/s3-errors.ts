@@ -1,4 +1,5 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
+import { missingRegion, wasRetried } from '../aws/aws-errors.js';
 
 const PERMISSIONS =
   'the credentials need s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on the bucket and prefix';
@@ -31,7 +32,7 @@ interface SdkError {
   Code?: unknown;
   message?: unknown;
   $fault?: unknown;
-  $metadata?: { httpStatusCode?: number; attempts?: number };
+  $metadata?: { httpStatusCode?: number };
 }
 
 const asSdk = (error: unknown): SdkError =>
@@ -69,13 +70,8 @@ export function mapS3Error(
       { cause: error, retryable: false },
     );
   }
-  if (/region is missing/i.test(message)) {
-    return new LeaseError(
-      ErrorCode.STORE_UNAVAILABLE,
-      `${prefix}: no AWS region: add ?region= to the store URL or set AWS_REGION`,
-      { cause: error, retryable: false },
-    );
-  }
+  const noRegion = missingRegion(error, prefix);
+  if (noRegion) return noRegion;
   const status = e.$metadata?.httpStatusCode;
   const permanent = PERMANENT[name];
   const clientFault = e.$fault === 'client' && status !== undefined && status < 500;
@@ -121,12 +117,6 @@ export function isBucketMissing(error: unknown): boolean {
 export function isBucketTaken(error: unknown): boolean {
   const name = nameOf(error);
   return name === 'BucketAlreadyOwnedByYou' || name === 'BucketAlreadyExists';
-}
-
-/** Whether the SDK sent the request more than once (it retries timeouts, resets and 5xx itself). */
-export function wasRetried(error: unknown): boolean {
-  const attempts = asSdk(error).$metadata?.attempts;
-  return typeof attempts === 'number' && attempts > 1;
 }
 
 /** What an endpoint answers a request whose signature it will not check as sent (not a wrong key). */

@@ -1,14 +1,13 @@
 import { invalidArgument } from '../../core/errors.js';
+import { checkBoolean, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
+import type { Clock } from '../../core/time.js';
 import {
-  checkBoolean,
-  checkConcurrency,
-  checkInteger,
-  checkKnownKeys,
-  checkNowClock,
-  describe,
-  optionKeys,
-} from '../../core/options.js';
-import { systemClock, type Clock } from '../../core/time.js';
+  AWS_DEFAULTS,
+  resolveAwsConnect,
+  resolveAwsOptions,
+  type ResolvedAwsConnect,
+  type ResolvedAwsOptions,
+} from '../aws/aws-options.js';
 
 /** Which bucket and prefix an `S3Store` uses, and its clock, timeouts and concurrency. */
 export interface S3StoreOptions {
@@ -71,26 +70,13 @@ export interface S3ConnectOptions {
   };
 }
 
-export const S3_DEFAULTS = Object.freeze({
-  prefix: '',
-  maxClockSkewMs: 1000,
-  requestTimeoutMs: 5000,
-  connectTimeoutMs: 5000,
-  createBucket: false,
-  concurrency: 16,
-  fastPath: true,
-});
+export const S3_DEFAULTS = Object.freeze({ ...AWS_DEFAULTS, prefix: '', createBucket: false });
 
-export interface ResolvedS3Options {
+export interface ResolvedS3Options extends ResolvedAwsOptions {
   readonly bucket: string;
   /** `''` or ending in `/`. */
   readonly prefix: string;
-  readonly maxClockSkewMs: number;
-  readonly requestTimeoutMs: number;
   readonly createBucket: boolean;
-  readonly concurrency: number;
-  readonly fastPath: boolean;
-  readonly clock: Pick<Clock, 'now'>;
 }
 
 const S3_KEYS = optionKeys<S3StoreOptions & S3ConnectOptions & { sdk?: object }>({
@@ -139,62 +125,29 @@ export function resolveS3Options(options: S3StoreOptions = {}): ResolvedS3Option
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('S3Store options', options, S3_KEYS);
-  const createBucket = checkBoolean(
-    'createBucket',
-    options.createBucket ?? S3_DEFAULTS.createBucket,
-  );
-  const clock = checkNowClock(options.clock ?? systemClock);
-  const concurrency = checkConcurrency(options.concurrency ?? S3_DEFAULTS.concurrency);
   return {
     bucket: checkBucket(options.bucket),
     prefix: checkPrefix(options.prefix ?? S3_DEFAULTS.prefix),
-    maxClockSkewMs: checkInteger(
-      'maxClockSkewMs',
-      options.maxClockSkewMs ?? S3_DEFAULTS.maxClockSkewMs,
-      0,
-      3_600_000,
-    ),
-    requestTimeoutMs: checkInteger(
-      'requestTimeoutMs',
-      options.requestTimeoutMs ?? S3_DEFAULTS.requestTimeoutMs,
-      100,
-      600_000,
-    ),
-    createBucket,
-    concurrency,
-    clock,
-    fastPath: checkBoolean('fastPath', options.fastPath ?? S3_DEFAULTS.fastPath),
+    createBucket: checkBoolean('createBucket', options.createBucket ?? S3_DEFAULTS.createBucket),
+    ...resolveAwsOptions(options),
   };
 }
 
-export interface ResolvedS3Connect {
-  readonly region?: string;
-  readonly endpoint?: string;
+export interface ResolvedS3Connect extends ResolvedAwsConnect {
   readonly forcePathStyle?: boolean;
-  readonly connectTimeoutMs: number;
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
 }
 
 export function resolveS3Connect(options: S3ConnectOptions): ResolvedS3Connect {
-  const { region, endpoint, forcePathStyle, credentials } = options;
-  if (region !== undefined && (typeof region !== 'string' || !/^[a-z0-9-]{1,64}$/.test(region)))
-    throw invalidArgument('region', `must look like us-east-1, got ${describe(region)}`);
-  if (endpoint !== undefined) checkEndpoint(endpoint);
+  const { forcePathStyle, credentials } = options;
+  const connect = resolveAwsConnect(
+    options,
+    'put them in the store URL (s3://KEY_ID:SECRET@BUCKET/…) or the SDK chain',
+  );
   if (forcePathStyle !== undefined && typeof forcePathStyle !== 'boolean')
     throw invalidArgument('forcePathStyle', `must be a boolean, got ${describe(forcePathStyle)}`);
   if (credentials !== undefined) checkCredentials(credentials);
-  return {
-    region,
-    endpoint,
-    forcePathStyle,
-    credentials,
-    connectTimeoutMs: checkInteger(
-      'connectTimeoutMs',
-      options.connectTimeoutMs ?? S3_DEFAULTS.connectTimeoutMs,
-      1,
-      600_000,
-    ),
-  };
+  return { ...connect, forcePathStyle, credentials };
 }
 
 /** Two non-empty strings; never quoted in a message. */
@@ -206,19 +159,4 @@ function checkCredentials(value: unknown): void {
       'credentials',
       'must be { accessKeyId, secretAccessKey }, two non-empty strings',
     );
-}
-
-/** An http(s) URL without credentials in it (keys go in the store URL's user info, or the SDK's chain). */
-function checkEndpoint(value: unknown): string {
-  if (typeof value !== 'string' || !URL.canParse(value))
-    throw invalidArgument('endpoint', 'must be an http:// or https:// URL');
-  const url = new URL(value);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw invalidArgument('endpoint', `must be an http:// or https:// URL, got ${url.protocol}`);
-  if (url.username !== '' || url.password !== '')
-    throw invalidArgument(
-      'endpoint',
-      'must not hold credentials: put them in the store URL (s3://KEY_ID:SECRET@BUCKET/…) or the SDK chain',
-    );
-  return value;
 }

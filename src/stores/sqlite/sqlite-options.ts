@@ -1,4 +1,4 @@
-import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
+import { resolveOnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import { invalidArgument } from '../../core/errors.js';
 import {
   checkIdentifier as checkName,
@@ -78,9 +78,7 @@ export function resolveSqliteOptions(
   const synchronous = options.synchronous ?? SQLITE_DEFAULTS.synchronous;
   if (synchronous !== 'full' && synchronous !== 'normal')
     throw invalidArgument('synchronous', "must be 'full' or 'normal'");
-  const onWatchError = options.onWatchError ?? warnWatchError;
-  if (typeof onWatchError !== 'function')
-    throw invalidArgument('onWatchError', 'must be a function');
+  const onWatchError = resolveOnWatchError(options.onWatchError);
   return {
     table: checkIdentifier('table', options.table ?? SQLITE_DEFAULTS.table),
     busyTimeoutMs: checkInteger(

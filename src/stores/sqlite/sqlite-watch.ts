@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { Unwatch, WatchListener } from '../../core/store.js';
-import { WatchHub, type WatchErrorHandler, type WatchSource } from '../../core/watch-hub.js';
+import { StoreWatch } from '../../core/store-watch.js';
+import type { WatchErrorHandler } from '../../core/watch-hub.js';
 import type { Clock, TimerHandle } from '../../core/time.js';
 import type { SqliteStatement } from './sqlite-driver.js';
 import { isBusy } from './sqlite-errors.js';
@@ -47,8 +47,7 @@ const CHUNK = 1000;
  * last listener goes. A store whose own row was deleted meanwhile (its process was stopped that
  * long) writes it again and reports that releases in between may have gone unreported.
  */
-export class ReleaseWatch implements WatchSource {
-  private readonly hub: WatchHub;
+export class ReleaseWatch extends StoreWatch {
   private timer: TimerHandle | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private version = 0;
@@ -66,18 +65,13 @@ export class ReleaseWatch implements WatchSource {
   private markedAt: number | undefined;
 
   constructor(private readonly options: ReleaseWatchOptions) {
-    this.hub = new WatchHub(options.onError);
-    this.hub.attach(this);
+    super(options.onError);
   }
 
   /**
-   * Adds a listener. The first poll runs at once, so `ready` is settled on return: resolved when
-   * this store's row is in the watchers table, rejected while polls fail (polling goes on).
+   * The first poll runs at once, so a listener's `ready` is settled when `add` returns: resolved
+   * when this store's row is in the watchers table, rejected while polls fail (polling goes on).
    */
-  add(prefix: string, listener: WatchListener): Unwatch {
-    return this.hub.add(prefix, listener);
-  }
-
   added({ first }: { first: boolean }): Promise<void> {
     if (first) this.poll(false);
     return this.lastSeq !== undefined
@@ -99,7 +93,7 @@ export class ReleaseWatch implements WatchSource {
     this.immediate.unref();
   }
 
-  stop(): void {
+  protected doStop(): void {
     if (this.markedAt !== undefined) {
       this.markedAt = undefined;
       try {
@@ -109,7 +103,6 @@ export class ReleaseWatch implements WatchSource {
         // release meanwhile.
       }
     }
-    this.hub.clear();
     this.timer?.clear();
     clearImmediate(this.immediate);
     this.timer = this.immediate = undefined;

@@ -1,4 +1,4 @@
-import { warnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
+import { resolveOnWatchError, type WatchErrorHandler } from '../../core/watch-hub.js';
 import type { ZkModule } from './zookeeper-driver.js';
 import { invalidArgument } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, describe, optionKeys } from '../../core/options.js';
@@ -70,9 +70,7 @@ export function resolveZookeeperOptions(
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('options', `must be an object, got ${describe(options)}`);
   checkKnownKeys('ZookeeperStore options', options, ZOOKEEPER_KEYS);
-  const onWatchError = options.onWatchError ?? warnWatchError;
-  if (typeof onWatchError !== 'function')
-    throw invalidArgument('onWatchError', 'must be a function');
+  const onWatchError = resolveOnWatchError(options.onWatchError);
   return {
     chroot: checkChroot(options.chroot ?? ZOOKEEPER_DEFAULTS.chroot),
     timeoutMs: checkInteger(

@@ -1,5 +1,6 @@
-import type { Unwatch, WatchEvent, WatchListener } from '../../core/store.js';
-import { WatchHub, type WatchErrorHandler, type WatchSource } from '../../core/watch-hub.js';
+import type { Unwatch, WatchEvent } from '../../core/store.js';
+import { StoreWatch } from '../../core/store-watch.js';
+import type { WatchErrorHandler } from '../../core/watch-hub.js';
 import { ZK_EVENT, type ZkEvent } from './zookeeper-driver.js';
 import { mapZookeeperError } from './zookeeper-errors.js';
 import { decodeRecord } from './zookeeper-record.js';
@@ -18,8 +19,7 @@ const RETRY_MS = 250;
  * was taken over); a hold created is `acquired`. The driver sets the watches again on a new
  * connection by itself; after the session expired, they are set up afresh on a new one.
  */
-export class ZkWatch implements WatchSource {
-  private readonly hub: WatchHub;
+export class ZkWatch extends StoreWatch {
   /** Resources whose hold znode has a watch armed. */
   private readonly armed = new Set<string>();
   private generation = 0;
@@ -32,15 +32,10 @@ export class ZkWatch implements WatchSource {
     private readonly paths: ZkPaths,
     onError: WatchErrorHandler,
   ) {
-    this.hub = new WatchHub(onError);
-    this.hub.attach(this);
+    super(onError);
   }
 
-  /** Adds a listener; its `ready` settles once every matching hold znode is watched. */
-  add(prefix: string, listener: WatchListener): Unwatch {
-    return this.hub.add(prefix, listener);
-  }
-
+  /** A listener's `ready` settles once every matching hold znode is watched. */
   added(): Promise<void> {
     // Every new listener lists the resources again: its prefix may cover ones not armed yet.
     this.ready = this.start();
@@ -52,8 +47,7 @@ export class ZkWatch implements WatchSource {
     if (last) this.stop();
   }
 
-  stop(): void {
-    this.hub.clear();
+  protected doStop(): void {
     this.generation++;
     this.armed.clear();
     clearTimeout(this.retryTimer);

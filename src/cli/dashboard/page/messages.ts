@@ -1,11 +1,11 @@
-import type { LeaseState } from '../../live/lease-state.js';
+import type { FleetView, WireRecord } from '../../live/wire-types.js';
 
 // The messages the page reads from `/events`, as it reads them: the server's types live in
 // ../wire.ts, which the page cannot import (it reaches Node modules); a type test checks that what
-// the server sends fits these.
+// the server sends fits these. The records and the fleet view are the server's own types, from
+// the pure module both import.
 
-/** `[resource, owner, token, expiresAt, ttlEstimateMs, state, data]`. */
-export type WireRecord = [string, string, number, number, number, LeaseState, string | null];
+export type { FleetView, WireRecord };
 
 /** `[owner, token, from, to, end]`: one grant seen, `to` `null` while it lasts. */
 export type WireSpan = [string, number, number, number | null, string | null];
@@ -24,21 +24,6 @@ export interface ChangeEvent {
   readonly owner: string;
   readonly token: number;
   readonly previousOwner?: string;
-}
-
-export interface FleetMember {
-  readonly id: string;
-  readonly group: string;
-  readonly limit: number | null;
-  readonly leases: number;
-  readonly fairShare: number;
-  readonly weighed?: { readonly load: number; readonly fair: number; readonly below: boolean };
-}
-
-export interface FleetView {
-  readonly members: readonly FleetMember[];
-  readonly others: readonly { readonly id: string; readonly leases: number }[];
-  readonly leases: number;
 }
 
 /** The first message on a connection: everything the server knows. */
