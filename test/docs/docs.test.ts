@@ -3,18 +3,18 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
-  readdirSync,
   readFileSync,
   rmSync,
   statSync,
+  writeFileSync,
 } from 'node:fs';
-import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Command, CommanderError } from 'commander';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/index.js';
+import { markdownFiles, markerOf, readPage, ROOT, slugs, type CodeBlock } from './markdown.js';
+import { READER_GLOBALS } from './reader-globals.js';
+import { dryParse, leaseholdCommands, registrations } from './shell.js';
 
 // The Markdown a newcomer reads is checked like code: its links lead somewhere, its TypeScript
 // compiles against the package, its `leasehold` commands exist with the options they show (and
@@ -26,108 +26,10 @@ import { LIMITS } from '../../src/index.js';
 //   <!-- not-run: why -->      a ```sh block whose commands need a server or do not end by
 //                              themselves: its `leasehold` commands are parsed, not run
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const MAIN = join(ROOT, 'dist/cli/main.js');
-
-// ---------------------------------------------------------------------------- reading Markdown
-
-interface CodeBlock {
-  file: string;
-  /** 1-based line of the opening fence. */
-  line: number;
-  lang: string;
-  text: string;
-  marker?: { kind: string; reason: string };
-}
-
-interface Page {
-  file: string;
-  /** Lines outside code blocks, with their 1-based numbers. */
-  prose: { line: number; text: string }[];
-  headings: string[];
-  blocks: CodeBlock[];
-}
-
-function markdownFiles(): string[] {
-  const files = ['README.md', 'CHANGELOG.md'];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
-      const path = `${dir}/${entry.name}`;
-      if (entry.isDirectory()) {
-        if (path !== 'docs/api') walk(path);
-      } else if (entry.name.endsWith('.md')) files.push(path);
-    }
-  };
-  walk('docs');
-  return files;
-}
-
-function readPage(file: string): Page {
-  const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
-  const page: Page = { file, prose: [], headings: [], blocks: [] };
-  let open: { fence: string; block: CodeBlock; body: string[] } | undefined;
-  lines.forEach((text, i) => {
-    if (open) {
-      if (text.trim() === open.fence) {
-        open.block.text = open.body.join('\n');
-        page.blocks.push(open.block);
-        open = undefined;
-      } else open.body.push(text);
-      return;
-    }
-    const fence = /^(```+|~~~+)\s*([\w-]*)/.exec(text);
-    if (fence) {
-      const block: CodeBlock = { file, line: i + 1, lang: fence[2]!.toLowerCase(), text: '' };
-      const before = lines
-        .slice(0, i)
-        .reverse()
-        .find((l) => l.trim() !== '');
-      const marker = before && /^<!--\s*(not-[a-z]+):?\s*(.*?)\s*-->$/.exec(before.trim());
-      if (marker) block.marker = { kind: marker[1]!, reason: marker[2]! };
-      open = { fence: fence[1]!, block, body: [] };
-      return;
-    }
-    page.prose.push({ line: i + 1, text });
-    const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(text);
-    if (heading) page.headings.push(heading[1]!);
-  });
-  if (open) throw new Error(`${file}:${open.block.line}: code block never closed`);
-  return page;
-}
-
-/** The anchor GitHub gives a heading (github-slugger): `-1`, `-2` … on repeats. */
-function slugs(headings: readonly string[]): Set<string> {
-  const seen = new Map<string, number>();
-  const out = new Set<string>();
-  for (const heading of headings) {
-    const base = heading
-      .replace(/<[^>]*>/g, '')
-      .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
-      .replace(/`([^`]*)`/g, '$1')
-      .replace(/\*\*([^*]*)\*\*/g, '$1')
-      .toLowerCase()
-      .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
-      .replace(/ /g, '-');
-    const n = seen.get(base) ?? 0;
-    seen.set(base, n + 1);
-    out.add(n === 0 ? base : `${base}-${n}`);
-  }
-  return out;
-}
 
 const pages = markdownFiles().map(readPage);
 const pageByPath = new Map(pages.map((p) => [resolve(ROOT, p.file), p]));
-
-/** Every marker carries its reason; a kind nobody reads is a typo. */
-function markerOf(block: CodeBlock, kind: 'not-checked' | 'not-run'): string | undefined {
-  const marker = block.marker;
-  if (!marker) return undefined;
-  const where = `${block.file}:${block.line}`;
-  if (marker.kind !== 'not-checked' && marker.kind !== 'not-run')
-    throw new Error(`${where}: unknown marker <!-- ${marker.kind} -->`);
-  if (marker.reason === '') throw new Error(`${where}: <!-- ${marker.kind} --> needs a reason`);
-  return marker.kind === kind ? marker.reason : undefined;
-}
 
 const scratch: string[] = [];
 afterAll(() => {
@@ -191,35 +93,6 @@ describe('links', () => {
 
 // ---------------------------------------------------------------------------- (b) TypeScript
 
-/**
- * The reader's own names the examples take as given (their data, their downstream), so that an
- * example needs no lines that would only distract from what it shows. Anything from leasehold, Node
- * or a driver must be imported by the example itself.
- */
-const READER_GLOBALS = `import type { S3Client } from '@aws-sdk/client-s3';
-import type { HeldLease, LeaseClient, LeaseStore } from 'leasehold';
-import type { Pool } from 'pg';
-
-declare global {
-  const batches: readonly string[][];
-  function writeDownstream(batch: readonly string[], options: { fencingToken: number }): Promise<void>;
-  const shards: string[];
-  function consume(resource: string, options: { fencingToken: number }): Promise<void>;
-  function expectedRate(shard: string): number;
-  function ratePerSecond(lease: HeldLease): number;
-  const db: { query(sql: string, params: readonly unknown[]): Promise<string[]> };
-  const id: string;
-  function serve(ids: readonly string[], options: { fencingToken: number }): Promise<void>;
-  const store: LeaseStore;
-  const client: LeaseClient;
-  const lease: HeldLease;
-  const pool: Pool;
-  function nextWalSegment(): Promise<{ seq: number; bytes: Uint8Array }>;
-  const s3: S3Client;
-}
-export {};
-`;
-
 describe('TypeScript examples', () => {
   it('type-check against the package source (one tsc run for all)', async () => {
     const blocks = pages.flatMap((p) => p.blocks).filter((b) => /^(ts|typescript)$/.test(b.lang));
@@ -276,101 +149,6 @@ describe('TypeScript examples', () => {
 });
 
 // ---------------------------------------------------------------------------- (c) commands
-
-/** The words of one shell line and where commands end, enough for the docs' examples. */
-function shellCommands(line: string): string[][] {
-  const commands: string[][] = [[]];
-  let word: string | undefined;
-  const end = (): void => {
-    if (word !== undefined) commands[commands.length - 1]!.push(word);
-    word = undefined;
-  };
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (c === "'" || c === '"') {
-      const close = line.indexOf(c, i + 1);
-      if (close < 0) throw new Error(`unclosed quote in: ${line}`);
-      word = (word ?? '') + line.slice(i + 1, close);
-      i = close;
-    } else if (c === '\\' && i + 1 < line.length) {
-      word = (word ?? '') + line[++i];
-    } else if (c === '#' && word === undefined) {
-      break;
-    } else if (c === '|' || c === ';' || c === '&') {
-      end();
-      if (line[i + 1] === c) i++;
-      commands.push([]);
-    } else if (/\s/.test(c)) {
-      end();
-    } else word = (word ?? '') + c;
-  }
-  end();
-  // Redirections are the shell's, not the command's.
-  return commands
-    .map((words) => {
-      const out: string[] = [];
-      for (let i = 0; i < words.length; i++) {
-        if (/^\d*>>?$|^<$/.test(words[i]!)) i++;
-        else if (!/^\d*>>?./.test(words[i]!)) out.push(words[i]!);
-      }
-      return out;
-    })
-    .filter((words) => words.length > 0);
-}
-
-/** `leasehold …` and `npx leasehold …` commands of a shell block, with their arguments. */
-function leaseholdCommands(block: CodeBlock): { line: number; args: string[] }[] {
-  const found: { line: number; args: string[] }[] = [];
-  const lines = block.text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    let text = lines[i]!;
-    const first = i;
-    while (text.endsWith('\\') && i + 1 < lines.length) text = text.slice(0, -1) + lines[++i];
-    for (const words of shellCommands(text.replace(/^\$\s+/, ''))) {
-      const start = words[0] === 'npx' ? 1 : 0;
-      if (words[start] === 'leasehold')
-        found.push({ line: block.line + 1 + first, args: words.slice(start + 1) });
-    }
-  }
-  return found;
-}
-
-type Register = (program: Command) => void;
-
-/** The CLI's commands as src/cli/main.ts registers them, read from its imports. */
-async function registrations(): Promise<Register[]> {
-  const main = readFileSync(join(ROOT, 'src/cli/main.ts'), 'utf8');
-  const imports = [
-    ...main.matchAll(/import \{ (register\w+) \} from '(\.\/commands\/[\w-]+)\.js';/g),
-  ];
-  const registers = await Promise.all(
-    imports.map(async ([, name, path]) => {
-      const module = (await import(
-        pathToFileURL(join(ROOT, 'src/cli', `${path!}.ts`)).href
-      )) as Record<string, Register>;
-      return module[name!]!;
-    }),
-  );
-  const called = (main.match(/^\s+register\w+\(program\);$/gm) ?? []).length;
-  expect(registers.length).toBe(called);
-  return registers;
-}
-
-/** Parses `args` as `leasehold` would, running no action: throws Commander's error when wrong. */
-function dryParse(registers: readonly Register[], args: readonly string[]): void {
-  const program = new Command('leasehold')
-    .exitOverride()
-    .configureOutput({ writeOut: () => {}, writeErr: () => {} })
-    .version('0.0.0', '-V, --version');
-  for (const register of registers) register(program);
-  for (const command of program.commands) command.action(() => {});
-  try {
-    program.parse([...args], { from: 'user' });
-  } catch (error) {
-    if (error instanceof CommanderError && error.exitCode === 0) return; // --help, --version
-    throw error;
-  }
-}
 
 /** Commands that end by themselves and touch nothing but the store they are given. */
 const RUNNABLE = new Set(['init', 'list', 'get', 'acquire', 'release', 'run', 'doctor', 'check']);
