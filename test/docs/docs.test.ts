@@ -1,30 +1,32 @@
 import { execFile } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/index.js';
-import { markdownFiles, markerOf, readPage, ROOT, slugs, type CodeBlock } from './markdown.js';
-import { READER_GLOBALS } from './reader-globals.js';
-import { dryParse, leaseholdCommands, registrations } from './shell.js';
+import { markdownFiles, readPage, ROOT, slugs, treatment, type Language } from './markdown.js';
+import { inParallel, typeErrors, writeRunnable, writeTypeCheckProject } from './programs.js';
+import {
+  commandsOf,
+  dryParse,
+  leaseholdCommands,
+  npmCommands,
+  npmProblem,
+  registrations,
+} from './shell.js';
 
-// The Markdown a newcomer reads is checked like code: its links lead somewhere, its TypeScript
-// compiles against the package, its `leasehold` commands exist with the options they show (and
-// the harmless ones run), the stores' capabilities table says what the stores declare, and the
-// API reference builds.
+// The Markdown a newcomer reads is checked like code: its links lead somewhere, every code block
+// in it is checked by its language and runs here when it can, the stores' capabilities table says
+// what the stores declare, and the API reference builds.
 //
-// Markers, on the last non-blank line before a code block:
-//   <!-- not-checked: why -->  a ```ts block that is a fragment on purpose (not type-checked)
-//   <!-- not-run: why -->      a ```sh block whose commands need a server or do not end by
-//                              themselves: its `leasehold` commands are parsed, not run
+// Code blocks: ts (typescript) and js (javascript) blocks type-check against the package's source
+// and run to their end, exit 0, on a SQLite file in a temporary folder; sh (bash, shell, console)
+// blocks have their `leasehold` commands parsed by the CLI's own definitions and their npm lines
+// checked against package.json, and run the same way. A block in another language fails. Markers,
+// on the last non-blank line before a block, say why it does less:
+//   <!-- not-run: why -->      it needs a server, or does not end by itself: checked, not run
+//   <!-- not-checked: why -->  a ts or js block that is a fragment on purpose: not checked at all
+// The run uses dist/ (`npm test` builds it first).
 
 const MAIN = join(ROOT, 'dist/cli/main.js');
 
@@ -48,8 +50,10 @@ function run(
       args,
       { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, timeout: options.timeout },
       (error, stdout, stderr) => {
-        if (error) fail(new Error(`${error.message}\n${stdout}\n${stderr}`));
-        else done({ stdout, stderr });
+        if (!error) return done({ stdout, stderr });
+        // The message is "Command failed: …" and what the program wrote on stderr.
+        const killed = error.killed ? `killed after ${options.timeout} ms: ` : '';
+        fail(new Error(`${killed}${error.message}\n${stdout}`));
       },
     );
   });
@@ -91,80 +95,101 @@ describe('links', () => {
   });
 });
 
-// ---------------------------------------------------------------------------- (b) TypeScript
+// ---------------------------------------------------------------------------- (b) code blocks
 
-describe('TypeScript examples', () => {
+const classified = pages
+  .flatMap((p) => p.blocks)
+  .map((block) => {
+    try {
+      return { block, ...treatment(block) };
+    } catch (error) {
+      return { block, error: (error as Error).message };
+    }
+  });
+const blocks = classified.flatMap((c) => ('error' in c ? [] : [c]));
+
+describe('code blocks', () => {
+  it('every block is in a language the test checks, with a marker it knows', () => {
+    expect(classified.flatMap((c) => ('error' in c ? [c.error] : []))).toEqual([]);
+    const count = (language: Language, kind: string): number =>
+      blocks.filter((b) => b.language === language && b.treatment === kind).length;
+    const line = (language: Language): string =>
+      `${language} ${blocks.filter((b) => b.language === language).length} ` +
+      `(${count(language, 'run')} run, ${count(language, 'not-run')} ` +
+      `${language === 'sh' ? 'parsed' : 'type-checked'} only` +
+      (language === 'sh' ? ')' : `, ${count(language, 'not-checked')} fragments not checked)`);
+    console.log(`docs: ${blocks.length} code blocks: ${line('ts')}, ${line('js')}, ${line('sh')}`);
+  });
+});
+
+// ---------------------------------------------------------------------------- (c) programs
+
+describe('TypeScript and JavaScript examples', () => {
+  const programs = blocks.filter((b) => b.language !== 'sh' && b.treatment !== 'not-checked');
+
   it('type-check against the package source (one tsc run for all)', async () => {
-    const blocks = pages.flatMap((p) => p.blocks).filter((b) => /^(ts|typescript)$/.test(b.lang));
-    const fragments = blocks.filter((b) => markerOf(b, 'not-checked') !== undefined);
-    const checked = blocks.filter((b) => !fragments.includes(b));
-    expect(checked.length).toBeGreaterThan(5);
-
+    expect(programs.length).toBeGreaterThan(5);
     mkdirSync(join(ROOT, '.tmp'), { recursive: true });
     const dir = mkdtempSync(join(ROOT, '.tmp', 'docs-ts-'));
     scratch.push(dir);
-    const names = new Map<string, CodeBlock>();
-    checked.forEach((block, i) => {
-      const name = `block-${i}.ts`;
-      names.set(name, block);
-      writeFileSync(join(dir, name), `${block.text}\nexport {};\n`);
-    });
-    writeFileSync(join(dir, 'reader-globals.ts'), READER_GLOBALS);
-    writeFileSync(
-      join(dir, 'tsconfig.json'),
-      JSON.stringify({
-        extends: join(ROOT, 'tsconfig.json'),
-        compilerOptions: {
-          noEmit: true,
-          paths: {
-            leasehold: [join(ROOT, 'src/index.ts')],
-            'leasehold/testing': [join(ROOT, 'src/testing/index.ts')],
-          },
-        },
-        include: ['*.ts'],
-      }),
-    );
+    const names = writeTypeCheckProject(dir, programs);
     const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
     const errors = await run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], {
       timeout: 120_000,
     }).then(
       () => [],
-      (error: Error) =>
-        error.message
-          .split('\n')
-          .filter((l) => /error TS\d+/.test(l))
-          .map((l) => {
-            const at = /^(?:.*[/\\])?(block-\d+\.ts)\((\d+),(\d+)\)(.*)$/.exec(l);
-            const block = at && names.get(at[1]!);
-            return block
-              ? `${block.file}:${block.line + Number(at[2])}:${at[3]}${at[4]}`
-              : relative(ROOT, l);
-          }),
+      (error: Error) => typeErrors(error.message, names),
     );
     expect(errors).toEqual([]);
-    console.log(
-      `docs: ${checked.length} TypeScript blocks type-checked, ${fragments.length} marked not-checked`,
-    );
   }, 180_000);
+
+  it('those not marked not-run run to their end on a SQLite file in a temporary folder', async () => {
+    expect(existsSync(join(ROOT, 'dist/index.js')), 'run `npm run build` first').toBe(true);
+    const runnable = programs.filter((p) => p.treatment === 'run');
+    expect(runnable.length).toBeGreaterThan(3);
+    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+    const dir = mkdtempSync(join(ROOT, '.tmp', 'docs-run-'));
+    scratch.push(dir);
+    const modules = writeRunnable(dir, runnable);
+    const failed: string[] = [];
+    await inParallel([...runnable.keys()], 2, async (i) => {
+      const { block } = runnable[i]!;
+      const cwd = mkdtempSync(join(tmpdir(), 'leasehold-docs-'));
+      scratch.push(cwd);
+      const env = { ...process.env, LEASEHOLD_STORE: `sqlite:${join(cwd, 'leasehold.db')}` };
+      await run(process.execPath, [join(dir, 'runner.mjs'), modules[i]!], {
+        cwd,
+        env,
+        timeout: 20_000,
+      }).catch((error: Error) => failed.push(`${block.file}:${block.line}: ${error.message}`));
+    });
+    expect(failed).toEqual([]);
+  }, 120_000);
 });
 
-// ---------------------------------------------------------------------------- (c) commands
+// ---------------------------------------------------------------------------- (d) commands
 
 /** Commands that end by themselves and touch nothing but the store they are given. */
 const RUNNABLE = new Set(['init', 'list', 'get', 'acquire', 'release', 'run', 'doctor', 'check']);
 
+/** Besides `leasehold`, what a block that runs may call. */
+const SHELL_RUNNABLE = new Set(['echo']);
+
 describe('shell examples', () => {
-  const blocks = pages
-    .flatMap((p) => p.blocks)
-    .filter((b) => /^(sh|bash|shell|console)$/.test(b.lang))
-    .map((block) => ({ block, commands: leaseholdCommands(block) }))
-    .filter(({ commands }) => commands.length > 0);
+  const shell = blocks
+    .filter((b) => b.language === 'sh')
+    .map((b) => ({ ...b, commands: leaseholdCommands(b.block), npm: npmCommands(b.block) }));
+
+  it('every block has a leasehold or npm command the test checks', () => {
+    const empty = shell.filter((b) => b.commands.length + b.npm.length === 0);
+    expect(empty.map(({ block }) => `${block.file}:${block.line}`)).toEqual([]);
+    expect(shell.length).toBeGreaterThan(3);
+  });
 
   it('every leasehold command parses with the real command definitions', async () => {
     const registers = await registrations();
     const wrong: string[] = [];
-    for (const { block, commands } of blocks) {
-      markerOf(block, 'not-run');
+    for (const { block, commands } of shell) {
       for (const { line, args } of commands) {
         try {
           dryParse(registers, args);
@@ -174,15 +199,34 @@ describe('shell examples', () => {
       }
     }
     expect(wrong).toEqual([]);
-    expect(blocks.length).toBeGreaterThan(3);
+  });
+
+  // npm lines install packages or run the whole suite, so they are not run: the scripts they name
+  // must be package.json's, and the packages they install leasehold or one of its peers.
+  it('every npm command names a script of package.json, or leasehold and its drivers', () => {
+    const wrong = shell.flatMap(({ block, npm }) =>
+      npm.flatMap(({ line, args }) => {
+        const problem = npmProblem(args);
+        return problem ? [`${block.file}:${line}: npm ${args.join(' ')}: ${problem}`] : [];
+      }),
+    );
+    expect(wrong).toEqual([]);
   });
 
   it('blocks not marked not-run run against a SQLite file in a temporary folder', async () => {
     expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-    const runnable = blocks.filter(({ block }) => markerOf(block, 'not-run') === undefined);
-    for (const { block, commands } of runnable) {
-      for (const { line, args } of commands) {
+    const runnable = shell.filter((b) => b.treatment === 'run');
+    for (const { block } of runnable) {
+      for (const { line, words } of commandsOf(block)) {
         const where = `${block.file}:${line}`;
+        const leasehold =
+          words[0] === 'leasehold' || (words[0] === 'npx' && words[1] === 'leasehold');
+        expect(
+          leasehold || SHELL_RUNNABLE.has(words[0]!),
+          `${where}: "${words.join(' ')}" is not run by the docs test: mark the block <!-- not-run: why -->`,
+        ).toBe(true);
+        if (!leasehold) continue;
+        const args = words.slice(words.indexOf('leasehold') + 1);
         const command = args.find((a) => !a.startsWith('-')) ?? '';
         expect(
           RUNNABLE.has(command) || args.includes('--help'),
@@ -212,11 +256,6 @@ ${block.text}
         `${block.file}:${block.line}`,
       ).resolves.toBe('ran');
     }
-    const parsed = blocks.reduce((n, { commands }) => n + commands.length, 0);
-    console.log(
-      `docs: ${blocks.length} shell blocks with leasehold commands (${parsed} commands parsed), ` +
-        `${runnable.length} run, ${blocks.length - runnable.length} marked not-run`,
-    );
     expect(runnable.length).toBeGreaterThan(0);
   }, 120_000);
 });
@@ -307,7 +346,7 @@ describe('stores', () => {
   });
 });
 
-// ---------------------------------------------------------------------------- (d) API reference
+// ---------------------------------------------------------------------------- (e) API reference
 
 describe('API reference', () => {
   it('npm run docs:api builds it with no warning', async () => {

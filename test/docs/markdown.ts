@@ -90,13 +90,42 @@ export function slugs(headings: readonly string[]): Set<string> {
   return out;
 }
 
-/** Every marker carries its reason; a kind nobody reads is a typo. */
-export function markerOf(block: CodeBlock, kind: 'not-checked' | 'not-run'): string | undefined {
-  const marker = block.marker;
-  if (!marker) return undefined;
+/** The languages a block may be written in, and how the test checks each. */
+const LANGUAGES: Record<string, Language> = {
+  ts: 'ts',
+  typescript: 'ts',
+  js: 'js',
+  javascript: 'js',
+  sh: 'sh',
+  bash: 'sh',
+  shell: 'sh',
+  console: 'sh',
+};
+export type Language = 'ts' | 'js' | 'sh';
+
+/**
+ * What the test does with a block: `run` it (after type-checking or parsing it), only check it
+ * (`not-run`: type-check a program, parse a shell block's commands) or leave it (`not-checked`: a
+ * program that is a fragment on purpose). The markers are the ones on the line before the block,
+ * each with its reason; a language or a marker the test does not know fails.
+ */
+export function treatment(block: CodeBlock): {
+  language: Language;
+  treatment: 'run' | 'not-run' | 'not-checked';
+} {
   const where = `${block.file}:${block.line}`;
+  const language = LANGUAGES[block.lang];
+  if (!language)
+    throw new Error(
+      `${where}: a \`\`\`${block.lang} block, which the docs test does not check ` +
+        `(it knows ${Object.keys(LANGUAGES).join(', ')})`,
+    );
+  const marker = block.marker;
+  if (!marker) return { language, treatment: 'run' };
   if (marker.kind !== 'not-checked' && marker.kind !== 'not-run')
     throw new Error(`${where}: unknown marker <!-- ${marker.kind} -->`);
   if (marker.reason === '') throw new Error(`${where}: <!-- ${marker.kind} --> needs a reason`);
-  return marker.kind === kind ? marker.reason : undefined;
+  if (marker.kind === 'not-checked' && language === 'sh')
+    throw new Error(`${where}: a shell block is always parsed: mark it <!-- not-run: why -->`);
+  return { language, treatment: marker.kind };
 }

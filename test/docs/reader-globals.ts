@@ -11,6 +11,7 @@ declare global {
   const batches: readonly string[][];
   function writeDownstream(batch: readonly string[], options: { fencingToken: number }): Promise<void>;
   const shards: string[];
+  const resources: string[];
   function consume(resource: string, options: { fencingToken: number }): Promise<void>;
   function expectedRate(shard: string): number;
   function ratePerSecond(lease: HeldLease): number;
@@ -25,4 +26,55 @@ declare global {
   const s3: S3Client;
 }
 export {};
+`;
+
+/**
+ * Packages an example uses that leasehold does not install: the part of their own declarations
+ * the examples use, so the example is checked against the shape the package gives. A block that
+ * imports one of them cannot run here (mark it not-run).
+ */
+export const READER_PACKAGES = `declare module 'pino' {
+  type LogFn = (fields: object, message?: string) => void;
+  interface Logger {
+    error: LogFn;
+    warn: LogFn;
+    info: LogFn;
+    debug: LogFn;
+    child(bindings: Record<string, unknown>): Logger;
+  }
+  export default function pino(options?: { level?: string }): Logger;
+}
+`;
+
+/**
+ * The same names when a block runs, on the SQLite file of its run (`LEASEHOLD_STORE`): a little
+ * data, a downstream that takes every write, a store and a client, closed when the block is done.
+ * Names left out here (`db`, `pool`, `s3`, …) need a server: a block that uses them is
+ * not-run. Run as `node runner.mjs BLOCK`, beside the block, in the package (so `leasehold`
+ * is the package itself, built in dist/).
+ */
+export const READER_RUNTIME = `import { pathToFileURL } from 'node:url';
+import { LeaseClient, openStore } from 'leasehold';
+
+const store = await openStore();
+const client = new LeaseClient({ store });
+Object.assign(globalThis, {
+  batches: [['a', 'b'], ['c']],
+  writeDownstream: async () => {},
+  shards: ['shard-0', 'shard-1', 'shard-2'],
+  resources: ['shard-0', 'shard-1', 'shard-2'],
+  consume: () => new Promise((done) => setTimeout(done, 10)),
+  expectedRate: () => 1,
+  ratePerSecond: () => 1,
+  id: 'customer-42',
+  serve: () => new Promise((done) => setTimeout(done, 10)),
+  store,
+  client,
+});
+try {
+  await import(pathToFileURL(process.argv[2]).href);
+} finally {
+  await client.close();
+  await store.close();
+}
 `;

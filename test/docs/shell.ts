@@ -46,21 +46,76 @@ export function shellCommands(line: string): string[][] {
     .filter((words) => words.length > 0);
 }
 
-/** `leasehold …` and `npx leasehold …` commands of a shell block, with their arguments. */
-export function leaseholdCommands(block: CodeBlock): { line: number; args: string[] }[] {
-  const found: { line: number; args: string[] }[] = [];
+/** The commands of a shell block, each with its words and the line it starts on. */
+export function commandsOf(block: CodeBlock): { line: number; words: string[] }[] {
+  const found: { line: number; words: string[] }[] = [];
   const lines = block.text.split('\n');
   for (let i = 0; i < lines.length; i++) {
     let text = lines[i]!;
     const first = i;
     while (text.endsWith('\\') && i + 1 < lines.length) text = text.slice(0, -1) + lines[++i];
-    for (const words of shellCommands(text.replace(/^\$\s+/, ''))) {
-      const start = words[0] === 'npx' ? 1 : 0;
-      if (words[start] === 'leasehold')
-        found.push({ line: block.line + 1 + first, args: words.slice(start + 1) });
-    }
+    for (const words of shellCommands(text.replace(/^\$\s+/, '')))
+      found.push({ line: block.line + 1 + first, words });
   }
   return found;
+}
+
+/** `leasehold …` and `npx leasehold …` commands of a shell block, with their arguments. */
+export function leaseholdCommands(block: CodeBlock): { line: number; args: string[] }[] {
+  return commandsOf(block).flatMap(({ line, words }) => {
+    const start = words[0] === 'npx' ? 1 : 0;
+    return words[start] === 'leasehold' ? [{ line, args: words.slice(start + 1) }] : [];
+  });
+}
+
+/** `npm …` commands of a shell block. */
+export function npmCommands(block: CodeBlock): { line: number; args: string[] }[] {
+  return commandsOf(block).flatMap(({ line, words }) =>
+    words[0] === 'npm' ? [{ line, args: words.slice(1) }] : [],
+  );
+}
+
+interface PackageJson {
+  name: string;
+  scripts: Record<string, string>;
+  peerDependencies: Record<string, string>;
+}
+
+/**
+ * What is wrong with an `npm …` line of the docs, or `undefined`: a script it runs must be one of
+ * package.json's, and a package it installs this one or one of its (optional) peer dependencies.
+ * The lines are not run — they install packages or run the whole suite.
+ */
+export function npmProblem(args: readonly string[]): string | undefined {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
+  const [command, ...rest] = args;
+  const operands = rest.filter((a) => !a.startsWith('-'));
+  const script = (name: string | undefined): string | undefined =>
+    name !== undefined && Object.hasOwn(pkg.scripts, name)
+      ? undefined
+      : `package.json has no script "${name ?? ''}"`;
+  switch (command) {
+    case 'ci':
+      return operands.length === 0 ? undefined : 'npm ci takes no packages';
+    case 'install':
+    case 'i': {
+      const known = [pkg.name, ...Object.keys(pkg.peerDependencies)];
+      const unknown = operands.filter((name) => !known.includes(name));
+      return unknown.length === 0
+        ? undefined
+        : `installs ${unknown.join(', ')}: neither leasehold nor one of its peer dependencies`;
+    }
+    case 'run':
+    case 'run-script':
+      return script(operands[0]);
+    case 'test':
+    case 't':
+      return script('test');
+    case 'start':
+      return script('start');
+    default:
+      return `npm ${command ?? ''}: the docs test knows npm ci, install, run and test`;
+  }
 }
 
 export type Register = (program: Command) => void;
