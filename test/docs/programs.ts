@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import ts from 'typescript';
+import { transformSync } from 'esbuild';
 import { ROOT, type CodeBlock, type Language } from './markdown.js';
 import { READER_GLOBALS, READER_PACKAGES, READER_RUNTIME } from './reader-globals.js';
 
@@ -74,8 +74,8 @@ export function typeErrors(output: string, names: ReadonlyMap<string, CodeBlock>
 }
 
 /**
- * Writes each program as an ES module into `dir` (TypeScript stripped of its types, nothing else
- * changed) and the runner beside them; returns the module of each, in order.
+ * Writes each program as an ES module into `dir` (TypeScript stripped of its types by esbuild,
+ * nothing else changed) and the runner beside them; returns the module of each, in order.
  */
 export function writeRunnable(dir: string, programs: readonly Program[]): string[] {
   writeFileSync(join(dir, 'runner.mjs'), READER_RUNTIME);
@@ -84,14 +84,12 @@ export function writeRunnable(dir: string, programs: readonly Program[]): string
     const text =
       program.language === 'js'
         ? program.block.text
-        : ts.transpileModule(program.block.text, {
-            compilerOptions: {
-              module: ts.ModuleKind.ESNext,
-              target: ts.ScriptTarget.ES2022,
-              verbatimModuleSyntax: true,
-            },
-            reportDiagnostics: false,
-          }).outputText;
+        : transformSync(program.block.text, {
+            loader: 'ts',
+            format: 'esm',
+            target: 'node20',
+            tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+          }).code;
     writeFileSync(file, text);
     return file;
   });
