@@ -24,7 +24,8 @@ import {
 // blocks have their `leasehold` commands parsed by the CLI's own definitions and their npm lines
 // checked against package.json, and run the same way. A block in another language fails. Markers,
 // on the last non-blank line before a block, say why it does less:
-//   <!-- not-run: why -->      it needs a server, or does not end by itself: checked, not run
+//   <!-- not-run: why -->      it needs a server or a package leasehold does not install, installs
+//                              something, or does not end by itself: checked, not run
 //   <!-- not-checked: why -->  a ts or js block that is a fragment on purpose: not checked at all
 // The run uses dist/ (`npm test` builds it first).
 

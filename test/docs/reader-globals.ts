@@ -29,9 +29,9 @@ export {};
 `;
 
 /**
- * Packages an example uses that leasehold does not install: the part of their own declarations
- * the examples use, so the example is checked against the shape the package gives. A block that
- * imports one of them cannot run here (mark it not-run).
+ * Packages an example uses that leasehold does not install, declared as far as the examples use
+ * them, after the package's own types (pino: `pino(options)`, a logger's level methods and
+ * `child`). A block that imports one of them cannot run here: it is marked not-run.
  */
 export const READER_PACKAGES = `declare module 'pino' {
   type LogFn = (fields: object, message?: string) => void;
