@@ -2,19 +2,15 @@ import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
 import type { Lease, LeaseRecord } from '../core/lease.js';
 import { checkGroup, checkResource, checkResources } from '../core/options.js';
-import { checkData, type LeaseData } from '../core/lease-data.js';
 import { permitMatcher, permitResources } from '../core/permits.js';
 import { commonPrefix, rotated } from '../core/store-defaults.js';
-import { noAnswer, withDeadline } from '../core/deadline.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { validUntil } from '../core/time.js';
 import { ignoredByEnvironment, reportStoreSetup } from '../core/setup-report.js';
 import { ClientReporter } from './client-reporter.js';
-import type { StoreOperation } from '../core/channels.js';
 import {
   checkAcquireAllOptions,
   checkAcquireOptions,
-  checkDataOptions,
   checkTryAcquireOptions,
   resolveClientOptions,
   type AcquireAllOptions,
@@ -25,11 +21,12 @@ import {
 } from './client-options.js';
 import { FairLine } from './fair-line.js';
 import { HeldGroup } from './held-group.js';
-import { HeldLease, type DataOptions, type LeaseKeeper } from './held-lease.js';
+import { HeldLease, type LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
+import { LeaseOps } from './lease-ops.js';
 import { ReleaseWake, type Wake } from './release-wake.js';
 import { waitForGrant } from './wait-loop.js';
-import { joinWakeLine, lineAsleep, wakeAhead } from './wake-line.js';
+import { joinWakeLine, lineAsleep } from './wake-line.js';
 
 /** One resource's answer to `tryAcquireMany`. */
 export interface HeldOutcome {
@@ -70,6 +67,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedClientOptions;
   private readonly heartbeat: Heartbeat;
+  private readonly ops: LeaseOps;
   private readonly leases = new Map<string, HeldLease>();
   private readonly keeper: LeaseKeeper;
   private readonly report: ClientReporter;
@@ -89,14 +87,20 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     this.reportStoreSetup();
     this.heartbeat = new Heartbeat({
       ...this.options,
-      onLateRenewal: (held) => void this.releaseQuietly(held),
+      onLateRenewal: (held) => void this.ops.releaseQuietly(held),
       report: this.report,
+    });
+    this.ops = new LeaseOps({
+      ...this.options,
+      heartbeat: this.heartbeat,
+      report: this.report,
+      releaseFailed: (held, error) => this.releaseFailed(held, error),
     });
     this.keeper = {
       clock: this.options.clock,
-      renewLease: (held, options) => this.renewLease(held, options),
-      releaseLease: (held, options) => this.releaseLease(held, options),
-      writeLeaseData: (held, data) => this.writeLeaseData(held, data),
+      renewLease: (held, options) => this.ops.renewLease(held, options),
+      releaseLease: (held, options) => this.ops.releaseLease(held, options),
+      writeLeaseData: (held, data) => this.ops.writeLeaseData(held, data),
       stateChanged: (held, state, detail) => {
         if (state !== 'at-risk') {
           this.heartbeat.end(held);
@@ -177,7 +181,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       this.report.attempt(resource, 'too-late', tSent, { token: held.token });
       // The answer came after the deadline measured from when the request left (or the client
       // is closing): never hand it out.
-      await this.releaseQuietly(held);
+      await this.ops.releaseQuietly(held);
       this.assertOpen();
       return 'too-late';
     }
@@ -237,7 +241,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       this.report.attempt(outcome.resource, 'acquired', tSent, { token: held.token });
       return { resource: outcome.resource, lease: held };
     });
-    if (late.length > 0) await this.releaseManyQuietly(late);
+    if (late.length > 0) await this.ops.releaseManyQuietly(late);
     this.adopt(result.flatMap(({ lease }) => (lease ? [lease] : [])));
     return result;
   }
@@ -265,7 +269,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         waitMs,
         signal,
         () => this.tryOnce(resource, permits),
-        (held) => this.releaseQuietly(held),
+        (held) => this.ops.releaseQuietly(held),
         (since) =>
           (wake ??= joinWakeLine(
             this.options.store,
@@ -314,7 +318,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         waitMs,
         signal,
         () => this.tryGroupOnce(resources),
-        (group) => this.releaseManyQuietly(group.leases),
+        (group) => this.ops.releaseManyQuietly(group.leases),
         () =>
           (wake ??= ReleaseWake.for(this.options.store, commonPrefix(resources), (r) =>
             names.has(r),
@@ -349,7 +353,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     if (this.closing || members.some((m) => !m.isValid() || this.leases.has(m.key))) {
       for (const m of members)
         this.report.attempt(m.resource, 'too-late', tSent, { token: m.token });
-      await this.releaseManyQuietly(members);
+      await this.ops.releaseManyQuietly(members);
       this.assertOpen();
       return 'too-late';
     }
@@ -357,7 +361,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       this.report.attempt(held.resource, 'acquired', tSent, { token: held.token });
     const group = new HeldGroup(members, {
       releaseMany: (leases) => this.releaseMany(leases),
-      releaseQuietly: (leases) => this.releaseManyQuietly(leases),
+      releaseQuietly: (leases) => this.ops.releaseManyQuietly(leases),
     });
     this.adopt(members);
     return group;
@@ -385,7 +389,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       waitMs,
       signal,
       () => this.tryOnce(resource, permits),
-      (held) => this.releaseQuietly(held),
+      (held) => this.ops.releaseQuietly(held),
     );
   }
 
@@ -421,15 +425,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    * Releases several held leases with one `releaseMany` (one bounded attempt, like `release()`).
    * Leases already lost or released are skipped.
    */
-  async releaseMany(leases: readonly HeldLease[]): Promise<void> {
-    const live = leases.filter((held) => held.markReleased());
-    if (live.length === 0) return;
-    await this.bounded(
-      this.options.store.releaseMany(live.map((h) => h.lease)),
-      `releaseMany of ${live.length} leases`,
-      'releaseMany',
-      live.length,
-    );
+  releaseMany(leases: readonly HeldLease[]): Promise<void> {
+    return this.ops.releaseMany(leases);
   }
 
   /** Leases this client holds now. */
@@ -480,146 +477,11 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     if (held.length === 0) return;
     // One bounded attempt: past the TTL every lease has lapsed on its own, so waiting longer buys nothing.
     // A `false` result means that lease had already lapsed: nothing left to give up.
-    await this.bounded(
+    await this.ops.bounded(
       this.options.store.releaseMany(held.map((h) => h.lease)),
       'releaseMany on close',
       'releaseMany',
       held.length,
-    );
-  }
-
-  private async renewLease(held: HeldLease, options?: DataOptions): Promise<void> {
-    const data = checkDataOptions(options, 'renew options');
-    if (held.isTerminal) throw held.signal.reason;
-    const stillHeld = await this.heartbeat.renewOne(held, data);
-    if (!stillHeld) throw held.signal.reason;
-    if (data !== undefined) held.setData(data);
-  }
-
-  /**
-   * `writeData`: refused before sending unless the lease is valid now (rule 2, checked on the
-   * clock, so a frozen loop that woke past its deadline sends nothing); then one bounded
-   * compare-and-set on owner and token.
-   */
-  private async writeLeaseData(held: HeldLease, value: unknown): Promise<void> {
-    const data = checkData(value);
-    this.assertStillValid(held, 'writeData');
-    const written = await this.bounded(
-      this.options.store.writeData(held.lease, data),
-      `writeData of ${JSON.stringify(held.key)}`,
-      'writeData',
-      1,
-    );
-    if (!written) throw this.notOurs(held, 'writeData');
-    held.setData(data);
-  }
-
-  /** Throws `LEASE_LOST` unless `held` is valid now: its deadline passed, or it is over. */
-  private assertStillValid(held: HeldLease, what: string): void {
-    if (held.isValid()) return;
-    if (held.isTerminal) throw held.signal.reason as LeaseError;
-    // Past the deadline, the watchdog not run yet (a frozen loop): the lease is over now.
-    throw (
-      held.markLost(`its deadline passed before ${what}; nothing was written`) ??
-      (held.signal.reason as LeaseError)
-    );
-  }
-
-  /** The store answered that the record is no longer this grant's: the lease is lost. */
-  private notOurs(held: HeldLease, what: string): LeaseError {
-    return (
-      held.markLost(
-        `the store refused ${what}: the record is no longer this grant's (taken over or released); nothing was written`,
-        'taken',
-      ) ?? (held.signal.reason as LeaseError)
-    );
-  }
-
-  private async releaseLease(held: HeldLease, options?: DataOptions): Promise<void> {
-    const data = checkDataOptions(options, 'release options');
-    if (data !== undefined) return this.releaseWithData(held, data);
-    if (!held.markReleased()) return;
-    const undo = wakeAhead(this.options.store, held.lease.resource);
-    let released = false;
-    try {
-      released = await this.bounded(
-        this.options.store.release(held.lease),
-        `release of ${JSON.stringify(held.resource)}`,
-        'release',
-        1,
-      );
-    } finally {
-      if (!released) undo?.();
-    }
-  }
-
-  /**
-   * `release({ data })`: the value must go under a valid lease, so validity is checked first;
-   * then belief ends and one release carrying the data is sent. `false` from the store means the
-   * record was no longer ours: the value did not land, and the caller is told.
-   */
-  private async releaseWithData(held: HeldLease, data: LeaseData | null): Promise<void> {
-    this.assertStillValid(held, 'release with data');
-    held.markReleased();
-    const released = await this.bounded(
-      this.options.store.release(held.lease, data),
-      `release of ${JSON.stringify(held.resource)}`,
-      'release',
-      1,
-    );
-    if (!released)
-      throw new LeaseError(
-        ErrorCode.LEASE_LOST,
-        `lease on ${JSON.stringify(held.key)} (token ${held.token}): the store refused the release with data: the record was no longer this grant's; the value was not written`,
-        { resource: held.resource, retryable: false },
-      );
-    held.setData(data);
-  }
-
-  /** One bounded release attempt for a lease we no longer count on; failure only means it lapses at its TTL. */
-  private async releaseQuietly(held: HeldLease): Promise<void> {
-    held.markReleased();
-    try {
-      await this.bounded(
-        this.options.store.release(held.lease),
-        `release of ${JSON.stringify(held.resource)}`,
-        'release',
-        1,
-      );
-    } catch (error) {
-      this.releaseFailed(held, error);
-    }
-  }
-
-  /** One bounded `releaseMany` for leases we no longer count on (answered too late, or closing). */
-  private async releaseManyQuietly(leases: readonly HeldLease[]): Promise<void> {
-    leases = leases.filter((held) => held.markReleased());
-    if (leases.length === 0) return;
-    try {
-      await this.bounded(
-        this.options.store.releaseMany(leases.map((h) => h.lease)),
-        `releaseMany of ${leases.length} leases`,
-        'releaseMany',
-        leases.length,
-      );
-    } catch (error) {
-      for (const held of leases) this.releaseFailed(held, error);
-    }
-  }
-
-  /** One store call bounded by the TTL; a failure (or no answer in time) is reported once. */
-  private bounded<T>(
-    call: Promise<T>,
-    what: string,
-    operation: StoreOperation,
-    count: number,
-  ): Promise<T> {
-    const { ttlMs, clock } = this.options;
-    return withDeadline(call, ttlMs, () => noAnswer(what, ttlMs), { clock }).catch(
-      (error: unknown) => {
-        this.report.storeError(operation, error, count);
-        throw error;
-      },
     );
   }
 
