@@ -5,7 +5,6 @@ import { checkGroup, checkResource, checkResources } from '../core/options.js';
 import { permitMatcher, permitResources } from '../core/permits.js';
 import { commonPrefix, rotated } from '../core/store-defaults.js';
 import { safeEmit } from '../core/safe-emit.js';
-import { validUntil } from '../core/time.js';
 import { ignoredByEnvironment, reportStoreSetup } from '../core/setup-report.js';
 import { ClientReporter } from './client-reporter.js';
 import {
@@ -21,8 +20,9 @@ import {
 } from './client-options.js';
 import { FairLine } from './fair-line.js';
 import { HeldGroup } from './held-group.js';
-import { HeldLease, type LeaseKeeper } from './held-lease.js';
+import type { HeldLease, LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
+import { LeaseBook } from './lease-book.js';
 import { LeaseOps } from './lease-ops.js';
 import { ReleaseWake, type Wake } from './release-wake.js';
 import { waitForGrant } from './wait-loop.js';
@@ -68,8 +68,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   private readonly options: ResolvedClientOptions;
   private readonly heartbeat: Heartbeat;
   private readonly ops: LeaseOps;
-  private readonly leases = new Map<string, HeldLease>();
-  private readonly keeper: LeaseKeeper;
+  private readonly book: LeaseBook;
   private readonly report: ClientReporter;
   private closing: Promise<void> | undefined;
 
@@ -96,16 +95,13 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       report: this.report,
       releaseFailed: (held, error) => this.releaseFailed(held, error),
     });
-    this.keeper = {
+    const keeper: LeaseKeeper = {
       clock: this.options.clock,
       renewLease: (held, options) => this.ops.renewLease(held, options),
       releaseLease: (held, options) => this.ops.releaseLease(held, options),
       writeLeaseData: (held, data) => this.ops.writeLeaseData(held, data),
       stateChanged: (held, state, detail) => {
-        if (state !== 'at-risk') {
-          this.heartbeat.end(held);
-          if (this.leases.get(held.key) === held) this.leases.delete(held.key);
-        }
+        if (state !== 'at-risk') this.book.forget(held);
         if (state === 'at-risk') {
           this.report.atRisk(held, detail as string, held.remainingMs());
           this.emit('at-risk', held, detail as string);
@@ -118,6 +114,15 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         }
       },
     };
+    this.book = new LeaseBook({
+      heartbeat: this.heartbeat,
+      keeper,
+      maxClockSkewMs: this.maxClockSkewMs,
+      acquired: (held) => {
+        this.report.acquired(held);
+        this.emit('acquired', held);
+      },
+    });
   }
 
   /**
@@ -176,8 +181,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       this.report.attempt(resource, 'held-by-other', tSent);
       return 'held-by-other';
     }
-    const held = this.grant(lease, tSent);
-    if (!held.isValid() || this.closing || this.leases.has(held.key)) {
+    const held = this.book.grant(lease, tSent);
+    if (!held.isValid() || this.closing || this.book.has(held.key)) {
       this.report.attempt(resource, 'too-late', tSent, { token: held.token });
       // The answer came after the deadline measured from when the request left (or the client
       // is closing): never hand it out.
@@ -186,7 +191,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       return 'too-late';
     }
     this.report.attempt(resource, 'acquired', tSent, { token: held.token });
-    this.adopt([held]);
+    this.book.adopt([held]);
     return held;
   }
 
@@ -196,10 +201,10 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    */
   private candidates(resource: string, permits: number): string[] {
     if (permits === 1) {
-      this.assertNotHeld(resource);
+      this.book.assertNotHeld(resource);
       return [resource];
     }
-    const free = permitResources(resource, permits).filter((key) => !this.leases.has(key));
+    const free = permitResources(resource, permits).filter((key) => !this.book.has(key));
     if (free.length === 0)
       throw new LeaseError(
         ErrorCode.INVALID_ARGUMENT,
@@ -215,7 +220,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    */
   async tryAcquireMany(resources: readonly string[]): Promise<HeldOutcome[]> {
     this.assertOpen();
-    for (const resource of checkResources(resources)) this.assertNotHeld(resource);
+    for (const resource of checkResources(resources)) this.book.assertNotHeld(resource);
     const { store, owner, ttlMs, clock } = this.options;
     const tSent = clock.monotonic();
     let outcomes;
@@ -232,8 +237,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         this.report.attempt(outcome.resource, 'held-by-other', tSent);
         return outcome as HeldOutcome;
       }
-      const held = this.grant(outcome.lease, tSent);
-      if (!held.isValid() || this.closing || this.leases.has(held.key)) {
+      const held = this.book.grant(outcome.lease, tSent);
+      if (!held.isValid() || this.closing || this.book.has(held.key)) {
         this.report.attempt(outcome.resource, 'too-late', tSent, { token: held.token });
         late.push(held);
         return { resource: outcome.resource, lease: null };
@@ -242,7 +247,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       return { resource: outcome.resource, lease: held };
     });
     if (late.length > 0) await this.ops.releaseManyQuietly(late);
-    this.adopt(result.flatMap(({ lease }) => (lease ? [lease] : [])));
+    this.book.adopt(result.flatMap(({ lease }) => (lease ? [lease] : [])));
     return result;
   }
 
@@ -333,7 +338,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     resources: readonly string[],
   ): Promise<HeldGroup | 'held-by-other' | 'too-late'> {
     this.assertOpen();
-    for (const resource of checkGroup(resources)) this.assertNotHeld(resource);
+    for (const resource of checkGroup(resources)) this.book.assertNotHeld(resource);
     const names = [...resources];
     const { store, owner, ttlMs, clock } = this.options;
     const tSent = clock.monotonic();
@@ -349,8 +354,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       for (const resource of names) this.report.attempt(resource, 'held-by-other', tSent);
       return 'held-by-other';
     }
-    const members = leases.map((lease) => this.grant(lease, tSent));
-    if (this.closing || members.some((m) => !m.isValid() || this.leases.has(m.key))) {
+    const members = leases.map((lease) => this.book.grant(lease, tSent));
+    if (this.closing || members.some((m) => !m.isValid() || this.book.has(m.key))) {
       for (const m of members)
         this.report.attempt(m.resource, 'too-late', tSent, { token: m.token });
       await this.ops.releaseManyQuietly(members);
@@ -363,7 +368,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
       releaseMany: (leases) => this.releaseMany(leases),
       releaseQuietly: (leases) => this.ops.releaseManyQuietly(leases),
     });
-    this.adopt(members);
+    this.book.adopt(members);
     return group;
   }
 
@@ -436,12 +441,12 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
 
   /** The lease this client holds on `resource`, if any. */
   lease(resource: string): HeldLease | undefined {
-    return this.leases.get(resource);
+    return this.book.get(resource);
   }
 
   /** How many leases this client holds now. */
   get size(): number {
-    return this.leases.size;
+    return this.book.size;
   }
 
   /**
@@ -488,40 +493,6 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   private releaseFailed(held: HeldLease, error: unknown): void {
     this.report.releaseFailed(held, error);
     this.emit('release-failed', held, error);
-  }
-
-  /** Starts keeping granted leases (heartbeat, lookup by record), then tells of each grant. */
-  private adopt(granted: readonly HeldLease[]): void {
-    for (const held of granted) {
-      this.leases.set(held.key, held);
-      this.heartbeat.add(held);
-    }
-    for (const held of granted) {
-      this.report.acquired(held);
-      this.emit('acquired', held);
-    }
-  }
-
-  /** A handle on a granted lease, valid until its deadline measured from `tSent` (design rule 2). */
-  private grant(lease: Lease, tSent: number): HeldLease {
-    const deadline = validUntil(tSent, lease.ttlMs, this.options.maxClockSkewMs);
-    return HeldLease.grant(lease, deadline, tSent, this.keeper);
-  }
-
-  private assertNotHeld(resource: string): void {
-    const held = this.leases.get(resource);
-    if (!held) return;
-    if (held.key !== held.resource)
-      throw new LeaseError(
-        ErrorCode.INVALID_ARGUMENT,
-        `resource ${JSON.stringify(resource)} is the record of permit ${held.permit} of ${JSON.stringify(held.resource)}, held by this client`,
-        { resource },
-      );
-    throw new LeaseError(
-      ErrorCode.INVALID_ARGUMENT,
-      `resource ${JSON.stringify(resource)} is already held by this client`,
-      { resource },
-    );
   }
 
   private assertOpen(): void {
