@@ -102,7 +102,8 @@ export {
   type OpenTelemetryMeter,
   type OpenTelemetryInstrumentOptions,
 } from './observability/index.js';
-export { LeaseClient, type LeaseClientEvents, type HeldOutcome } from './client/lease-client.js';
+export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
+export type { HeldOutcome } from './client/attempts.js';
 export type {
   LeaseClientOptions,
   AcquireOptions,

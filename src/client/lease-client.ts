@@ -1,11 +1,11 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
-import type { Lease, LeaseRecord } from '../core/lease.js';
-import { checkGroup, checkResource, checkResources } from '../core/options.js';
-import { permitMatcher, permitResources } from '../core/permits.js';
-import { commonPrefix, rotated } from '../core/store-defaults.js';
+import { checkResource } from '../core/options.js';
+import { permitResources } from '../core/permits.js';
 import { safeEmit } from '../core/safe-emit.js';
 import { ignoredByEnvironment, reportStoreSetup } from '../core/setup-report.js';
+import { AcquireWaits } from './acquire-waits.js';
+import { Attempts, type HeldOutcome } from './attempts.js';
 import { ClientReporter } from './client-reporter.js';
 import {
   checkAcquireAllOptions,
@@ -18,25 +18,11 @@ import {
   type LeaseClientOptions,
   type ResolvedClientOptions,
 } from './client-options.js';
-import { FairLine } from './fair-line.js';
-import { HeldGroup } from './held-group.js';
+import type { HeldGroup } from './held-group.js';
 import type { HeldLease, LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
 import { LeaseBook } from './lease-book.js';
 import { LeaseOps } from './lease-ops.js';
-import { ReleaseWake, type Wake } from './release-wake.js';
-import { waitForGrant } from './wait-loop.js';
-import { joinWakeLine, lineAsleep } from './wake-line.js';
-
-/** One resource's answer to `tryAcquireMany`. */
-export interface HeldOutcome {
-  /** The resource this answer is for (answers come in the order of the names asked). */
-  readonly resource: string;
-  /** The lease, now kept alive by this client; `null` when someone else holds it. */
-  readonly lease: HeldLease | null;
-  /** The live record that stood in the way, when the store reports it. */
-  readonly holder?: LeaseRecord;
-}
 
 /** The events a `LeaseClient` emits, with their listener arguments; listener errors are isolated. */
 export interface LeaseClientEvents {
@@ -69,6 +55,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   private readonly heartbeat: Heartbeat;
   private readonly ops: LeaseOps;
   private readonly book: LeaseBook;
+  private readonly attempts: Attempts;
+  private readonly waits: AcquireWaits;
   private readonly report: ClientReporter;
   private closing: Promise<void> | undefined;
 
@@ -123,6 +111,20 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         this.emit('acquired', held);
       },
     });
+    this.attempts = new Attempts({
+      ...this.options,
+      report: this.report,
+      book: this.book,
+      ops: this.ops,
+      closing: () => this.closing !== undefined,
+      assertOpen: () => this.assertOpen(),
+    });
+    this.waits = new AcquireWaits({
+      ...this.options,
+      attempts: this.attempts,
+      ops: this.ops,
+      assertOpen: () => this.assertOpen(),
+    });
   }
 
   /**
@@ -152,103 +154,16 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    */
   async tryAcquire(resource: string, options?: TryAcquireOptions): Promise<HeldLease | null> {
     const permits = checkTryAcquireOptions(options);
-    const outcome = await this.tryOnce(resource, permits);
+    const outcome = await this.attempts.tryOnce(resource, permits);
     return typeof outcome === 'string' ? null : outcome;
-  }
-
-  /** One acquisition attempt: the lease, or why there is none. */
-  private async tryOnce(
-    resource: string,
-    permits: number,
-  ): Promise<HeldLease | 'held-by-other' | 'too-late'> {
-    this.assertOpen();
-    const candidates = this.candidates(checkResource(resource), permits);
-    const { store, owner, ttlMs, clock } = this.options;
-    const tSent = clock.monotonic();
-    const operation = candidates.length === 1 ? 'tryAcquire' : 'acquireFirst';
-    let lease: Lease | null;
-    try {
-      lease =
-        candidates.length === 1
-          ? await store.tryAcquire(candidates[0]!, owner, ttlMs)
-          : await store.acquireFirst(candidates, owner, ttlMs);
-    } catch (error) {
-      this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError(operation, error, 1);
-      throw error;
-    }
-    if (!lease) {
-      this.report.attempt(resource, 'held-by-other', tSent);
-      return 'held-by-other';
-    }
-    const held = this.book.grant(lease, tSent);
-    if (!held.isValid() || this.closing || this.book.has(held.key)) {
-      this.report.attempt(resource, 'too-late', tSent, { token: held.token });
-      // The answer came after the deadline measured from when the request left (or the client
-      // is closing): never hand it out.
-      await this.ops.releaseQuietly(held);
-      this.assertOpen();
-      return 'too-late';
-    }
-    this.report.attempt(resource, 'acquired', tSent, { token: held.token });
-    this.book.adopt([held]);
-    return held;
-  }
-
-  /**
-   * The records one attempt may take: the resource itself, or the permits of the name this client
-   * does not hold yet, starting at a random one so that callers arriving together spread out.
-   */
-  private candidates(resource: string, permits: number): string[] {
-    if (permits === 1) {
-      this.book.assertNotHeld(resource);
-      return [resource];
-    }
-    const free = permitResources(resource, permits).filter((key) => !this.book.has(key));
-    if (free.length === 0)
-      throw new LeaseError(
-        ErrorCode.INVALID_ARGUMENT,
-        `this client already holds all ${permits} permits of ${JSON.stringify(resource)}`,
-        { resource },
-      );
-    return rotated(free);
   }
 
   /**
    * `tryAcquire` for many resources in one store call (`acquireMany`): one outcome per resource in
    * input order. Resources this client already holds are refused with `INVALID_ARGUMENT`.
    */
-  async tryAcquireMany(resources: readonly string[]): Promise<HeldOutcome[]> {
-    this.assertOpen();
-    for (const resource of checkResources(resources)) this.book.assertNotHeld(resource);
-    const { store, owner, ttlMs, clock } = this.options;
-    const tSent = clock.monotonic();
-    let outcomes;
-    try {
-      outcomes = await store.acquireMany(resources, owner, ttlMs);
-    } catch (error) {
-      for (const resource of resources) this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError('acquireMany', error, resources.length);
-      throw error;
-    }
-    const late: HeldLease[] = [];
-    const result = outcomes.map((outcome): HeldOutcome => {
-      if (!outcome.lease) {
-        this.report.attempt(outcome.resource, 'held-by-other', tSent);
-        return outcome as HeldOutcome;
-      }
-      const held = this.book.grant(outcome.lease, tSent);
-      if (!held.isValid() || this.closing || this.book.has(held.key)) {
-        this.report.attempt(outcome.resource, 'too-late', tSent, { token: held.token });
-        late.push(held);
-        return { resource: outcome.resource, lease: null };
-      }
-      this.report.attempt(outcome.resource, 'acquired', tSent, { token: held.token });
-      return { resource: outcome.resource, lease: held };
-    });
-    if (late.length > 0) await this.ops.releaseManyQuietly(late);
-    this.book.adopt(result.flatMap(({ lease }) => (lease ? [lease] : [])));
-    return result;
+  tryAcquireMany(resources: readonly string[]): Promise<HeldOutcome[]> {
+    return this.attempts.tryAcquireMany(resources);
   }
 
   /**
@@ -263,32 +178,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     const { waitMs, signal, permits, fair } = checkAcquireOptions(options);
     checkResource(resource);
     if (permits > 1) permitResources(resource, permits); // a name too long for its permits fails now
-    if (fair) return this.acquireFair(resource, permits, waitMs, signal);
-    // Opened only once an attempt was refused: a lease granted at once costs no subscription.
-    let wake: Wake | undefined;
-    try {
-      return await waitForGrant(
-        this.options,
-        `lease on ${JSON.stringify(resource)}${permits > 1 ? ` (all ${permits} permits)` : ''}`,
-        resource,
-        waitMs,
-        signal,
-        () => this.tryOnce(resource, permits),
-        (held) => this.ops.releaseQuietly(held),
-        (since) =>
-          (wake ??= joinWakeLine(
-            this.options.store,
-            this.options.clock,
-            `${permits}\u0000${resource}`,
-            resource,
-            permitMatcher(resource, permits),
-            since,
-          )),
-        () => lineAsleep(this.options.store, `${permits}\u0000${resource}`),
-      );
-    } finally {
-      wake?.close();
-    }
+    if (fair) return this.waits.inLine(resource, permits, waitMs, signal);
+    return this.waits.forLease(resource, permits, waitMs, signal);
   }
 
   /**
@@ -298,7 +189,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    * and given back at the first refusal. A caller never receives part of a set.
    */
   async tryAcquireAll(resources: readonly string[]): Promise<HeldGroup | null> {
-    const outcome = await this.tryGroupOnce(resources);
+    const outcome = await this.attempts.tryGroupOnce(resources);
     return typeof outcome === 'string' ? null : outcome;
   }
 
@@ -310,92 +201,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    */
   async acquireAll(resources: readonly string[], options?: AcquireAllOptions): Promise<HeldGroup> {
     const { waitMs, signal } = checkAcquireAllOptions(options);
-    const names = new Set(checkGroup(resources));
-    let wake: Wake | undefined;
-    try {
-      return await waitForGrant(
-        this.options,
-        `group of ${resources.length} leases (${resources
-          .slice(0, 3)
-          .map((r) => JSON.stringify(r))
-          .join(', ')}${resources.length > 3 ? ', …' : ''})`,
-        undefined,
-        waitMs,
-        signal,
-        () => this.tryGroupOnce(resources),
-        (group) => this.ops.releaseManyQuietly(group.leases),
-        () =>
-          (wake ??= ReleaseWake.for(this.options.store, commonPrefix(resources), (r) =>
-            names.has(r),
-          )),
-      );
-    } finally {
-      wake?.close();
-    }
-  }
-
-  private async tryGroupOnce(
-    resources: readonly string[],
-  ): Promise<HeldGroup | 'held-by-other' | 'too-late'> {
-    this.assertOpen();
-    for (const resource of checkGroup(resources)) this.book.assertNotHeld(resource);
-    const names = [...resources];
-    const { store, owner, ttlMs, clock } = this.options;
-    const tSent = clock.monotonic();
-    let leases: Lease[] | null;
-    try {
-      leases = await store.acquireAll(names, owner, ttlMs);
-    } catch (error) {
-      for (const resource of names) this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError('acquireAll', error, names.length);
-      throw error;
-    }
-    if (!leases) {
-      for (const resource of names) this.report.attempt(resource, 'held-by-other', tSent);
-      return 'held-by-other';
-    }
-    const members = leases.map((lease) => this.book.grant(lease, tSent));
-    if (this.closing || members.some((m) => !m.isValid() || this.book.has(m.key))) {
-      for (const m of members)
-        this.report.attempt(m.resource, 'too-late', tSent, { token: m.token });
-      await this.ops.releaseManyQuietly(members);
-      this.assertOpen();
-      return 'too-late';
-    }
-    for (const held of members)
-      this.report.attempt(held.resource, 'acquired', tSent, { token: held.token });
-    const group = new HeldGroup(members, {
-      releaseMany: (leases) => this.releaseMany(leases),
-      releaseQuietly: (leases) => this.ops.releaseManyQuietly(leases),
-    });
-    this.book.adopt(members);
-    return group;
-  }
-
-  /** Fair waiting: in line behind earlier fair waiters on the name (see `FairLine`). */
-  private async acquireFair(
-    resource: string,
-    permits: number,
-    waitMs: number,
-    signal: AbortSignal | undefined,
-  ): Promise<HeldLease> {
-    this.assertOpen();
-    const line = new FairLine({
-      store: this.options.store,
-      clock: this.options.clock,
-      owner: this.owner,
-      ttlMs: this.ttlMs,
-      heartbeatMs: this.heartbeatMs,
-      maxClockSkewMs: this.maxClockSkewMs,
-      name: resource,
-      permits,
-    });
-    return line.wait(
-      waitMs,
-      signal,
-      () => this.tryOnce(resource, permits),
-      (held) => this.ops.releaseQuietly(held),
-    );
+    return this.waits.forGroup(resources, waitMs, signal);
   }
 
   /**
