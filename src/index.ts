@@ -127,16 +127,14 @@ export {
   type BucketManagerOptions,
   type HeldBucket,
 } from './fleet/bucket-manager.js';
+export { elect, type Election } from './fleet/election.js';
+export type { ElectOptions, DemotedReason } from './fleet/election-options.js';
+export type { LeaderInfo } from './fleet/election-record.js';
 export {
-  elect,
   observeLeader,
-  type ElectOptions,
-  type Election,
-  type LeaderInfo,
   type LeaderObserver,
   type ObserveLeaderOptions,
-  type DemotedReason,
-} from './fleet/election.js';
+} from './fleet/election-observer.js';
 export {
   FenceGuard,
   SqliteFence,
