@@ -1,9 +1,8 @@
 import { checkGroup } from '../core/options.js';
 import { permitMatcher } from '../core/permits.js';
 import { commonPrefix } from '../core/store-defaults.js';
-import type { LeaseStore } from '../core/store.js';
-import type { Clock } from '../core/time.js';
 import type { Attempts } from './attempts.js';
+import type { ResolvedClientOptions } from './client-options.js';
 import { FairLine } from './fair-line.js';
 import type { HeldGroup } from './held-group.js';
 import type { HeldLease } from './held-lease.js';
@@ -13,13 +12,10 @@ import { waitForGrant } from './wait-loop.js';
 import { joinWakeLine, lineAsleep } from './wake-line.js';
 
 /** What `AcquireWaits` needs of the client it waits for. */
-export interface AcquireWaitsOptions {
-  readonly store: LeaseStore;
-  readonly clock: Clock;
-  readonly owner: string;
-  readonly ttlMs: number;
-  readonly heartbeatMs: number;
-  readonly maxClockSkewMs: number;
+export interface AcquireWaitsOptions extends Pick<
+  ResolvedClientOptions,
+  'store' | 'clock' | 'owner' | 'ttlMs' | 'heartbeatMs' | 'maxClockSkewMs'
+> {
   /** The attempts waited around. */
   readonly attempts: Attempts;
   /** Gives back a grant that arrived after the wait was aborted. */

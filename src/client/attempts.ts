@@ -3,8 +3,7 @@ import type { Lease, LeaseRecord } from '../core/lease.js';
 import { checkGroup, checkResource, checkResources } from '../core/options.js';
 import { permitResources } from '../core/permits.js';
 import { rotated } from '../core/store-defaults.js';
-import type { LeaseStore } from '../core/store.js';
-import type { Clock } from '../core/time.js';
+import type { ResolvedClientOptions } from './client-options.js';
 import type { ClientReporter } from './client-reporter.js';
 import { HeldGroup } from './held-group.js';
 import type { HeldLease } from './held-lease.js';
@@ -22,11 +21,10 @@ export interface HeldOutcome {
 }
 
 /** What `Attempts` needs of the client it acquires for. */
-export interface AttemptsOptions {
-  readonly store: LeaseStore;
-  readonly owner: string;
-  readonly ttlMs: number;
-  readonly clock: Clock;
+export interface AttemptsOptions extends Pick<
+  ResolvedClientOptions,
+  'store' | 'owner' | 'ttlMs' | 'clock'
+> {
   /** Tells the diagnostics channels and the logger of each attempt and store error. */
   readonly report: ClientReporter;
   /** Makes handles of grants and keeps them; knows what this client holds already. */

@@ -2,20 +2,17 @@ import { ErrorCode, LeaseError } from '../core/errors.js';
 import { checkData, type LeaseData } from '../core/lease-data.js';
 import { noAnswer, withDeadline } from '../core/deadline.js';
 import type { StoreOperation } from '../core/channels.js';
-import type { LeaseStore } from '../core/store.js';
-import type { Clock } from '../core/time.js';
-import { checkDataOptions } from './client-options.js';
+import { checkDataOptions, type ResolvedClientOptions } from './client-options.js';
 import type { ClientReporter } from './client-reporter.js';
 import type { DataOptions, HeldLease } from './held-lease.js';
 import type { Heartbeat } from './heartbeat.js';
 import { wakeAhead } from './wake-line.js';
 
-/** What `LeaseOps` needs of the client it works for. */
-export interface LeaseOpsOptions {
-  readonly store: LeaseStore;
-  readonly clock: Clock;
-  /** Bounds every store call made here: past it, the lease has lapsed on its own. */
-  readonly ttlMs: number;
+/**
+ * What `LeaseOps` needs of the client it works for; its `ttlMs` bounds every store call made here
+ * (past it, the lease has lapsed on its own).
+ */
+export interface LeaseOpsOptions extends Pick<ResolvedClientOptions, 'store' | 'clock' | 'ttlMs'> {
   /** Renews one lease on request (`renew()`), between beats. */
   readonly heartbeat: Heartbeat;
   /** Tells the diagnostics channels and the logger of store errors. */
