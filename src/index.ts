@@ -102,7 +102,8 @@ export {
   type OpenTelemetryMeter,
   type OpenTelemetryInstrumentOptions,
 } from './observability/index.js';
-export { LeaseClient, type LeaseClientEvents, type HeldOutcome } from './client/lease-client.js';
+export { LeaseClient, type LeaseClientEvents } from './client/lease-client.js';
+export type { HeldOutcome } from './client/attempts.js';
 export type {
   LeaseClientOptions,
   AcquireOptions,
@@ -126,16 +127,14 @@ export {
   type BucketManagerOptions,
   type HeldBucket,
 } from './fleet/bucket-manager.js';
+export { elect, type Election } from './fleet/election.js';
+export type { ElectOptions, DemotedReason } from './fleet/election-options.js';
+export type { LeaderInfo } from './fleet/election-record.js';
 export {
-  elect,
   observeLeader,
-  type ElectOptions,
-  type Election,
-  type LeaderInfo,
   type LeaderObserver,
   type ObserveLeaderOptions,
-  type DemotedReason,
-} from './fleet/election.js';
+} from './fleet/election-observer.js';
 export {
   FenceGuard,
   SqliteFence,

@@ -1,6 +1,6 @@
 import { QUEUE_MARK, TICKET_MARK, ticketOf } from '../client/fair-line.js';
 import { parsePermit, PERMIT_MARK } from '../core/permits.js';
-import { CANDIDATE_MARK, registrationPriority } from '../fleet/election.js';
+import { CANDIDATE_MARK, registrationPriority } from '../fleet/election-candidates.js';
 import { visible } from './escape.js';
 
 /**

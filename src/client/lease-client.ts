@@ -1,20 +1,15 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode, LeaseError } from '../core/errors.js';
-import type { Lease, LeaseRecord } from '../core/lease.js';
-import { checkGroup, checkResource, checkResources } from '../core/options.js';
-import { checkData, type LeaseData } from '../core/lease-data.js';
-import { permitMatcher, permitResources } from '../core/permits.js';
-import { commonPrefix, rotated } from '../core/store-defaults.js';
-import { noAnswer, withDeadline } from '../core/deadline.js';
+import { checkResource } from '../core/options.js';
+import { permitResources } from '../core/permits.js';
 import { safeEmit } from '../core/safe-emit.js';
-import { validUntil } from '../core/time.js';
 import { ignoredByEnvironment, reportStoreSetup } from '../core/setup-report.js';
+import { AcquireWaits } from './acquire-waits.js';
+import { Attempts, type HeldOutcome } from './attempts.js';
 import { ClientReporter } from './client-reporter.js';
-import type { StoreOperation } from '../core/channels.js';
 import {
   checkAcquireAllOptions,
   checkAcquireOptions,
-  checkDataOptions,
   checkTryAcquireOptions,
   resolveClientOptions,
   type AcquireAllOptions,
@@ -23,23 +18,11 @@ import {
   type LeaseClientOptions,
   type ResolvedClientOptions,
 } from './client-options.js';
-import { FairLine } from './fair-line.js';
-import { HeldGroup } from './held-group.js';
-import { HeldLease, type DataOptions, type LeaseKeeper } from './held-lease.js';
+import type { HeldGroup } from './held-group.js';
+import type { HeldLease, LeaseKeeper } from './held-lease.js';
 import { Heartbeat } from './heartbeat.js';
-import { ReleaseWake, type Wake } from './release-wake.js';
-import { waitForGrant } from './wait-loop.js';
-import { joinWakeLine, lineAsleep, wakeAhead } from './wake-line.js';
-
-/** One resource's answer to `tryAcquireMany`. */
-export interface HeldOutcome {
-  /** The resource this answer is for (answers come in the order of the names asked). */
-  readonly resource: string;
-  /** The lease, now kept alive by this client; `null` when someone else holds it. */
-  readonly lease: HeldLease | null;
-  /** The live record that stood in the way, when the store reports it. */
-  readonly holder?: LeaseRecord;
-}
+import { LeaseBook } from './lease-book.js';
+import { LeaseOps } from './lease-ops.js';
 
 /** The events a `LeaseClient` emits, with their listener arguments; listener errors are isolated. */
 export interface LeaseClientEvents {
@@ -70,8 +53,10 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedClientOptions;
   private readonly heartbeat: Heartbeat;
-  private readonly leases = new Map<string, HeldLease>();
-  private readonly keeper: LeaseKeeper;
+  private readonly ops: LeaseOps;
+  private readonly book: LeaseBook;
+  private readonly attempts: Attempts;
+  private readonly waits: AcquireWaits;
   private readonly report: ClientReporter;
   private closing: Promise<void> | undefined;
 
@@ -89,19 +74,22 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     this.reportStoreSetup();
     this.heartbeat = new Heartbeat({
       ...this.options,
-      onLateRenewal: (held) => void this.releaseQuietly(held),
+      onLateRenewal: (held) => void this.ops.releaseQuietly(held),
       report: this.report,
     });
-    this.keeper = {
+    this.ops = new LeaseOps({
+      ...this.options,
+      heartbeat: this.heartbeat,
+      report: this.report,
+      releaseFailed: (held, error) => this.releaseFailed(held, error),
+    });
+    const keeper: LeaseKeeper = {
       clock: this.options.clock,
-      renewLease: (held, options) => this.renewLease(held, options),
-      releaseLease: (held, options) => this.releaseLease(held, options),
-      writeLeaseData: (held, data) => this.writeLeaseData(held, data),
+      renewLease: (held, options) => this.ops.renewLease(held, options),
+      releaseLease: (held, options) => this.ops.releaseLease(held, options),
+      writeLeaseData: (held, data) => this.ops.writeLeaseData(held, data),
       stateChanged: (held, state, detail) => {
-        if (state !== 'at-risk') {
-          this.heartbeat.end(held);
-          if (this.leases.get(held.key) === held) this.leases.delete(held.key);
-        }
+        if (state !== 'at-risk') this.book.forget(held);
         if (state === 'at-risk') {
           this.report.atRisk(held, detail as string, held.remainingMs());
           this.emit('at-risk', held, detail as string);
@@ -114,6 +102,29 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
         }
       },
     };
+    this.book = new LeaseBook({
+      heartbeat: this.heartbeat,
+      keeper,
+      maxClockSkewMs: this.maxClockSkewMs,
+      acquired: (held) => {
+        this.report.acquired(held);
+        this.emit('acquired', held);
+      },
+    });
+    this.attempts = new Attempts({
+      ...this.options,
+      report: this.report,
+      book: this.book,
+      ops: this.ops,
+      closing: () => this.closing !== undefined,
+      assertOpen: () => this.assertOpen(),
+    });
+    this.waits = new AcquireWaits({
+      ...this.options,
+      attempts: this.attempts,
+      ops: this.ops,
+      assertOpen: () => this.assertOpen(),
+    });
   }
 
   /**
@@ -143,103 +154,16 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    */
   async tryAcquire(resource: string, options?: TryAcquireOptions): Promise<HeldLease | null> {
     const permits = checkTryAcquireOptions(options);
-    const outcome = await this.tryOnce(resource, permits);
+    const outcome = await this.attempts.tryOnce(resource, permits);
     return typeof outcome === 'string' ? null : outcome;
-  }
-
-  /** One acquisition attempt: the lease, or why there is none. */
-  private async tryOnce(
-    resource: string,
-    permits: number,
-  ): Promise<HeldLease | 'held-by-other' | 'too-late'> {
-    this.assertOpen();
-    const candidates = this.candidates(checkResource(resource), permits);
-    const { store, owner, ttlMs, clock } = this.options;
-    const tSent = clock.monotonic();
-    const operation = candidates.length === 1 ? 'tryAcquire' : 'acquireFirst';
-    let lease: Lease | null;
-    try {
-      lease =
-        candidates.length === 1
-          ? await store.tryAcquire(candidates[0]!, owner, ttlMs)
-          : await store.acquireFirst(candidates, owner, ttlMs);
-    } catch (error) {
-      this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError(operation, error, 1);
-      throw error;
-    }
-    if (!lease) {
-      this.report.attempt(resource, 'held-by-other', tSent);
-      return 'held-by-other';
-    }
-    const held = this.grant(lease, tSent);
-    if (!held.isValid() || this.closing || this.leases.has(held.key)) {
-      this.report.attempt(resource, 'too-late', tSent, { token: held.token });
-      // The answer came after the deadline measured from when the request left (or the client
-      // is closing): never hand it out.
-      await this.releaseQuietly(held);
-      this.assertOpen();
-      return 'too-late';
-    }
-    this.report.attempt(resource, 'acquired', tSent, { token: held.token });
-    this.adopt([held]);
-    return held;
-  }
-
-  /**
-   * The records one attempt may take: the resource itself, or the permits of the name this client
-   * does not hold yet, starting at a random one so that callers arriving together spread out.
-   */
-  private candidates(resource: string, permits: number): string[] {
-    if (permits === 1) {
-      this.assertNotHeld(resource);
-      return [resource];
-    }
-    const free = permitResources(resource, permits).filter((key) => !this.leases.has(key));
-    if (free.length === 0)
-      throw new LeaseError(
-        ErrorCode.INVALID_ARGUMENT,
-        `this client already holds all ${permits} permits of ${JSON.stringify(resource)}`,
-        { resource },
-      );
-    return rotated(free);
   }
 
   /**
    * `tryAcquire` for many resources in one store call (`acquireMany`): one outcome per resource in
    * input order. Resources this client already holds are refused with `INVALID_ARGUMENT`.
    */
-  async tryAcquireMany(resources: readonly string[]): Promise<HeldOutcome[]> {
-    this.assertOpen();
-    for (const resource of checkResources(resources)) this.assertNotHeld(resource);
-    const { store, owner, ttlMs, clock } = this.options;
-    const tSent = clock.monotonic();
-    let outcomes;
-    try {
-      outcomes = await store.acquireMany(resources, owner, ttlMs);
-    } catch (error) {
-      for (const resource of resources) this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError('acquireMany', error, resources.length);
-      throw error;
-    }
-    const late: HeldLease[] = [];
-    const result = outcomes.map((outcome): HeldOutcome => {
-      if (!outcome.lease) {
-        this.report.attempt(outcome.resource, 'held-by-other', tSent);
-        return outcome as HeldOutcome;
-      }
-      const held = this.grant(outcome.lease, tSent);
-      if (!held.isValid() || this.closing || this.leases.has(held.key)) {
-        this.report.attempt(outcome.resource, 'too-late', tSent, { token: held.token });
-        late.push(held);
-        return { resource: outcome.resource, lease: null };
-      }
-      this.report.attempt(outcome.resource, 'acquired', tSent, { token: held.token });
-      return { resource: outcome.resource, lease: held };
-    });
-    if (late.length > 0) await this.releaseManyQuietly(late);
-    this.adopt(result.flatMap(({ lease }) => (lease ? [lease] : [])));
-    return result;
+  tryAcquireMany(resources: readonly string[]): Promise<HeldOutcome[]> {
+    return this.attempts.tryAcquireMany(resources);
   }
 
   /**
@@ -254,32 +178,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     const { waitMs, signal, permits, fair } = checkAcquireOptions(options);
     checkResource(resource);
     if (permits > 1) permitResources(resource, permits); // a name too long for its permits fails now
-    if (fair) return this.acquireFair(resource, permits, waitMs, signal);
-    // Opened only once an attempt was refused: a lease granted at once costs no subscription.
-    let wake: Wake | undefined;
-    try {
-      return await waitForGrant(
-        this.options,
-        `lease on ${JSON.stringify(resource)}${permits > 1 ? ` (all ${permits} permits)` : ''}`,
-        resource,
-        waitMs,
-        signal,
-        () => this.tryOnce(resource, permits),
-        (held) => this.releaseQuietly(held),
-        (since) =>
-          (wake ??= joinWakeLine(
-            this.options.store,
-            this.options.clock,
-            `${permits}\u0000${resource}`,
-            resource,
-            permitMatcher(resource, permits),
-            since,
-          )),
-        () => lineAsleep(this.options.store, `${permits}\u0000${resource}`),
-      );
-    } finally {
-      wake?.close();
-    }
+    if (fair) return this.waits.inLine(resource, permits, waitMs, signal);
+    return this.waits.forLease(resource, permits, waitMs, signal);
   }
 
   /**
@@ -289,7 +189,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    * and given back at the first refusal. A caller never receives part of a set.
    */
   async tryAcquireAll(resources: readonly string[]): Promise<HeldGroup | null> {
-    const outcome = await this.tryGroupOnce(resources);
+    const outcome = await this.attempts.tryGroupOnce(resources);
     return typeof outcome === 'string' ? null : outcome;
   }
 
@@ -301,92 +201,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    */
   async acquireAll(resources: readonly string[], options?: AcquireAllOptions): Promise<HeldGroup> {
     const { waitMs, signal } = checkAcquireAllOptions(options);
-    const names = new Set(checkGroup(resources));
-    let wake: Wake | undefined;
-    try {
-      return await waitForGrant(
-        this.options,
-        `group of ${resources.length} leases (${resources
-          .slice(0, 3)
-          .map((r) => JSON.stringify(r))
-          .join(', ')}${resources.length > 3 ? ', …' : ''})`,
-        undefined,
-        waitMs,
-        signal,
-        () => this.tryGroupOnce(resources),
-        (group) => this.releaseManyQuietly(group.leases),
-        () =>
-          (wake ??= ReleaseWake.for(this.options.store, commonPrefix(resources), (r) =>
-            names.has(r),
-          )),
-      );
-    } finally {
-      wake?.close();
-    }
-  }
-
-  private async tryGroupOnce(
-    resources: readonly string[],
-  ): Promise<HeldGroup | 'held-by-other' | 'too-late'> {
-    this.assertOpen();
-    for (const resource of checkGroup(resources)) this.assertNotHeld(resource);
-    const names = [...resources];
-    const { store, owner, ttlMs, clock } = this.options;
-    const tSent = clock.monotonic();
-    let leases: Lease[] | null;
-    try {
-      leases = await store.acquireAll(names, owner, ttlMs);
-    } catch (error) {
-      for (const resource of names) this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError('acquireAll', error, names.length);
-      throw error;
-    }
-    if (!leases) {
-      for (const resource of names) this.report.attempt(resource, 'held-by-other', tSent);
-      return 'held-by-other';
-    }
-    const members = leases.map((lease) => this.grant(lease, tSent));
-    if (this.closing || members.some((m) => !m.isValid() || this.leases.has(m.key))) {
-      for (const m of members)
-        this.report.attempt(m.resource, 'too-late', tSent, { token: m.token });
-      await this.releaseManyQuietly(members);
-      this.assertOpen();
-      return 'too-late';
-    }
-    for (const held of members)
-      this.report.attempt(held.resource, 'acquired', tSent, { token: held.token });
-    const group = new HeldGroup(members, {
-      releaseMany: (leases) => this.releaseMany(leases),
-      releaseQuietly: (leases) => this.releaseManyQuietly(leases),
-    });
-    this.adopt(members);
-    return group;
-  }
-
-  /** Fair waiting: in line behind earlier fair waiters on the name (see `FairLine`). */
-  private async acquireFair(
-    resource: string,
-    permits: number,
-    waitMs: number,
-    signal: AbortSignal | undefined,
-  ): Promise<HeldLease> {
-    this.assertOpen();
-    const line = new FairLine({
-      store: this.options.store,
-      clock: this.options.clock,
-      owner: this.owner,
-      ttlMs: this.ttlMs,
-      heartbeatMs: this.heartbeatMs,
-      maxClockSkewMs: this.maxClockSkewMs,
-      name: resource,
-      permits,
-    });
-    return line.wait(
-      waitMs,
-      signal,
-      () => this.tryOnce(resource, permits),
-      (held) => this.releaseQuietly(held),
-    );
+    return this.waits.forGroup(resources, waitMs, signal);
   }
 
   /**
@@ -421,15 +236,8 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
    * Releases several held leases with one `releaseMany` (one bounded attempt, like `release()`).
    * Leases already lost or released are skipped.
    */
-  async releaseMany(leases: readonly HeldLease[]): Promise<void> {
-    const live = leases.filter((held) => held.markReleased());
-    if (live.length === 0) return;
-    await this.bounded(
-      this.options.store.releaseMany(live.map((h) => h.lease)),
-      `releaseMany of ${live.length} leases`,
-      'releaseMany',
-      live.length,
-    );
+  releaseMany(leases: readonly HeldLease[]): Promise<void> {
+    return this.ops.releaseMany(leases);
   }
 
   /** Leases this client holds now. */
@@ -439,12 +247,12 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
 
   /** The lease this client holds on `resource`, if any. */
   lease(resource: string): HeldLease | undefined {
-    return this.leases.get(resource);
+    return this.book.get(resource);
   }
 
   /** How many leases this client holds now. */
   get size(): number {
-    return this.leases.size;
+    return this.book.size;
   }
 
   /**
@@ -480,7 +288,7 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     if (held.length === 0) return;
     // One bounded attempt: past the TTL every lease has lapsed on its own, so waiting longer buys nothing.
     // A `false` result means that lease had already lapsed: nothing left to give up.
-    await this.bounded(
+    await this.ops.bounded(
       this.options.store.releaseMany(held.map((h) => h.lease)),
       'releaseMany on close',
       'releaseMany',
@@ -488,178 +296,9 @@ export class LeaseClient extends EventEmitter<LeaseClientEvents> {
     );
   }
 
-  private async renewLease(held: HeldLease, options?: DataOptions): Promise<void> {
-    const data = checkDataOptions(options, 'renew options');
-    if (held.isTerminal) throw held.signal.reason;
-    const stillHeld = await this.heartbeat.renewOne(held, data);
-    if (!stillHeld) throw held.signal.reason;
-    if (data !== undefined) held.setData(data);
-  }
-
-  /**
-   * `writeData`: refused before sending unless the lease is valid now (rule 2, checked on the
-   * clock, so a frozen loop that woke past its deadline sends nothing); then one bounded
-   * compare-and-set on owner and token.
-   */
-  private async writeLeaseData(held: HeldLease, value: unknown): Promise<void> {
-    const data = checkData(value);
-    this.assertStillValid(held, 'writeData');
-    const written = await this.bounded(
-      this.options.store.writeData(held.lease, data),
-      `writeData of ${JSON.stringify(held.key)}`,
-      'writeData',
-      1,
-    );
-    if (!written) throw this.notOurs(held, 'writeData');
-    held.setData(data);
-  }
-
-  /** Throws `LEASE_LOST` unless `held` is valid now: its deadline passed, or it is over. */
-  private assertStillValid(held: HeldLease, what: string): void {
-    if (held.isValid()) return;
-    if (held.isTerminal) throw held.signal.reason as LeaseError;
-    // Past the deadline, the watchdog not run yet (a frozen loop): the lease is over now.
-    throw (
-      held.markLost(`its deadline passed before ${what}; nothing was written`) ??
-      (held.signal.reason as LeaseError)
-    );
-  }
-
-  /** The store answered that the record is no longer this grant's: the lease is lost. */
-  private notOurs(held: HeldLease, what: string): LeaseError {
-    return (
-      held.markLost(
-        `the store refused ${what}: the record is no longer this grant's (taken over or released); nothing was written`,
-        'taken',
-      ) ?? (held.signal.reason as LeaseError)
-    );
-  }
-
-  private async releaseLease(held: HeldLease, options?: DataOptions): Promise<void> {
-    const data = checkDataOptions(options, 'release options');
-    if (data !== undefined) return this.releaseWithData(held, data);
-    if (!held.markReleased()) return;
-    const undo = wakeAhead(this.options.store, held.lease.resource);
-    let released = false;
-    try {
-      released = await this.bounded(
-        this.options.store.release(held.lease),
-        `release of ${JSON.stringify(held.resource)}`,
-        'release',
-        1,
-      );
-    } finally {
-      if (!released) undo?.();
-    }
-  }
-
-  /**
-   * `release({ data })`: the value must go under a valid lease, so validity is checked first;
-   * then belief ends and one release carrying the data is sent. `false` from the store means the
-   * record was no longer ours: the value did not land, and the caller is told.
-   */
-  private async releaseWithData(held: HeldLease, data: LeaseData | null): Promise<void> {
-    this.assertStillValid(held, 'release with data');
-    held.markReleased();
-    const released = await this.bounded(
-      this.options.store.release(held.lease, data),
-      `release of ${JSON.stringify(held.resource)}`,
-      'release',
-      1,
-    );
-    if (!released)
-      throw new LeaseError(
-        ErrorCode.LEASE_LOST,
-        `lease on ${JSON.stringify(held.key)} (token ${held.token}): the store refused the release with data: the record was no longer this grant's; the value was not written`,
-        { resource: held.resource, retryable: false },
-      );
-    held.setData(data);
-  }
-
-  /** One bounded release attempt for a lease we no longer count on; failure only means it lapses at its TTL. */
-  private async releaseQuietly(held: HeldLease): Promise<void> {
-    held.markReleased();
-    try {
-      await this.bounded(
-        this.options.store.release(held.lease),
-        `release of ${JSON.stringify(held.resource)}`,
-        'release',
-        1,
-      );
-    } catch (error) {
-      this.releaseFailed(held, error);
-    }
-  }
-
-  /** One bounded `releaseMany` for leases we no longer count on (answered too late, or closing). */
-  private async releaseManyQuietly(leases: readonly HeldLease[]): Promise<void> {
-    leases = leases.filter((held) => held.markReleased());
-    if (leases.length === 0) return;
-    try {
-      await this.bounded(
-        this.options.store.releaseMany(leases.map((h) => h.lease)),
-        `releaseMany of ${leases.length} leases`,
-        'releaseMany',
-        leases.length,
-      );
-    } catch (error) {
-      for (const held of leases) this.releaseFailed(held, error);
-    }
-  }
-
-  /** One store call bounded by the TTL; a failure (or no answer in time) is reported once. */
-  private bounded<T>(
-    call: Promise<T>,
-    what: string,
-    operation: StoreOperation,
-    count: number,
-  ): Promise<T> {
-    const { ttlMs, clock } = this.options;
-    return withDeadline(call, ttlMs, () => noAnswer(what, ttlMs), { clock }).catch(
-      (error: unknown) => {
-        this.report.storeError(operation, error, count);
-        throw error;
-      },
-    );
-  }
-
   private releaseFailed(held: HeldLease, error: unknown): void {
     this.report.releaseFailed(held, error);
     this.emit('release-failed', held, error);
-  }
-
-  /** Starts keeping granted leases (heartbeat, lookup by record), then tells of each grant. */
-  private adopt(granted: readonly HeldLease[]): void {
-    for (const held of granted) {
-      this.leases.set(held.key, held);
-      this.heartbeat.add(held);
-    }
-    for (const held of granted) {
-      this.report.acquired(held);
-      this.emit('acquired', held);
-    }
-  }
-
-  /** A handle on a granted lease, valid until its deadline measured from `tSent` (design rule 2). */
-  private grant(lease: Lease, tSent: number): HeldLease {
-    const deadline = validUntil(tSent, lease.ttlMs, this.options.maxClockSkewMs);
-    return HeldLease.grant(lease, deadline, tSent, this.keeper);
-  }
-
-  private assertNotHeld(resource: string): void {
-    const held = this.leases.get(resource);
-    if (!held) return;
-    if (held.key !== held.resource)
-      throw new LeaseError(
-        ErrorCode.INVALID_ARGUMENT,
-        `resource ${JSON.stringify(resource)} is the record of permit ${held.permit} of ${JSON.stringify(held.resource)}, held by this client`,
-        { resource },
-      );
-    throw new LeaseError(
-      ErrorCode.INVALID_ARGUMENT,
-      `resource ${JSON.stringify(resource)} is already held by this client`,
-      { resource },
-    );
   }
 
   private assertOpen(): void {
