@@ -22,7 +22,7 @@ export class HeldGroup {
   private readonly controller = new AbortController();
   private broken = false;
 
-  /** @internal Only a `LeaseClient` makes these. */
+  /** @internal Only a `LeaseClient` and its parts make these. */
   constructor(
     leases: readonly HeldLease[],
     private readonly keeper: GroupKeeper,

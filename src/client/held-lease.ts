@@ -85,7 +85,7 @@ export class HeldLease extends EventEmitter<HeldLeaseEvents> {
   private readonly riskMs: number;
 
   /**
-   * @internal Only a `LeaseClient` makes these: a lease granted from a request sent at `tSent`,
+   * @internal Only a `LeaseClient` and its parts make these: a lease granted from a request sent at `tSent`,
    * held until `validUntil` (both on the keeper's monotonic clock).
    */
   static grant(lease: Lease, validUntil: number, tSent: number, keeper: LeaseKeeper): HeldLease {
