@@ -9,6 +9,7 @@ import { describeServer } from '../harness/describe-server.js';
 import { rejection } from '../harness/expect-error.js';
 import { countingPool } from '../harness/pg-counting-pool.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
+import { shuffled } from '../harness/shuffled.js';
 import { waitFor } from '../harness/processes.js';
 
 const unavailable = postgresUnavailable();
@@ -429,16 +430,4 @@ describeServer('PostgresStore acquireAll / acquireFirst', unavailable, () => {
 
 function pick({ resource, owner, token, expiresAt }: Lease) {
   return { resource, owner, token, expiresAt };
-}
-
-/** `items` in an order fixed by `seed`. */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed + 1;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }

@@ -7,6 +7,7 @@ import type { SqliteDatabase, SqliteStatement } from '../../src/stores/sqlite/sq
 import { ManualClock } from '../../src/testing/index.js';
 import { rejection } from '../harness/expect-error.js';
 import { tempDir } from '../harness/processes.js';
+import { shuffled } from '../harness/shuffled.js';
 
 // acquireAll and acquireFirst on SQLite: each one IMMEDIATE transaction run in one synchronous
 // step, deciding expiry on the caller's clock with the maxClockSkewMs allowance, as tryAcquire.
@@ -380,16 +381,4 @@ describe('SqliteStore groups and permits over time and across connections', () =
 
 function pick({ resource, owner, token, expiresAt }: Lease) {
   return { resource, owner, token, expiresAt };
-}
-
-/** `items` in an order fixed by `seed`. */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed + 1;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }
