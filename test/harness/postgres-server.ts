@@ -9,7 +9,8 @@ import {
   PrivatePostgres,
   type PrivatePostgresOptions,
 } from '../../src/cli/harness/servers/postgres-server.js';
-import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-port.js';
 
 export { postgresUnavailable } from '../../src/cli/harness/servers/postgres-server.js';
 
@@ -64,19 +65,13 @@ export class PostgresServer extends PrivatePostgres {
 
   static async start(options?: PostgresServerOptions): Promise<PostgresServer> {
     const template = await templateDataDir();
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const server = new PostgresServer(await freePort(), options);
-      try {
+    return startOnFreePort((port) => new PostgresServer(port, options), {
+      start: async (server) => {
         await server.runAsServer('cp', ['-a', template, server.dataDir]);
         await server.start();
-        return server;
-      } catch (error) {
-        lastError = error;
-        await server.stop();
-      }
-    }
-    throw lastError;
+      },
+      discard: (server) => server.stop(),
+    });
   }
 
   /**
@@ -91,22 +86,16 @@ export class PostgresServer extends PrivatePostgres {
     options: PostgresServerOptions = {},
   ): Promise<PostgresServer> {
     const settings = { cluster_name: name, ...options.settings };
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const server = new PostgresServer(await freePort(), { settings });
-      try {
+    return startOnFreePort((port) => new PostgresServer(port, { settings }), {
+      start: async (server) => {
         await server.runAsServer(join(server.bin, 'pg_basebackup'), [
           ...['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres'],
           ...['-D', server.dataDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
         ]);
         await server.start();
-        return server;
-      } catch (error) {
-        lastError = error;
-        await server.stop();
-      }
-    }
-    throw lastError;
+      },
+      discard: (server) => server.stop(),
+    });
   }
 
   /** Starts the server on its data folder and port, and waits until it accepts connections. */

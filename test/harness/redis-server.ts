@@ -8,6 +8,7 @@ import {
   type PrivateRedisOptions,
 } from '../../src/cli/harness/servers/redis-server.js';
 import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-port.js';
 import { tempDir, waitFor } from './processes.js';
 
 const run = promisify(execFile);
@@ -48,19 +49,13 @@ export class RedisServer extends PrivateRedis {
   }
 
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      if (options.dir) mkdirSync(options.dir, { recursive: true });
-      const server = new RedisServer(await freePort(), options);
-      try {
-        await server.launch();
-        return server;
-      } catch (error) {
-        lastError = error;
-        await server.stop();
-      }
-    }
-    throw lastError;
+    return startOnFreePort(
+      (port) => {
+        if (options.dir) mkdirSync(options.dir, { recursive: true });
+        return new RedisServer(port, options);
+      },
+      { start: (server) => server.launch(), discard: (server) => server.stop() },
+    );
   }
 
   /** Runs one `redis-cli` command against this server and returns its output. */
