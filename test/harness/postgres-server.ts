@@ -1,11 +1,7 @@
-import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import {
-  postgresBin,
-  postgresUser,
   PrivatePostgres,
   type PrivatePostgresOptions,
 } from '../../src/cli/harness/servers/postgres-server.js';
@@ -14,39 +10,32 @@ import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-por
 
 export { postgresUnavailable } from '../../src/cli/harness/servers/postgres-server.js';
 
-const run = promisify(execFile);
-
-/** Where the PostgreSQL server binaries are (Debian's PostgreSQL 15 here). */
-export const POSTGRES_BIN = postgresBin() ?? '/usr/lib/postgresql/15/bin';
-
 /**
  * An initdb'd data folder shared by every server this machine starts for tests: initdb costs about
- * a second, a copy about 0.1 s. Built in a temp folder and renamed into place, so racing test
- * processes never see half of one.
+ * a second, a copy about 0.1 s. Made by `PrivatePostgres.initdb` in a folder of its own and renamed
+ * into place, so racing test processes never see half of one.
  */
 async function templateDataDir(): Promise<string> {
-  const user = postgresUser();
   const template = join(tmpdir(), `leasehold-pg15-icu-template-${process.getuid?.() ?? 'u'}`);
   if (existsSync(join(template, 'PG_VERSION'))) return template;
-  const scratch = mkdtempSync(join(tmpdir(), 'leasehold-pg-initdb-'));
-  if (user) chownSync(scratch, user.uid, user.gid);
-  const data = join(scratch, 'data');
-  await run(
-    join(POSTGRES_BIN, 'initdb'),
-    [
-      ...['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'],
-      // A linguistic default collation (where 'a' < 'Z'), as most real databases have, so tests
-      // show the store's byte order does not come from the database default.
-      ...['--locale=C.UTF-8', '--locale-provider=icu', '--icu-locale=en-US'],
-    ],
-    { ...user },
-  );
+  // Never started: only its initdb runs, as the server's user, in its own folder.
+  const scratch = new PrivatePostgres(serverFolder('leasehold-pg-initdb-'), {
+    port: 0,
+    watchdog: false,
+    detached: false,
+  });
   try {
-    renameSync(data, template);
-  } catch (error) {
-    if (!existsSync(join(template, 'PG_VERSION'))) throw error; // someone else won the race
+    // A linguistic default collation (where 'a' < 'Z'), as most real databases have, so tests
+    // show the store's byte order does not come from the database default.
+    await scratch.initdb(['--locale=C.UTF-8', '--locale-provider=icu', '--icu-locale=en-US']);
+    try {
+      renameSync(scratch.dataDir, template);
+    } catch (error) {
+      if (!existsSync(join(template, 'PG_VERSION'))) throw error; // someone else won the race
+    }
+  } finally {
+    await scratch.stop(); // removes its folder
   }
-  rmSync(scratch, { recursive: true, force: true });
   return template;
 }
 
