@@ -69,14 +69,18 @@ describeStores('lease data', ({ open, reopen, factory, shortTtl }) => {
     expect(await store.writeData(old, 'from a')).toBe(true);
     await sleep(expiryWait(store, shortTtl));
     const next = (await store.tryAcquire('data/b', 'b', 60_000))!;
-    expect(next.data).toBe('from a');
+    expect(next).toMatchObject({ token: old.token + 1, data: 'from a' });
     // The paused ex-holder wakes and writes late: refused, by the store's compare-and-set.
     expect(await store.writeData(old, 'late from a')).toBe(false);
     expect(await store.writeData({ ...next, token: next.token + 1 }, 'forged')).toBe(false);
     expect(await store.writeData({ ...next, owner: 'a' }, 'forged')).toBe(false);
     expect(await store.renew(old, undefined, 'late renew')).toBeNull();
     expect(await store.release(old, 'late release')).toBe(false);
-    expect((await store.get('data/b'))?.data).toBe('from a');
+    expect(await store.get('data/b')).toMatchObject({
+      owner: 'b',
+      token: next.token,
+      data: 'from a',
+    });
     expect(await store.release(next)).toBe(true);
     expect(await store.writeData(next, 'after release')).toBe(false);
     expect(await store.get('data/b')).toMatchObject({
