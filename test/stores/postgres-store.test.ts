@@ -7,8 +7,7 @@ import {
   type Lease,
   type LeaseStore,
 } from '../../src/index.js';
-import { PostgresStore, type PgPool } from '../../src/stores/postgres/index.js';
-import type { PgPoolClient } from '../../src/stores/postgres/postgres-driver.js';
+import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { statements } from '../../src/stores/postgres/postgres-ops.js';
 import { BATCH_ROWS } from '../../src/stores/postgres/postgres-store.js';
 import { freshNamespace } from '../conformance/factory.js';
@@ -16,6 +15,7 @@ import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
+import { countingPool } from '../harness/pg-counting-pool.js';
 import { shuffled } from '../harness/shuffled.js';
 import { sqlBatchRaces } from './sql-batch-races.js';
 
@@ -54,43 +54,8 @@ describeServer('PostgresStore', unavailable, () => {
     throw new Error('no statement started waiting for a lock');
   }
 
-  /** A pool that counts statements sent and ReadyForQuery messages received (one per round trip). */
-  function countingPool(): { pool: PgPool; statements: () => number; roundTrips: () => number } {
-    const inner = new pg.Pool({ connectionString: server.url, max: 4 });
-    let sent = 0;
-    let ready = 0;
-    const wrapped = new WeakSet<object>();
-    inner.on('connect', (client) => {
-      const connection = (client as unknown as { connection: pg.Connection }).connection;
-      connection.on('readyForQuery', () => ready++);
-    });
-    const pool: PgPool = {
-      query: (config) => {
-        sent++;
-        return inner.query(config);
-      },
-      // The store's statements go through checked-out connections: count on each, once.
-      connect: async () => {
-        const client = await inner.connect();
-        if (!wrapped.has(client)) {
-          wrapped.add(client);
-          const query = client.query.bind(client) as PgPoolClient['query'];
-          Object.assign(client, {
-            query: (config: Parameters<PgPoolClient['query']>[0]) => {
-              sent++;
-              return query(config);
-            },
-          });
-        }
-        return client as unknown as PgPoolClient;
-      },
-      end: () => inner.end(),
-    };
-    return { pool, statements: () => sent, roundTrips: () => ready };
-  }
-
   it('does every operation, batches of 1,000 included, in one statement and one round trip', async () => {
-    const counted = countingPool();
+    const counted = countingPool(server.url);
     const table = freshNamespace();
     const store = track(new PostgresStore(counted.pool, { table }));
     await store.init();
@@ -130,7 +95,7 @@ describeServer('PostgresStore', unavailable, () => {
   });
 
   it('renews and releases more than BATCH_ROWS leases as consecutive statements, each lease answered', async () => {
-    const counted = countingPool();
+    const counted = countingPool(server.url);
     const store = track(new PostgresStore(counted.pool, { table: freshNamespace() }));
     await store.init();
     const names = Array.from({ length: BATCH_ROWS + 5 }, (_, i) => `big/${i}`);
@@ -156,7 +121,7 @@ describeServer('PostgresStore', unavailable, () => {
   });
 
   it('acquires 1,000 resources in one statement and one round trip, reporting each holder', async () => {
-    const counted = countingPool();
+    const counted = countingPool(server.url);
     const store = track(new PostgresStore(counted.pool, { table: freshNamespace() }));
     await store.init();
     const names = Array.from({ length: 1000 }, (_, i) => `rt/${String(i).padStart(4, '0')}`);
