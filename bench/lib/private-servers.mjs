@@ -13,6 +13,7 @@ import { PrivateNats } from '../../dist/cli/harness/servers/nats-server.js';
 import { PrivatePostgres } from '../../dist/cli/harness/servers/postgres-server.js';
 import { freePort, serverFolder } from '../../dist/cli/harness/servers/process-tree.js';
 import { PrivateRedis } from '../../dist/cli/harness/servers/redis-server.js';
+import { startOnFreePort } from '../../dist/cli/harness/servers/start-on-free-port.js';
 import { PrivateZookeeper } from '../../dist/cli/harness/servers/zookeeper-server.js';
 import { onCleanup } from './processes.mjs';
 
@@ -36,20 +37,19 @@ const OWNED = { watchdog: false, detached: false };
  * synchronous `stop`, registered with the run's cleanup list.
  */
 async function start(make, prepare = async () => {}) {
-  let lastError;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const server = await make(await freePort());
-    const stop = onCleanup(() => server.killNow());
-    try {
-      await prepare(server);
-      await server.launch();
-      return { server, stop };
-    } catch (error) {
-      lastError = error;
-      stop();
-    }
-  }
-  throw lastError;
+  return startOnFreePort(
+    async (port) => {
+      const server = await make(port);
+      return { server, stop: onCleanup(() => server.killNow()) };
+    },
+    {
+      start: async ({ server }) => {
+        await prepare(server);
+        await server.launch();
+      },
+      discard: ({ stop }) => stop(),
+    },
+  );
 }
 
 /**

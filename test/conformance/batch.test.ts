@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import type { Lease } from '../../src/index.js';
+import type { Lease, ListOptions } from '../../src/index.js';
 import { describeStores, expiryWait, sleep } from './stores.js';
 
 describeStores('batch calls', ({ open, shortTtl }) => {
@@ -97,6 +97,35 @@ describeStores('batch calls', ({ open, shortTtl }) => {
       { resource: 'd1', owner: '', token: 1, expiresAt: 0 },
       { resource: 'd2', owner: '', token: 1, expiresAt: 0 },
     ]);
+  });
+
+  it('batches any names exactly and pages in code-point order, not a collation', async () => {
+    const store = await open();
+    // Names that mean something in SQL, in array and JSON literals, in quoting, and at the edges
+    // of UTF-8 and of the control characters.
+    const odd = [
+      'NULL',
+      'a,b',
+      '[x]',
+      '{x}',
+      '"q"',
+      'back\\slash',
+      ' sp ',
+      "it's",
+      '\u{10FFFF}',
+      'ctl\tnew\nline\u0001',
+    ];
+    const granted = await store.acquireMany(odd, 'a', 60_000);
+    expect(granted.map((o) => o.lease?.resource)).toEqual(odd);
+    for (const name of odd)
+      expect(await store.get(name)).toMatchObject({ resource: name, token: 1 });
+    await store.acquireMany(['p/Z', 'p/a', 'p/é', 'p/😀'], 'a', 60_000);
+    const page = async (options: ListOptions): Promise<string[]> =>
+      (await store.list(options)).map((r) => r.resource);
+    expect(await page({ prefix: 'p/', after: 'p/Z' })).toEqual(['p/a', 'p/é', 'p/😀']);
+    expect(await page({ prefix: 'p/', after: 'p/é', limit: 1 })).toEqual(['p/😀']);
+    expect(await page({ prefix: 'p/', after: 'a' })).toEqual(['p/Z', 'p/a', 'p/é', 'p/😀']);
+    expect(await page({ after: 'p/😀' })).toEqual(['{x}', '\u{10FFFF}']);
   });
 
   it('empty batches return empty arrays', async () => {

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
-import { LIMITS, type LeaseStore } from '../../src/index.js';
+import { LIMITS, type Lease, type LeaseStore } from '../../src/index.js';
+import { permitResources } from '../../src/core/permits.js';
 import { rejection } from '../harness/expect-error.js';
 import { describeStores, expiryWait, sleep } from './stores.js';
 
@@ -40,6 +41,31 @@ describeStores('acquireAll (all-or-nothing groups)', ({ open, shortTtl }) => {
     // The members renew and release like any lease.
     expect((await store.renewMany(leases!, 6000)).map((l) => l?.ttlMs)).toEqual([6000, 6000, 6000]);
     expect(await store.releaseMany(leases!)).toEqual([true, true, true]);
+  });
+
+  it('keeps tokens rising per record across group grants, single grants, releases and expiry', async () => {
+    const store = await open();
+    const names = permitResources('tok', 3);
+    const last = new Map<string, number>();
+    const saw = (lease: Lease): void => {
+      expect(lease.token, lease.resource).toBeGreaterThan(last.get(lease.resource) ?? 0);
+      last.set(lease.resource, lease.token);
+    };
+    for (let round = 0; round < 3; round++) {
+      const group = (await store.acquireAll(names, 'a', 5000))!;
+      group.forEach(saw);
+      await store.releaseMany(group);
+      const single = (await store.tryAcquire(names[1]!, 'b', 5000))!;
+      saw(single);
+      await store.release(single);
+      saw((await store.acquireFirst(names, 'c', shortTtl))!);
+      // Lapsed, not released: taken over by the next group.
+      await sleep(expiryWait(store, shortTtl));
+      const again = (await store.acquireAll([...names].reverse(), 'd', 5000))!;
+      again.forEach(saw);
+      await store.releaseMany(again);
+    }
+    for (const name of names) expect((await store.get(name))!.token).toBe(last.get(name));
   });
 
   it('refuses the whole group when one member is held, and leaves no member held', async () => {

@@ -15,7 +15,7 @@ const bytes = (...values: number[]): Uint8Array => new Uint8Array(values);
 const utf8Of = (n: number): string => '€'.repeat(Math.floor(n / 3)) + 'x'.repeat(n % 3);
 
 /** Lease data on every store: kept in the record, written only under the holder's token. */
-describeStores('lease data', ({ open, factory, shortTtl }) => {
+describeStores('lease data', ({ open, reopen, factory, shortTtl }) => {
   const clients: LeaseClient[] = [];
   const ttlMs = Math.max(2000, (factory.shortTtlMs ?? 120) * 4);
   const clientOn = (store: LeaseStore, owner: string, extra: object = {}): LeaseClient => {
@@ -69,14 +69,18 @@ describeStores('lease data', ({ open, factory, shortTtl }) => {
     expect(await store.writeData(old, 'from a')).toBe(true);
     await sleep(expiryWait(store, shortTtl));
     const next = (await store.tryAcquire('data/b', 'b', 60_000))!;
-    expect(next.data).toBe('from a');
+    expect(next).toMatchObject({ token: old.token + 1, data: 'from a' });
     // The paused ex-holder wakes and writes late: refused, by the store's compare-and-set.
     expect(await store.writeData(old, 'late from a')).toBe(false);
     expect(await store.writeData({ ...next, token: next.token + 1 }, 'forged')).toBe(false);
     expect(await store.writeData({ ...next, owner: 'a' }, 'forged')).toBe(false);
     expect(await store.renew(old, undefined, 'late renew')).toBeNull();
     expect(await store.release(old, 'late release')).toBe(false);
-    expect((await store.get('data/b'))?.data).toBe('from a');
+    expect(await store.get('data/b')).toMatchObject({
+      owner: 'b',
+      token: next.token,
+      data: 'from a',
+    });
     expect(await store.release(next)).toBe(true);
     expect(await store.writeData(next, 'after release')).toBe(false);
     expect(await store.get('data/b')).toMatchObject({
@@ -167,6 +171,26 @@ describeStores('lease data', ({ open, factory, shortTtl }) => {
     const limitBytes = new Uint8Array(LIMITS.dataMaxBytes).map((_, i) => i % 256);
     expect(await store.release(lease, limitBytes)).toBe(true);
     expect((await store.get('data/e'))?.data).toEqual(limitBytes);
+  });
+
+  it('a value of exactly LIMITS.dataMaxBytes round-trips, as multi-byte UTF-8 and as bytes', async (t) => {
+    const store = await open();
+    if (!withData(store)) return t.skip();
+    // A second handle knows nothing of this one's writes: it reads what the store kept.
+    const other = factory.durable ? await reopen(store) : store;
+    const text = utf8Of(LIMITS.dataMaxBytes);
+    expect(Buffer.byteLength(text)).toBe(LIMITS.dataMaxBytes);
+    const limitBytes = new Uint8Array(LIMITS.dataMaxBytes).map((_, i) => (i * 7) % 256);
+    const lease = (await store.tryAcquire('limit', 'a', 60_000))!;
+    expect(await store.writeData(lease, text)).toBe(true);
+    expect((await other.get('limit'))?.data).toBe(text);
+    expect((await other.list({ prefix: 'limit' }))[0]?.data).toBe(text);
+    expect(await store.release(lease, limitBytes)).toBe(true);
+    const next = (await other.tryAcquire('limit', 'b', 60_000))!;
+    expect(next.data).toBeInstanceOf(Uint8Array);
+    expect(next.data).toEqual(limitBytes);
+    expect((await other.renew(next, undefined, ''))?.data).toBe('');
+    expect((await store.get('limit'))?.data).toBe('');
   });
 
   it('through LeaseClient: lease.data, writeData under a valid lease, release({ data }) for the next holder', async (t) => {

@@ -4,7 +4,8 @@ import {
   PrivateDynalite,
   DYNALITE_TIMINGS,
 } from '../../src/cli/harness/servers/dynalite-server.js';
-import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-port.js';
 
 const require = createRequire(import.meta.url);
 
@@ -79,21 +80,22 @@ export async function startDynalite(): Promise<DynaliteServer> {
 
 /** dynalite as a child process (`node …/dynalite/cli.js`), ready in about 0.1 s. */
 export async function startDynaliteProcess(): Promise<DynaliteProcess> {
-  for (let attempt = 1; ; attempt++) {
-    const server = new PrivateDynalite(serverFolder('leasehold-dynalite-'), {
-      port: await freePort(),
-      watchdog: false,
-      detached: false,
-    });
-    try {
-      await server.launch(15_000);
-      return processHandle(server);
-    } catch (error) {
-      await server.kill();
-      await server.stop();
-      if (attempt >= 3) throw error; // else the port was taken in the meantime: another one
-    }
-  }
+  const server = await startOnFreePort(
+    (port) =>
+      new PrivateDynalite(serverFolder('leasehold-dynalite-'), {
+        port,
+        watchdog: false,
+        detached: false,
+      }),
+    {
+      start: (server) => server.launch(15_000),
+      discard: async (server) => {
+        await server.kill();
+        await server.stop();
+      },
+    },
+  );
+  return processHandle(server);
 }
 
 function processHandle(server: PrivateDynalite): DynaliteProcess {

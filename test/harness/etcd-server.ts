@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PrivateEtcd } from '../../src/cli/harness/servers/etcd-server.js';
 import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-port.js';
 
 export { etcdUnavailable } from '../../src/cli/harness/servers/etcd-server.js';
 
@@ -52,26 +53,25 @@ export class EtcdCluster {
   ) {}
 
   static async start(options: EtcdClusterOptions = {}): Promise<EtcdCluster> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const cluster = await EtcdCluster.create(options);
-      try {
+    return startOnFreePort((clientPort) => EtcdCluster.create(options, clientPort), {
+      start: async (cluster) => {
         await Promise.all(cluster.members.map((m) => m.launch(false)));
         await Promise.all(cluster.members.map((m) => m.healthy()));
-        return cluster;
-      } catch (error) {
-        lastError = error; // most likely a port taken between choosing and binding it
-        await cluster.stop();
-      }
-    }
-    throw lastError;
+      },
+      discard: (cluster) => cluster.stop(),
+    });
   }
 
-  private static async create(options: EtcdClusterOptions): Promise<EtcdCluster> {
+  /** The members, unstarted, the first on `clientPort` and every other port probed here. */
+  private static async create(
+    options: EtcdClusterOptions,
+    clientPort: number,
+  ): Promise<EtcdCluster> {
     const size = options.size ?? 1;
     const dir = serverFolder('leasehold-etcd-', true);
     const ports: { client: number; peer: number }[] = [];
-    for (let i = 0; i < size; i++) ports.push({ client: await freePort(), peer: await freePort() });
+    for (let i = 0; i < size; i++)
+      ports.push({ client: i === 0 ? clientPort : await freePort(), peer: await freePort() });
     const initialCluster = ports.map((p, i) => `m${i}=http://127.0.0.1:${p.peer}`).join(',');
     const members = ports.map(
       (p, i) =>

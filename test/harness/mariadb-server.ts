@@ -9,7 +9,8 @@ import {
   mariadbUnavailable,
   PrivateMariadb,
 } from '../../src/cli/harness/servers/mariadb-server.js';
-import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-port.js';
 import { waitFor } from './processes.js';
 
 /** The database every private server creates at startup. */
@@ -85,6 +86,16 @@ export async function startMariadb(options: MariadbOptions = {}): Promise<Mariad
   const reason = mariadbUnavailable();
   if (reason) throw new Error(reason);
   const template = dataTemplate();
+  return startOnFreePort((port) => handle(prepared(template, port, options)), {
+    start: (server) => server.start(),
+    discard: (server) => server.dispose(),
+    // A free port may be taken between the probe and the bind: only then try another one.
+    retryAfter: (error) => /bind|address already in use/i.test(String(error)),
+  });
+}
+
+/** A server on `port` in a fresh folder holding a copy of `template`, not started. */
+function prepared(template: string, port: number, options: MariadbOptions): PrivateMariadb {
   const dir = serverFolder('leasehold-mariadb-');
   const initFile = join(dir, 'init.sql');
   writeFileSync(initFile, `CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};\n`);
@@ -103,27 +114,7 @@ export async function startMariadb(options: MariadbOptions = {}): Promise<Mariad
     ...(options.serverId === undefined ? [] : [`--server-id=${options.serverId}`]),
     ...(options.args ?? []),
   ];
-  // A free port may be taken between the probe and the bind: try another one.
-  for (let attempt = 1; ; attempt++) {
-    const mariadb = new PrivateMariadb(dir, {
-      port: await freePort(),
-      args,
-      watchdog: false,
-      detached: false,
-    });
-    const server = handle(mariadb);
-    try {
-      await server.start();
-      return server;
-    } catch (error) {
-      const bindFailed = /bind|address already in use/i.test(String(error));
-      if (!bindFailed || attempt === 3) {
-        await server.dispose();
-        throw error;
-      }
-      await mariadb.kill();
-    }
-  }
+  return new PrivateMariadb(dir, { port, args, watchdog: false, detached: false });
 }
 
 /** The test handle of a private MariaDB. */

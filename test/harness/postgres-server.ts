@@ -1,51 +1,41 @@
-import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import {
-  postgresBin,
-  postgresUser,
   PrivatePostgres,
   type PrivatePostgresOptions,
 } from '../../src/cli/harness/servers/postgres-server.js';
-import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-port.js';
 
 export { postgresUnavailable } from '../../src/cli/harness/servers/postgres-server.js';
 
-const run = promisify(execFile);
-
-/** Where the PostgreSQL server binaries are (Debian's PostgreSQL 15 here). */
-export const POSTGRES_BIN = postgresBin() ?? '/usr/lib/postgresql/15/bin';
-
 /**
  * An initdb'd data folder shared by every server this machine starts for tests: initdb costs about
- * a second, a copy about 0.1 s. Built in a temp folder and renamed into place, so racing test
- * processes never see half of one.
+ * a second, a copy about 0.1 s. Made by `PrivatePostgres.initdb` in a folder of its own and renamed
+ * into place, so racing test processes never see half of one.
  */
 async function templateDataDir(): Promise<string> {
-  const user = postgresUser();
   const template = join(tmpdir(), `leasehold-pg15-icu-template-${process.getuid?.() ?? 'u'}`);
   if (existsSync(join(template, 'PG_VERSION'))) return template;
-  const scratch = mkdtempSync(join(tmpdir(), 'leasehold-pg-initdb-'));
-  if (user) chownSync(scratch, user.uid, user.gid);
-  const data = join(scratch, 'data');
-  await run(
-    join(POSTGRES_BIN, 'initdb'),
-    [
-      ...['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'],
-      // A linguistic default collation (where 'a' < 'Z'), as most real databases have, so tests
-      // show the store's byte order does not come from the database default.
-      ...['--locale=C.UTF-8', '--locale-provider=icu', '--icu-locale=en-US'],
-    ],
-    { ...user },
-  );
+  // Never started: only its initdb runs, as the server's user, in its own folder.
+  const scratch = new PrivatePostgres(serverFolder('leasehold-pg-initdb-'), {
+    port: 0,
+    watchdog: false,
+    detached: false,
+  });
   try {
-    renameSync(data, template);
-  } catch (error) {
-    if (!existsSync(join(template, 'PG_VERSION'))) throw error; // someone else won the race
+    // A linguistic default collation (where 'a' < 'Z'), as most real databases have, so tests
+    // show the store's byte order does not come from the database default.
+    await scratch.initdb(['--locale=C.UTF-8', '--locale-provider=icu', '--icu-locale=en-US']);
+    try {
+      renameSync(scratch.dataDir, template);
+    } catch (error) {
+      if (!existsSync(join(template, 'PG_VERSION'))) throw error; // someone else won the race
+    }
+  } finally {
+    await scratch.stop(); // removes its folder
   }
-  rmSync(scratch, { recursive: true, force: true });
   return template;
 }
 
@@ -64,19 +54,13 @@ export class PostgresServer extends PrivatePostgres {
 
   static async start(options?: PostgresServerOptions): Promise<PostgresServer> {
     const template = await templateDataDir();
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const server = new PostgresServer(await freePort(), options);
-      try {
+    return startOnFreePort((port) => new PostgresServer(port, options), {
+      start: async (server) => {
         await server.runAsServer('cp', ['-a', template, server.dataDir]);
         await server.start();
-        return server;
-      } catch (error) {
-        lastError = error;
-        await server.stop();
-      }
-    }
-    throw lastError;
+      },
+      discard: (server) => server.stop(),
+    });
   }
 
   /**
@@ -91,22 +75,16 @@ export class PostgresServer extends PrivatePostgres {
     options: PostgresServerOptions = {},
   ): Promise<PostgresServer> {
     const settings = { cluster_name: name, ...options.settings };
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const server = new PostgresServer(await freePort(), { settings });
-      try {
+    return startOnFreePort((port) => new PostgresServer(port, { settings }), {
+      start: async (server) => {
         await server.runAsServer(join(server.bin, 'pg_basebackup'), [
           ...['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres'],
           ...['-D', server.dataDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
         ]);
         await server.start();
-        return server;
-      } catch (error) {
-        lastError = error;
-        await server.stop();
-      }
-    }
-    throw lastError;
+      },
+      discard: (server) => server.stop(),
+    });
   }
 
   /** Starts the server on its data folder and port, and waits until it accepts connections. */

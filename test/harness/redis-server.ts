@@ -1,13 +1,15 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
   PrivateRedis,
   PrivateSentinel,
+  redisUnavailable as redisProgramsUnavailable,
   type PrivateRedisOptions,
 } from '../../src/cli/harness/servers/redis-server.js';
 import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-port.js';
 import { tempDir, waitFor } from './processes.js';
 
 const run = promisify(execFile);
@@ -18,16 +20,8 @@ async function cliAt(port: number, args: readonly string[]): Promise<string> {
   return stdout.trim();
 }
 
-/** Whether `redis-server` and `redis-cli` can run here; the reason when they cannot. */
-export function redisUnavailable(): string | null {
-  try {
-    execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
-    execFileSync('redis-cli', ['--version'], { stdio: 'ignore' });
-    return null;
-  } catch {
-    return 'redis-server / redis-cli not found on PATH';
-  }
-}
+/** Why the harness's Redis cannot run here (it sends `redis-cli` commands too), or `null`. */
+export const redisUnavailable = (): string | null => redisProgramsUnavailable({ cli: true });
 
 export type RedisServerOptions = Omit<PrivateRedisOptions, 'port'> & {
   /** Folder for data and config; a fresh temp folder when omitted (removed by `stop`). */
@@ -48,19 +42,13 @@ export class RedisServer extends PrivateRedis {
   }
 
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      if (options.dir) mkdirSync(options.dir, { recursive: true });
-      const server = new RedisServer(await freePort(), options);
-      try {
-        await server.launch();
-        return server;
-      } catch (error) {
-        lastError = error;
-        await server.stop();
-      }
-    }
-    throw lastError;
+    return startOnFreePort(
+      (port) => {
+        if (options.dir) mkdirSync(options.dir, { recursive: true });
+        return new RedisServer(port, options);
+      },
+      { start: (server) => server.launch(), discard: (server) => server.stop() },
+    );
   }
 
   /** Runs one `redis-cli` command against this server and returns its output. */

@@ -1,6 +1,8 @@
+import type { HeldLease, LeaseClient } from '../../src/index.js';
 import { checkRecords } from '../../src/cli/harness/checker.js';
 import type { BeliefRecord } from '../../src/cli/harness/history-format.js';
 import { violationLines } from '../../src/cli/harness/violation-lines.js';
+import { sleep } from './expect-error.js';
 
 /** A time a holder believed it held `resource` with `token`, on one monotonic clock. */
 export interface Tenure {
@@ -45,4 +47,57 @@ export function checkTenures(tenures: readonly Tenure[]): Verdict {
 /** Overlapping tenures of one resource, and tokens that do not rise with each new tenure. */
 export function violations(tenures: readonly Tenure[]): string[] {
   return checkTenures(tenures).violations;
+}
+
+/** Workers contending for resources, each tenure recorded; `stop` ends them. */
+export interface Contenders {
+  /** Ends the workers once their current tenure is over; answers how many acquires failed. */
+  stop(): Promise<{ failures: number }>;
+}
+
+/**
+ * One worker per owner, on its own `clientFor(owner)`: it tries random `resources`, holds each one
+ * it gets for 30–180 ms (its tenure ends there, or at the lease's deadline if earlier), releases it
+ * and records the tenure in `tenures`, until `stop`. A failed acquire (the store unreachable for a
+ * moment) is counted and tried again.
+ */
+export function contend(
+  owners: readonly string[],
+  clientFor: (owner: string) => Promise<LeaseClient>,
+  resources: readonly string[],
+  tenures: Tenure[],
+): Contenders {
+  let running = true;
+  let failures = 0;
+  const worker = async (owner: string): Promise<void> => {
+    const c = await clientFor(owner);
+    while (running) {
+      const resource = resources[Math.floor(Math.random() * resources.length)]!;
+      let held: HeldLease | null;
+      try {
+        held = await c.tryAcquire(resource);
+      } catch {
+        failures++;
+        await sleep(50);
+        continue;
+      }
+      if (!held) {
+        await sleep(10);
+        continue;
+      }
+      const start = performance.now();
+      await sleep(30 + Math.random() * 150);
+      const end = Math.min(performance.now(), held.validUntil);
+      tenures.push({ resource, owner, token: held.token, start, end });
+      await held.release().catch(() => {}); // a failed release lapses at its TTL
+    }
+  };
+  const workers = owners.map(worker);
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(workers);
+      return { failures };
+    },
+  };
 }

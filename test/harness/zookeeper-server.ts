@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { freePort, serverFolder } from '../../src/cli/harness/servers/process-tree.js';
+import { startOnFreePort } from '../../src/cli/harness/servers/start-on-free-port.js';
 import {
   PrivateZookeeper,
   type ZookeeperConfigOptions,
@@ -19,24 +20,16 @@ export class ZookeeperServer extends PrivateZookeeper {
    * per test file.
    */
   static async start(options: ZookeeperConfigOptions = {}): Promise<ZookeeperServer> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const clientPort = await freePort();
-      const server = new ZookeeperServer(serverFolder('leasehold-zk-'), {
-        ...options,
-        clientPort,
-        watchdog: false,
-        detached: false,
-      });
-      try {
-        await server.launch();
-        return server;
-      } catch (error) {
-        lastError = error; // most likely a port taken between choosing and binding it
-        await server.stop();
-      }
-    }
-    throw lastError;
+    return startOnFreePort(
+      (clientPort) =>
+        new ZookeeperServer(serverFolder('leasehold-zk-'), {
+          ...options,
+          clientPort,
+          watchdog: false,
+          detached: false,
+        }),
+      { start: (server) => server.launch(), discard: (server) => server.stop() },
+    );
   }
 
   /** Starts the JVM; with `wait`, until it serves clients (`srvr` reports a mode). */
@@ -65,30 +58,26 @@ export class ZookeeperEnsemble {
   ) {}
 
   static async start(size = 3, options: ZookeeperConfigOptions = {}): Promise<ZookeeperEnsemble> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const ensemble = await ZookeeperEnsemble.create(size, options);
-      try {
+    return startOnFreePort((clientPort) => ZookeeperEnsemble.create(size, options, clientPort), {
+      start: async (ensemble) => {
         await Promise.all(ensemble.members.map((m) => m.launch(false)));
         await Promise.all(ensemble.members.map((m) => m.serving(30_000)));
-        return ensemble;
-      } catch (error) {
-        lastError = error;
-        await ensemble.stop();
-      }
-    }
-    throw lastError;
+      },
+      discard: (ensemble) => ensemble.stop(),
+    });
   }
 
+  /** The members, unstarted, the first on `clientPort` and every other port probed here. */
   private static async create(
     size: number,
     options: ZookeeperConfigOptions,
+    clientPort: number,
   ): Promise<ZookeeperEnsemble> {
     const dir = tempDir('leasehold-zk-ensemble-');
     const ports: { client: number; quorum: number; election: number }[] = [];
     for (let i = 0; i < size; i++) {
       ports.push({
-        client: await freePort(),
+        client: i === 0 ? clientPort : await freePort(),
         quorum: await freePort(),
         election: await freePort(),
       });

@@ -113,23 +113,6 @@ describeServer('DynamoDB lease data', dynaliteUnavailable(), () => {
       expect((await store.get(lease.resource))?.data).toBe(utf8Of(LIMITS.dataMaxBytes));
   });
 
-  it('a value of exactly LIMITS.dataMaxBytes round-trips, as multi-byte UTF-8 and as bytes', async () => {
-    const text = utf8Of(LIMITS.dataMaxBytes);
-    expect(Buffer.byteLength(text)).toBe(LIMITS.dataMaxBytes);
-    const bytes = new Uint8Array(LIMITS.dataMaxBytes).map((_, i) => (i * 7) % 256);
-    const lease = (await store.tryAcquire('limit', 'a', 60_000))!;
-    expect(await store.writeData(lease, text)).toBe(true);
-    expect((await store.get('limit'))?.data).toBe(text);
-    expect((await store.list({ prefix: 'limit' }))[0]?.data).toBe(text);
-    expect(await store.release(lease, bytes)).toBe(true);
-    const next = (await store.tryAcquire('limit', 'b', 60_000))!;
-    expect(next.data).toBeInstanceOf(Uint8Array);
-    expect(next.data).toEqual(bytes);
-    const renewed = (await store.renew(next, undefined, ''))!;
-    expect(renewed.data).toBe('');
-    expect((await store.get('limit'))?.data).toBe('');
-  });
-
   it("a paused ex-holder's late write after a takeover is refused by the condition", async () => {
     const old = (await store.tryAcquire('paused', 'a', shortTtl))!;
     await store.writeData(old, 'a1');

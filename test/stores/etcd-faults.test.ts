@@ -3,7 +3,7 @@ import { LeaseClient, openStore, type HeldLease, type LeaseStore } from '../../s
 import { EtcdCluster, etcdUnavailable, type EtcdMember } from '../harness/etcd-server.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
-import { violations, type Tenure } from '../harness/tenures.js';
+import { contend, violations, type Tenure } from '../harness/tenures.js';
 import { sleep } from '../harness/expect-error.js';
 
 /** The member the others follow, from etcd's maintenance status (its JSON gateway). */
@@ -57,33 +57,12 @@ describeServer('etcd store under faults', etcdUnavailable(), () => {
     }
     const holdStart = performance.now();
 
-    let running = true;
-    let failures = 0;
-    const worker = async (owner: string): Promise<void> => {
-      const c = client(await store(etcd), owner, ttl);
-      const targets = [...hot, ...long];
-      while (running) {
-        const resource = targets[Math.floor(Math.random() * targets.length)]!;
-        let held: HeldLease | null;
-        try {
-          held = await c.tryAcquire(resource);
-        } catch {
-          failures++; // the store was unreachable for a moment: try again
-          await sleep(50);
-          continue;
-        }
-        if (!held) {
-          await sleep(10);
-          continue;
-        }
-        const start = performance.now();
-        await sleep(30 + Math.random() * 150);
-        const end = Math.min(performance.now(), held.validUntil);
-        tenures.push({ resource, owner, token: held.token, start, end });
-        await held.release().catch(() => {}); // a failed release lapses at its TTL
-      }
-    };
-    const workers = ['w0', 'w1', 'w2', 'w3'].map(worker);
+    const workers = contend(
+      ['w0', 'w1', 'w2', 'w3'],
+      async (owner) => client(await store(etcd), owner, ttl),
+      [...hot, ...long],
+      tenures,
+    );
 
     await sleep(1500);
     const leader = await leaderOf(etcd);
@@ -97,8 +76,7 @@ describeServer('etcd store under faults', etcdUnavailable(), () => {
       () => tenures.filter((t) => t.start > killedAt).length >= 5,
       15_000,
     );
-    running = false;
-    await Promise.all(workers);
+    const { failures } = await workers.stop();
 
     const holdEnd = performance.now();
     for (const held of holders) {

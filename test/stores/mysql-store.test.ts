@@ -6,7 +6,6 @@ import {
   type AcquireOutcome,
   type Lease,
   type LeaseStore,
-  type ListOptions,
 } from '../../src/index.js';
 import { MysqlStore } from '../../src/stores/mysql/index.js';
 import { BATCH_ROWS } from '../../src/stores/mysql/mysql-store.js';
@@ -20,6 +19,7 @@ import {
 import { describeServer } from '../harness/describe-server.js';
 import { rejection } from '../harness/expect-error.js';
 import { recordCommands, statementCounters } from '../harness/mysql-commands.js';
+import { sqlBatchRaces } from './sql-batch-races.js';
 
 const unavailable = mariadbUnavailable();
 
@@ -481,96 +481,7 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     expect(listed.filter((r) => r.owner === 'a' && r.expiresAt > 0)).toHaveLength(999);
   });
 
-  it("batches racing the holder's renewMany and releaseMany never deadlock with them", async () => {
-    const store = await open();
-    const names = Array.from({ length: 400 }, (_, i) => `rr/${String(i).padStart(3, '0')}`);
-    const leases: Lease[] = [];
-    for (const name of shuffled(names, 7))
-      leases.push((await store.tryAcquire(name, 'a', 60_000))!);
-    for (let round = 0; round < 10; round++) {
-      const [renewed, b, c] = await Promise.all([
-        store.renewMany(shuffled(leases, round), 60_000),
-        store.acquireMany(names, 'b', 60_000),
-        store.acquireMany(shuffled(names, round + 100), 'c', 60_000),
-      ]);
-      expect(renewed.filter((lease) => lease === null)).toEqual([]);
-      for (const outcomes of [b, c])
-        expect(outcomes.filter((o) => o.lease || o.holder?.owner !== 'a')).toEqual([]);
-    }
-    const [released, after] = await Promise.all([
-      store.releaseMany(shuffled(leases, 3)),
-      store.acquireMany(shuffled(names, 4), 'b', 60_000),
-    ]);
-    expect(released).toEqual(leases.map(() => true));
-    for (const o of after) {
-      const record = (await store.get(o.resource))!;
-      expect(record.owner).toBe(o.lease ? 'b' : '');
-    }
-  });
-
-  it('racing batches over new and free rows in different orders never deadlock', async () => {
-    const store = await open();
-    const names = Array.from({ length: 400 }, (_, i) => `dl/${String(i).padStart(3, '0')}`);
-    const held = await store.acquireMany(
-      names.filter((_, i) => i % 2 === 1),
-      'setup',
-      60_000,
-    );
-    await store.releaseMany(held.map((o) => o.lease!));
-    for (let round = 1; round <= 5; round++) {
-      const orders = [0, 1, 2, 3].map((k) => shuffled(names, round * 10 + k));
-      const results = await Promise.all(
-        orders.map((o, k) => store.acquireMany(o, `w${k}`, 60_000)),
-      );
-      const winners = new Map<string, number>();
-      for (const outcomes of results)
-        for (const o of outcomes) if (o.lease) winners.set(o.resource, o.lease.token);
-      expect(winners.size).toBe(names.length);
-      expect(results.flat().filter((o) => o.lease)).toHaveLength(names.length);
-      for (const [i, name] of names.entries())
-        expect([name, winners.get(name)]).toEqual([name, round + (i % 2)]);
-      const leases = results.flat().flatMap((o) => (o.lease ? [o.lease] : []));
-      expect(await store.releaseMany(leases)).toEqual(leases.map(() => true));
-    }
-  });
-
-  it('takes the largest batch allowed: 10,000 names of 512 bytes', async () => {
-    const store = await open();
-    const names = Array.from(
-      { length: 10_000 },
-      (_, i) => 'é'.repeat(253) + String(i).padStart(6, '0'),
-    );
-    expect(names.map((n) => Buffer.byteLength(n))).toEqual(names.map(() => 512));
-    const outcomes = await store.acquireMany(names, 'o'.repeat(256), 60_000);
-    expect(outcomes.filter((o) => o.lease?.token === 1)).toHaveLength(10_000);
-    expect(await store.get(names[9999]!)).toMatchObject({ resource: names[9999], token: 1 });
-  });
-
-  it('batches any names exactly and pages in code-point order', async () => {
-    const store = await open();
-    const odd = [
-      'NULL',
-      'a,b',
-      '[x]',
-      '"q"',
-      'back\\slash',
-      ' sp ',
-      "it's",
-      '\u{10FFFF}',
-      'ctl\tnew\nline\u0001',
-    ];
-    const granted = await store.acquireMany(odd, 'a', 60_000);
-    expect(granted.map((o) => o.lease?.resource)).toEqual(odd);
-    for (const name of odd)
-      expect(await store.get(name)).toMatchObject({ resource: name, token: 1 });
-    await store.acquireMany(['p/Z', 'p/a', 'p/é', 'p/😀'], 'a', 60_000);
-    const page = async (options: ListOptions): Promise<string[]> =>
-      (await store.list(options)).map((r) => r.resource);
-    expect(await page({ prefix: 'p/', after: 'p/Z' })).toEqual(['p/a', 'p/é', 'p/😀']);
-    expect(await page({ prefix: 'p/', after: 'p/é', limit: 1 })).toEqual(['p/😀']);
-    expect(await page({ prefix: 'p/', after: 'a' })).toEqual(['p/Z', 'p/a', 'p/é', 'p/😀']);
-    expect(await page({ after: 'p/😀' })).toEqual(['\u{10FFFF}']);
-  });
+  sqlBatchRaces(() => open());
 
   it('creates its table once under concurrent first use and records the schema version', async () => {
     const table = freshNamespace();
@@ -592,15 +503,3 @@ describeServer('MySQL store (MariaDB)', unavailable, () => {
     expect(error.message).toContain('schema version 99');
   });
 });
-
-/** `items` in an order fixed by `seed`. */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}

@@ -9,6 +9,7 @@ import { describeServer } from '../harness/describe-server.js';
 import { rejection } from '../harness/expect-error.js';
 import { countingPool } from '../harness/pg-counting-pool.js';
 import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.js';
+import { shuffled } from '../harness/shuffled.js';
 import { waitFor } from '../harness/processes.js';
 
 const unavailable = postgresUnavailable();
@@ -301,32 +302,6 @@ describeServer('PostgresStore acquireAll / acquireFirst', unavailable, () => {
     expect(group[0]!.expiresAt).toBeLessThanOrEqual(t1 + 10_000);
   });
 
-  it('keeps tokens rising per record across group grants, single grants, releases and expiry', async () => {
-    const store = await open(freshNamespace());
-    const names = permitResources('tok', 3);
-    const last = new Map<string, number>();
-    const saw = (lease: Lease): void => {
-      expect(lease.token, lease.resource).toBeGreaterThan(last.get(lease.resource) ?? 0);
-      last.set(lease.resource, lease.token);
-    };
-    for (let round = 0; round < 3; round++) {
-      const group = (await store.acquireAll(names, 'a', 5000))!;
-      group.forEach(saw);
-      await store.releaseMany(group);
-      const single = (await store.tryAcquire(names[1]!, 'b', 5000))!;
-      saw(single);
-      await store.release(single);
-      const first = (await store.acquireFirst(names, 'c', 100))!;
-      saw(first);
-      // Lapsed, not released: taken over by the next group.
-      await new Promise((resolve) => setTimeout(resolve, 160));
-      const again = (await store.acquireAll([...names].reverse(), 'd', 5000))!;
-      again.forEach(saw);
-      await store.releaseMany(again);
-    }
-    for (const name of names) expect((await store.get(name))!.token).toBe(last.get(name));
-  });
-
   it('groups racing over crossing sets on several connections never share a member or deadlock', async () => {
     const table = freshNamespace();
     const handles = await Promise.all([0, 1, 2, 3].map(() => open(table, 2)));
@@ -429,16 +404,4 @@ describeServer('PostgresStore acquireAll / acquireFirst', unavailable, () => {
 
 function pick({ resource, owner, token, expiresAt }: Lease) {
   return { resource, owner, token, expiresAt };
-}
-
-/** `items` in an order fixed by `seed`. */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed + 1;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }

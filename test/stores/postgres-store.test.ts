@@ -6,10 +6,8 @@ import {
   type AcquireOutcome,
   type Lease,
   type LeaseStore,
-  type ListOptions,
 } from '../../src/index.js';
-import { PostgresStore, type PgPool } from '../../src/stores/postgres/index.js';
-import type { PgPoolClient } from '../../src/stores/postgres/postgres-driver.js';
+import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { statements } from '../../src/stores/postgres/postgres-ops.js';
 import { BATCH_ROWS } from '../../src/stores/postgres/postgres-store.js';
 import { freshNamespace } from '../conformance/factory.js';
@@ -17,6 +15,9 @@ import { PostgresServer, postgresUnavailable } from '../harness/postgres-server.
 import { freePort } from '../harness/ports.js';
 import { waitFor } from '../harness/processes.js';
 import { describeServer } from '../harness/describe-server.js';
+import { countingPool } from '../harness/pg-counting-pool.js';
+import { shuffled } from '../harness/shuffled.js';
+import { sqlBatchRaces } from './sql-batch-races.js';
 
 const unavailable = postgresUnavailable();
 
@@ -53,43 +54,8 @@ describeServer('PostgresStore', unavailable, () => {
     throw new Error('no statement started waiting for a lock');
   }
 
-  /** A pool that counts statements sent and ReadyForQuery messages received (one per round trip). */
-  function countingPool(): { pool: PgPool; statements: () => number; roundTrips: () => number } {
-    const inner = new pg.Pool({ connectionString: server.url, max: 4 });
-    let sent = 0;
-    let ready = 0;
-    const wrapped = new WeakSet<object>();
-    inner.on('connect', (client) => {
-      const connection = (client as unknown as { connection: pg.Connection }).connection;
-      connection.on('readyForQuery', () => ready++);
-    });
-    const pool: PgPool = {
-      query: (config) => {
-        sent++;
-        return inner.query(config);
-      },
-      // The store's statements go through checked-out connections: count on each, once.
-      connect: async () => {
-        const client = await inner.connect();
-        if (!wrapped.has(client)) {
-          wrapped.add(client);
-          const query = client.query.bind(client) as PgPoolClient['query'];
-          Object.assign(client, {
-            query: (config: Parameters<PgPoolClient['query']>[0]) => {
-              sent++;
-              return query(config);
-            },
-          });
-        }
-        return client as unknown as PgPoolClient;
-      },
-      end: () => inner.end(),
-    };
-    return { pool, statements: () => sent, roundTrips: () => ready };
-  }
-
   it('does every operation, batches of 1,000 included, in one statement and one round trip', async () => {
-    const counted = countingPool();
+    const counted = countingPool(server.url);
     const table = freshNamespace();
     const store = track(new PostgresStore(counted.pool, { table }));
     await store.init();
@@ -129,7 +95,7 @@ describeServer('PostgresStore', unavailable, () => {
   });
 
   it('renews and releases more than BATCH_ROWS leases as consecutive statements, each lease answered', async () => {
-    const counted = countingPool();
+    const counted = countingPool(server.url);
     const store = track(new PostgresStore(counted.pool, { table: freshNamespace() }));
     await store.init();
     const names = Array.from({ length: BATCH_ROWS + 5 }, (_, i) => `big/${i}`);
@@ -155,7 +121,7 @@ describeServer('PostgresStore', unavailable, () => {
   });
 
   it('acquires 1,000 resources in one statement and one round trip, reporting each holder', async () => {
-    const counted = countingPool();
+    const counted = countingPool(server.url);
     const store = track(new PostgresStore(counted.pool, { table: freshNamespace() }));
     await store.init();
     const names = Array.from({ length: 1000 }, (_, i) => `rt/${String(i).padStart(4, '0')}`);
@@ -213,34 +179,7 @@ describeServer('PostgresStore', unavailable, () => {
     expect(held).toEqual({ resource: 'w/live', lease: null, holder: pick(live) });
   });
 
-  it("batches racing the holder's renewMany and releaseMany never deadlock with them", async () => {
-    const store = await open();
-    const names = Array.from({ length: 400 }, (_, i) => `rr/${String(i).padStart(3, '0')}`);
-    // Taken one by one in a random order, so the table's physical order is not name order.
-    const leases: Lease[] = [];
-    for (const name of shuffled(names, 7))
-      leases.push((await store.tryAcquire(name, 'a', 60_000))!);
-    for (let round = 0; round < 10; round++) {
-      const [renewed, b, c] = await Promise.all([
-        store.renewMany(shuffled(leases, round), 60_000),
-        store.acquireMany(names, 'b', 60_000),
-        store.acquireMany(shuffled(names, round + 100), 'c', 60_000),
-      ]);
-      expect(renewed.filter((lease) => lease === null)).toEqual([]);
-      for (const outcomes of [b, c])
-        expect(outcomes.filter((o) => o.lease || o.holder?.owner !== 'a')).toEqual([]);
-    }
-    const [released, after] = await Promise.all([
-      store.releaseMany(shuffled(leases, 3)),
-      store.acquireMany(shuffled(names, 4), 'b', 60_000),
-    ]);
-    expect(released).toEqual(leases.map(() => true));
-    // Each name went to b or stayed a's until its release: never both, never lost.
-    for (const o of after) {
-      const record = (await store.get(o.resource))!;
-      expect(record.owner).toBe(o.lease ? 'b' : '');
-    }
-  });
+  sqlBatchRaces(() => open());
 
   it('renewMany and releaseMany of overlapping leases, small and large, in any order never deadlock', async () => {
     const store = await open();
@@ -290,70 +229,6 @@ describeServer('PostgresStore', unavailable, () => {
     expect(meta.rows).toEqual([{ value: '3' }]);
     const wait = await admin.query(`SELECT count(*)::int AS n FROM "${table}_wait"`);
     expect(wait.rows).toEqual([{ n: 0 }]);
-  });
-
-  it('racing batches over new and free rows in different orders never deadlock', async () => {
-    const store = await open();
-    const names = Array.from({ length: 400 }, (_, i) => `dl/${String(i).padStart(3, '0')}`);
-    const held = await store.acquireMany(
-      names.filter((_, i) => i % 2 === 1),
-      'setup',
-      60_000,
-    );
-    await store.releaseMany(held.map((o) => o.lease!));
-    for (let round = 1; round <= 5; round++) {
-      const orders = [0, 1, 2, 3].map((k) => shuffled(names, round * 10 + k));
-      const results = await Promise.all(
-        orders.map((o, k) => store.acquireMany(o, `w${k}`, 60_000)),
-      );
-      const winners = new Map<string, number>();
-      for (const outcomes of results)
-        for (const o of outcomes) if (o.lease) winners.set(o.resource, o.lease.token);
-      expect(winners.size).toBe(names.length);
-      expect(results.flat().filter((o) => o.lease)).toHaveLength(names.length);
-      for (const [i, name] of names.entries())
-        expect([name, winners.get(name)]).toEqual([name, round + (i % 2)]);
-      const leases = results.flat().flatMap((o) => (o.lease ? [o.lease] : []));
-      expect(await store.releaseMany(leases)).toEqual(leases.map(() => true));
-    }
-  });
-
-  it('takes the largest batch allowed: 10,000 names of 512 bytes', async () => {
-    const store = await open();
-    const names = Array.from(
-      { length: 10_000 },
-      (_, i) => 'é'.repeat(253) + String(i).padStart(6, '0'),
-    );
-    expect(names.map((n) => Buffer.byteLength(n))).toEqual(names.map(() => 512));
-    const outcomes = await store.acquireMany(names, 'o'.repeat(256), 60_000);
-    expect(outcomes.filter((o) => o.lease?.token === 1)).toHaveLength(10_000);
-    expect(await store.get(names[9999]!)).toMatchObject({ resource: names[9999], token: 1 });
-  });
-
-  it('batches any names exactly and pages in code-point order, not the default collation', async () => {
-    const store = await open();
-    const odd = [
-      'NULL',
-      'a,b',
-      '{x}',
-      '"q"',
-      'back\\slash',
-      ' sp ',
-      "it's",
-      '\u{10FFFF}',
-      'ctl\tnew\nline\u0001',
-    ];
-    const granted = await store.acquireMany(odd, 'a', 60_000);
-    expect(granted.map((o) => o.lease?.resource)).toEqual(odd);
-    for (const name of odd)
-      expect(await store.get(name)).toMatchObject({ resource: name, token: 1 });
-    await store.acquireMany(['p/Z', 'p/a', 'p/é', 'p/😀'], 'a', 60_000);
-    const page = async (options: ListOptions): Promise<string[]> =>
-      (await store.list(options)).map((r) => r.resource);
-    expect(await page({ prefix: 'p/', after: 'p/Z' })).toEqual(['p/a', 'p/é', 'p/😀']);
-    expect(await page({ prefix: 'p/', after: 'p/é', limit: 1 })).toEqual(['p/😀']);
-    expect(await page({ prefix: 'p/', after: 'a' })).toEqual(['p/Z', 'p/a', 'p/é', 'p/😀']);
-    expect(await page({ after: 'p/😀' })).toEqual(['{x}', '\u{10FFFF}']);
   });
 
   it('decides expiry on the server clock', async () => {
@@ -549,16 +424,4 @@ describeServer('PostgresStore', unavailable, () => {
 
 function pick({ resource, owner, token, expiresAt }: Lease) {
   return { resource, owner, token, expiresAt };
-}
-
-/** `items` in an order fixed by `seed`. */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }

@@ -7,6 +7,7 @@ import type { SqliteDatabase, SqliteStatement } from '../../src/stores/sqlite/sq
 import { ManualClock } from '../../src/testing/index.js';
 import { rejection } from '../harness/expect-error.js';
 import { tempDir } from '../harness/processes.js';
+import { shuffled } from '../harness/shuffled.js';
 
 // acquireAll and acquireFirst on SQLite: each one IMMEDIATE transaction run in one synchronous
 // step, deciding expiry on the caller's clock with the maxClockSkewMs allowance, as tryAcquire.
@@ -264,32 +265,6 @@ describe('SqliteStore.acquireFirst', () => {
 });
 
 describe('SqliteStore groups and permits over time and across connections', () => {
-  it('keeps tokens rising per record across group grants, single grants, releases and expiry', async () => {
-    const clock = new ManualClock();
-    const store = await open(freshFile(), { clock, maxClockSkewMs: 10 });
-    const names = permitResources('tok', 3);
-    const last = new Map<string, number>();
-    const saw = (lease: Lease): void => {
-      expect(lease.token, lease.resource).toBeGreaterThan(last.get(lease.resource) ?? 0);
-      last.set(lease.resource, lease.token);
-    };
-    for (let round = 0; round < 3; round++) {
-      const group = (await store.acquireAll(names, 'a', 5000))!;
-      group.forEach(saw);
-      await store.releaseMany(group);
-      const single = (await store.tryAcquire(names[1]!, 'b', 5000))!;
-      saw(single);
-      await store.release(single);
-      saw((await store.acquireFirst(names, 'c', 1000))!);
-      // Lapsed, not released: taken over by the next group.
-      await clock.advance(1000 + 11);
-      const again = (await store.acquireAll([...names].reverse(), 'd', 5000))!;
-      again.forEach(saw);
-      await store.releaseMany(again);
-    }
-    for (const name of names) expect((await store.get(name))!.token).toBe(last.get(name));
-  });
-
   it('waits out another connection’s write lock without holding the event loop', async () => {
     const path = freshFile();
     const store = await open(path);
@@ -380,16 +355,4 @@ describe('SqliteStore groups and permits over time and across connections', () =
 
 function pick({ resource, owner, token, expiresAt }: Lease) {
   return { resource, owner, token, expiresAt };
-}
-
-/** `items` in an order fixed by `seed`. */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed + 1;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }

@@ -3,7 +3,7 @@ import { LeaseClient, type HeldLease, type LeaseStore } from '../../src/index.js
 import { parseStoreUrl } from '../../src/core/store-url.js';
 import { openZookeeper } from '../../src/stores/zookeeper/open.js';
 import { describeServer } from '../harness/describe-server.js';
-import { violations, type Tenure } from '../harness/tenures.js';
+import { contend, violations, type Tenure } from '../harness/tenures.js';
 import { sleep } from '../harness/expect-error.js';
 import { waitFor } from '../harness/processes.js';
 import { ZookeeperEnsemble, zookeeperUnavailable } from '../harness/zookeeper-server.js';
@@ -42,33 +42,13 @@ describeServer('zookeeper store on a three-server ensemble', zookeeperUnavailabl
     }
     const holdStart = performance.now();
 
-    let running = true;
-    let failures = 0;
-    const worker = async (owner: string): Promise<void> => {
-      const c = await client(owner, ttl);
-      const targets = [...hot, ...long];
-      while (running) {
-        const resource = targets[Math.floor(Math.random() * targets.length)]!;
-        let held: HeldLease | null;
-        try {
-          held = await c.tryAcquire(resource);
-        } catch {
-          failures++; // the ensemble was electing a leader or the connection moved: try again
-          await sleep(50);
-          continue;
-        }
-        if (!held) {
-          await sleep(10);
-          continue;
-        }
-        const start = performance.now();
-        await sleep(30 + Math.random() * 150);
-        const end = Math.min(performance.now(), held.validUntil);
-        tenures.push({ resource, owner, token: held.token, start, end });
-        await held.release().catch(() => {}); // a failed release lapses at its TTL
-      }
-    };
-    const workers = ['w0', 'w1', 'w2', 'w3'].map(worker);
+    // An acquire fails while the ensemble elects a leader or the connection moves: tried again.
+    const workers = contend(
+      ['w0', 'w1', 'w2', 'w3'],
+      (owner) => client(owner, ttl),
+      [...hot, ...long],
+      tenures,
+    );
 
     await sleep(1500);
     const leader = await ensemble.leader();
@@ -81,8 +61,7 @@ describeServer('zookeeper store on a three-server ensemble', zookeeperUnavailabl
       () => tenures.filter((t) => t.start > killedAt).length >= 5,
       20_000,
     );
-    running = false;
-    await Promise.all(workers);
+    const { failures } = await workers.stop();
 
     const holdEnd = performance.now();
     for (const held of holders) {

@@ -4,29 +4,32 @@ import { postgresBin, postgresUser, PrivatePostgres } from '../harness/servers/p
 import type { PrivateServer } from '../harness/servers/private-server.js';
 import { freePort, serverFolder } from '../harness/servers/process-tree.js';
 import { PrivateRedis, redisUnavailable } from '../harness/servers/redis-server.js';
+import { startOnFreePort } from '../harness/servers/start-on-free-port.js';
 
 export type { PrivateServer } from '../harness/servers/private-server.js';
+
+/** How verify makes a private server of one kind on a given port, not yet started. */
+type MakeServer = (port: number) => PrivateServer | Promise<PrivateServer>;
 
 /**
  * verify's private redis-server. The append-only file with `appendfsync always` keeps every
  * acknowledged record across `store-restart`: a Redis without persistence comes back empty after a
  * crash, its tokens start again from 1, and verify rightly reports that as unsafe.
  */
-async function privateRedis(): Promise<PrivateServer> {
+function privateRedis(): MakeServer {
   if (redisUnavailable())
     throw new CliFailure(
       '--store redis: redis-server is not installed (on Debian: apt-get install redis-server)',
       2,
     );
-  const port = await freePort();
-  return new PrivateRedis(serverFolder('leasehold-verify-redis-'), { port, aof: true });
+  return (port) => new PrivateRedis(serverFolder('leasehold-verify-redis-'), { port, aof: true });
 }
 
 /**
  * verify's private PostgreSQL: a fresh cluster (initdb, in `prepare`), trust authentication on
  * 127.0.0.1 only, `fsync=off`; as root it runs as the `postgres` user.
  */
-async function privatePostgres(): Promise<PrivateServer> {
+function privatePostgres(): MakeServer {
   if (!postgresBin())
     throw new CliFailure(
       '--store postgres: the PostgreSQL server (initdb, postgres) is not installed (on Debian: apt-get install postgresql)',
@@ -40,27 +43,28 @@ async function privatePostgres(): Promise<PrivateServer> {
       2,
     );
   }
-  const port = await freePort();
-  return new PrivatePostgres(serverFolder('leasehold-verify-postgres-'), { port });
+  return (port) => new PrivatePostgres(serverFolder('leasehold-verify-postgres-'), { port });
 }
 
 /**
  * verify's private one-member etcd. Its folder is on /dev/shm when there is one (etcd fsyncs every
  * write); a 10 ms heartbeat keeps its smallest lease TTL near 1.4 s.
  */
-async function privateEtcd(): Promise<PrivateServer> {
+function privateEtcd(): MakeServer {
   if (etcdUnavailable())
     throw new CliFailure(
       '--store etcd: etcd is not installed (on Debian: apt-get install etcd-server)',
       2,
     );
-  const [clientPort, peerPort] = [await freePort(), await freePort()];
-  const dir = serverFolder('leasehold-verify-etcd-', true);
-  return new PrivateEtcd(dir, { name: 'verify', clientPort, peerPort });
+  return async (clientPort) => {
+    const peerPort = await freePort();
+    const dir = serverFolder('leasehold-verify-etcd-', true);
+    return new PrivateEtcd(dir, { name: 'verify', clientPort, peerPort });
+  };
 }
 
-/** The stores verify can start a private server of, by scheme. */
-const KINDS: Record<string, () => Promise<PrivateServer>> = {
+/** The stores verify can start a private server of, by scheme: each checks it can, first. */
+const KINDS: Record<string, () => MakeServer> = {
   redis: privateRedis,
   postgres: privatePostgres,
   postgresql: privatePostgres,
@@ -96,25 +100,32 @@ export async function startPrivateServer(
   track: (server: PrivateServer | undefined) => void,
   interrupted: () => boolean,
 ): Promise<PrivateServer> {
-  const create = KINDS[scheme];
-  if (!create) throw new CliFailure(`--store ${scheme}: no private server of this kind`, 2);
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const server = await create();
-    track(server);
-    try {
-      await server.prepare();
-      await server.launch();
-      return server;
-    } catch (error) {
-      lastError = error;
-      await server.stop();
-      track(undefined);
-      if (interrupted()) break;
-    }
+  const kind = KINDS[scheme];
+  if (!kind) throw new CliFailure(`--store ${scheme}: no private server of this kind`, 2);
+  const make = kind();
+  try {
+    return await startOnFreePort(
+      async (port) => {
+        const server = await make(port);
+        track(server);
+        return server;
+      },
+      {
+        start: async (server) => {
+          await server.prepare();
+          await server.launch();
+        },
+        discard: async (server) => {
+          await server.stop();
+          track(undefined);
+        },
+        retryAfter: () => !interrupted(),
+      },
+    );
+  } catch (error) {
+    throw new CliFailure(
+      `could not start a private ${scheme} server: ${(error as Error).message}`,
+      2,
+    );
   }
-  throw new CliFailure(
-    `could not start a private ${scheme} server: ${(lastError as Error).message}`,
-    2,
-  );
 }

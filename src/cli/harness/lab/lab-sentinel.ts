@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { onPath } from '../servers/process-tree.js';
 import { PrivateRedis, PrivateSentinel, redisUnavailable } from '../servers/redis-server.js';
 import { until, untilReplicaSyncs } from './lab-replicated.js';
 import type { LabHost, NetLab } from './netlab.js';
@@ -17,7 +16,7 @@ const SENTINEL_PORT = 26379;
 
 /** Why the Sentinel setup cannot run here, or `null`. */
 export function sentinelUnavailable(): string | null {
-  return redisUnavailable() ?? (onPath('redis-cli') ? null : 'redis-cli not found on PATH');
+  return redisUnavailable({ cli: true });
 }
 
 /** Sentinels wait up to 1 s to reconnect: a shorter down-after could call a new primary down at once. */

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { cephConf } from './ceph-conf.js';
 import { freePort, serverFolder } from './process-tree.js';
 import { PrivateServer, type ServerCommand } from './private-server.js';
+import { startOnFreePort } from './start-on-free-port.js';
 
 const run = promisify(execFile);
 
@@ -112,25 +113,19 @@ export class PrivateCeph {
         for (const ceph of live) ceph.killNow();
       });
     }
-    let lastError: unknown;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      const ceph = await PrivateCeph.create(user);
-      live.add(ceph);
-      try {
-        await ceph.bootstrap();
+    return startOnFreePort(
+      async (monPort) => {
+        const ceph = await PrivateCeph.create(user, monPort);
+        live.add(ceph);
         return ceph;
-      } catch (error) {
-        lastError = error;
-        await ceph.stop();
-      }
-    }
-    throw lastError;
+      },
+      { start: (ceph) => ceph.bootstrap(), discard: (ceph) => ceph.stop(), attempts },
+    );
   }
 
-  private static async create(user: CephS3User): Promise<PrivateCeph> {
+  private static async create(user: CephS3User, monPort: number): Promise<PrivateCeph> {
     const dir = serverFolder('leasehold-ceph-');
     for (const sub of ['mon', 'osd0', 'run', 'log', 'rgw', 'crash']) mkdirSync(join(dir, sub));
-    const monPort = await freePort();
     let rgwPort = await freePort();
     while (rgwPort === monPort) rgwPort = await freePort();
     const conf = join(dir, 'ceph.conf');

@@ -20,9 +20,14 @@ export interface PrivateRedisOptions extends PrivateServerOptions {
   readonly args?: readonly string[];
 }
 
-/** Why `redis-server` cannot run here, or `null` when it can. */
-export function redisUnavailable(): string | null {
-  return onPath('redis-server') ? null : 'redis-server not found on PATH';
+/**
+ * Why `redis-server` cannot run here, or `null` when it can; with `cli`, `redis-cli` too (for a
+ * caller that sends the servers commands with it).
+ */
+export function redisUnavailable({ cli = false }: { cli?: boolean } = {}): string | null {
+  for (const program of cli ? ['redis-server', 'redis-cli'] : ['redis-server'])
+    if (!onPath(program)) return `${program} not found on PATH`;
+  return null;
 }
 
 /**
