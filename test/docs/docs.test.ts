@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LIMITS } from '../../src/index.js';
+import { declaredCapabilities, literal, STORE_SOURCES } from './capabilities.js';
 import { markdownFiles, readPage, ROOT, slugs, treatment, type Language } from './markdown.js';
+import { run } from './processes.js';
 import { inParallel, typeErrors, writeRunnable, writeTypeCheckProject } from './programs.js';
 import {
   commandsOf,
@@ -38,27 +38,6 @@ const scratch: string[] = [];
 afterAll(() => {
   for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
 });
-
-/** Runs a program to its end; rejects with everything it printed when it fails. */
-function run(
-  file: string,
-  args: readonly string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeout: number },
-): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((done, fail) => {
-    execFile(
-      file,
-      args,
-      { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, timeout: options.timeout },
-      (error, stdout, stderr) => {
-        if (!error) return done({ stdout, stderr });
-        // The message is "Command failed: …" and what the program wrote on stderr.
-        const killed = error.killed ? `killed after ${options.timeout} ms: ` : '';
-        fail(new Error(`${killed}${error.message}\n${stdout}`));
-      },
-    );
-  });
-}
 
 // ---------------------------------------------------------------------------- (a) links
 
@@ -262,41 +241,6 @@ ${block.text}
 });
 
 // ---------------------------------------------------------------------------- capabilities
-
-/** The stores of the capabilities table and the file that declares each one's capabilities. */
-const STORE_SOURCES: Record<string, string> = {
-  SQLite: 'sqlite/sqlite-store.ts',
-  PostgreSQL: 'postgres/postgres-store.ts',
-  'MySQL / MariaDB': 'mysql/mysql-store.ts',
-  Redis: 'redis/redis-store.ts',
-  etcd: 'etcd/etcd-store.ts',
-  DynamoDB: 'dynamodb/dynamodb-store.ts',
-  'NATS JetStream KV': 'nats/nats-store.ts',
-  ZooKeeper: 'zookeeper/zookeeper-store.ts',
-  S3: 's3/s3-store.ts',
-  memory: 'memory/memory-store.ts',
-};
-
-/** `key: expression` of a store's `capabilities = Object.freeze({ … })`, comments left out. */
-function declaredCapabilities(source: string): Map<string, string> {
-  const body = /capabilities(?::[^=]*)?\s*=\s*Object\.freeze\(\{([\s\S]*?)\}\)/.exec(source);
-  if (!body) throw new Error('no capabilities = Object.freeze({ … }) found');
-  const declared = new Map<string, string>();
-  for (const line of body[1]!.split('\n')) {
-    const entry = /^\s*(\w+):\s*(.+?),?\s*$/.exec(line.replace(/\/\/.*$/, ''));
-    if (entry) declared.set(entry[1]!, entry[2]!);
-  }
-  return declared;
-}
-
-/** What a literal expression says, as the table writes it; `undefined` for anything computed. */
-function literal(expression: string | undefined): string | undefined {
-  if (expression === undefined) return '—';
-  if (expression === 'LIMITS.groupMaxSize') return String(LIMITS.groupMaxSize);
-  if (/^'[^']*'$/.test(expression)) return expression.slice(1, -1);
-  if (/^(true|false|\d+)$/.test(expression)) return expression;
-  return undefined;
-}
 
 describe('stores', () => {
   it('the capabilities table says what each store declares', () => {
