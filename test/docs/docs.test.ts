@@ -3,17 +3,28 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { declaredCapabilities, literal, STORE_SOURCES } from './capabilities.js';
-import { markdownFiles, readPage, ROOT, slugs, treatment, type Language } from './markdown.js';
+import { markdownFiles, readPage, ROOT, slugs, treatment } from './markdown.js';
+import type { CodeBlock, Language } from './markdown.js';
 import { run } from './processes.js';
-import { inParallel, typeErrors, writeRunnable, writeTypeCheckProject } from './programs.js';
 import {
-  commandsOf,
+  inParallel,
+  typeErrors,
+  writeModule,
+  writeRunner,
+  writeTypeCheckProject,
+} from './programs.js';
+import { costlyNamesIn } from './reader-globals.js';
+import {
   dryParse,
   leaseholdCommands,
   npmCommands,
   npmProblem,
   registrations,
+  runProblems,
+  shellLines,
+  untilStoppedScript,
 } from './shell.js';
+import { stopProgram, stopShellLine } from './stopping.js';
 
 // The Markdown a newcomer reads is checked like code: its links lead somewhere, every code block
 // in it is checked by its language and runs here when it can, the stores' capabilities table says
@@ -22,11 +33,15 @@ import {
 // Code blocks: ts (typescript) and js (javascript) blocks type-check against the package's source
 // and run to their end, exit 0, on a SQLite file in a temporary folder; sh (bash, shell, console)
 // blocks have their `leasehold` commands parsed by the CLI's own definitions and their npm lines
-// checked against package.json, and run the same way. A block in another language fails. Markers,
-// on the last non-blank line before a block, say why it does less:
-//   <!-- not-run: why -->      it needs a server or a package leasehold does not install, installs
-//                              something, or does not end by itself: checked, not run
-//   <!-- not-checked: why -->  a ts or js block that is a fragment on purpose: not checked at all
+// checked against package.json, and run the same way. A block in another language fails. Markers, on the last non-blank line before a block, say how it
+// runs instead, or why it does less:
+//   <!-- run-until-stopped: why -->  it does not end by itself: it runs a while on the SQLite
+//                                    file, gets SIGTERM (a shell block: each line, to its process
+//                                    group), and must end soon after, cleanly, no lease left held
+//   <!-- not-run: why -->            it needs a server or a package the test does not have,
+//                                    installs something, or runs for long: checked, not run
+//   <!-- not-checked: why -->        a ts or js block that is a fragment on purpose: not checked
+// A block marked run-until-stopped that ends by itself fails.
 // The run uses dist/ (`npm test` builds it first).
 
 const MAIN = join(ROOT, 'dist/cli/main.js');
@@ -38,6 +53,21 @@ const scratch: string[] = [];
 afterAll(() => {
   for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
 });
+
+/**
+ * A fresh folder, removed after the file: in the package for modules (so their `leasehold` is the
+ * package), else in the system's temporary folder.
+ */
+function scratchDir(inPackage: boolean): string {
+  if (inPackage) mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+  const dir = mkdtempSync(
+    inPackage ? join(ROOT, '.tmp', 'docs-run-') : join(tmpdir(), 'leasehold-docs-'),
+  );
+  scratch.push(dir);
+  return dir;
+}
+
+const at = (block: CodeBlock): string => `${block.file}:${block.line}`;
 
 // ---------------------------------------------------------------------------- (a) links
 
@@ -87,31 +117,38 @@ const classified = pages
     }
   });
 const blocks = classified.flatMap((c) => ('error' in c ? [] : [c]));
+type Block = (typeof blocks)[number];
+
+/** Blocks that run to their end on a SQLite file, or until stopped. */
+const toEnd = (b: Block): boolean => b.treatment === 'run' && !b.untilStopped;
+const untilStopped = (b: Block): boolean => b.treatment === 'run' && b.untilStopped;
 
 describe('code blocks', () => {
   it('every block is in a language the test checks, with a marker it knows', () => {
     expect(classified.flatMap((c) => ('error' in c ? [c.error] : []))).toEqual([]);
-    const count = (language: Language, kind: string): number =>
-      blocks.filter((b) => b.language === language && b.treatment === kind).length;
+    const of = (language: Language): Block[] => blocks.filter((b) => b.language === language);
+    const count = (language: Language, test: (b: Block) => boolean): number =>
+      of(language).filter(test).length;
     const line = (language: Language): string =>
-      `${language} ${blocks.filter((b) => b.language === language).length} ` +
-      `(${count(language, 'run')} run, ${count(language, 'not-run')} ` +
+      `${language} ${of(language).length} (${count(language, (b) => b.treatment === 'run')} run: ` +
+      `${count(language, untilStopped)} until stopped; ` +
+      `${count(language, (b) => b.treatment === 'not-run')} ` +
       `${language === 'sh' ? 'parsed' : 'type-checked'} only` +
-      (language === 'sh' ? ')' : `, ${count(language, 'not-checked')} fragments not checked)`);
+      (language === 'sh'
+        ? ')'
+        : `, ${count(language, (b) => b.treatment === 'not-checked')} fragments not checked)`);
     console.log(`docs: ${blocks.length} code blocks: ${line('ts')}, ${line('js')}, ${line('sh')}`);
   });
 });
 
 // ---------------------------------------------------------------------------- (c) programs
 
-describe('TypeScript and JavaScript examples', () => {
-  const programs = blocks.filter((b) => b.language !== 'sh' && b.treatment !== 'not-checked');
+const programs = blocks.filter((b) => b.language !== 'sh' && b.treatment !== 'not-checked');
 
+describe('TypeScript and JavaScript examples', () => {
   it('type-check against the package source (one tsc run for all)', async () => {
     expect(programs.length).toBeGreaterThan(5);
-    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
-    const dir = mkdtempSync(join(ROOT, '.tmp', 'docs-ts-'));
-    scratch.push(dir);
+    const dir = scratchDir(true);
     const names = writeTypeCheckProject(dir, programs);
     const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
     const errors = await run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], {
@@ -123,37 +160,53 @@ describe('TypeScript and JavaScript examples', () => {
     expect(errors).toEqual([]);
   }, 180_000);
 
-  it('those not marked not-run run to their end on a SQLite file in a temporary folder', async () => {
+  it('those without a marker run to their end on a SQLite file in a temporary folder', async () => {
     expect(existsSync(join(ROOT, 'dist/index.js')), 'run `npm run build` first').toBe(true);
-    const runnable = programs.filter((p) => p.treatment === 'run');
+    const runnable = programs.filter(toEnd);
     expect(runnable.length).toBeGreaterThan(3);
-    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
-    const dir = mkdtempSync(join(ROOT, '.tmp', 'docs-run-'));
-    scratch.push(dir);
-    const modules = writeRunnable(dir, runnable);
+    const dir = scratchDir(true);
+    const runner = writeRunner(dir);
     const failed: string[] = [];
     await inParallel([...runnable.keys()], 2, async (i) => {
       const { block } = runnable[i]!;
-      const cwd = mkdtempSync(join(tmpdir(), 'leasehold-docs-'));
-      scratch.push(cwd);
+      const module = writeModule(dir, `run-${i}`, runnable[i]!);
+      const cwd = scratchDir(false);
       const env = { ...process.env, LEASEHOLD_STORE: `sqlite:${join(cwd, 'leasehold.db')}` };
-      await run(process.execPath, [join(dir, 'runner.mjs'), modules[i]!], {
+      await run(process.execPath, [runner, module, ...costlyNamesIn(block.text)], {
         cwd,
         env,
         timeout: 20_000,
-      }).catch((error: Error) => failed.push(`${block.file}:${block.line}: ${error.message}`));
+      }).catch((error: Error) => failed.push(`${at(block)}: ${error.message}`));
     });
     expect(failed).toEqual([]);
+  }, 120_000);
+
+  it('those marked run-until-stopped run until SIGTERM, then end cleanly and release every lease', async () => {
+    const runnable = programs.filter(untilStopped);
+    expect(runnable.length).toBeGreaterThan(0);
+    const dir = scratchDir(true);
+    const runner = writeRunner(dir);
+    const failed: string[] = [];
+    let held = 0;
+    await inParallel([...runnable.keys()], 2, async (i) => {
+      const { block } = runnable[i]!;
+      const module = writeModule(dir, `stop-${i}`, runnable[i]!);
+      const args = [module, ...costlyNamesIn(block.text), 'until-stopped'];
+      await stopProgram(runner, args, scratchDir(false)).then(
+        ({ heldWhenStopped, problems }) => {
+          held += heldWhenStopped;
+          if (problems.length > 0) failed.push(`${at(block)}: ${problems.join('\n')}`);
+        },
+        (error: Error) => failed.push(`${at(block)}: ${error.message}`),
+      );
+    });
+    expect(failed).toEqual([]);
+    // Else "no lease left held" would prove nothing.
+    expect(held, 'leases held by the examples when they were stopped').toBeGreaterThan(0);
   }, 120_000);
 });
 
 // ---------------------------------------------------------------------------- (d) commands
-
-/** Commands that end by themselves and touch nothing but the store they are given. */
-const RUNNABLE = new Set(['init', 'list', 'get', 'acquire', 'release', 'run', 'doctor', 'check']);
-
-/** Besides `leasehold`, what a block that runs may call. */
-const SHELL_RUNNABLE = new Set(['echo']);
 
 describe('shell examples', () => {
   const shell = blocks
@@ -162,7 +215,7 @@ describe('shell examples', () => {
 
   it('every block has a leasehold or npm command the test checks', () => {
     const empty = shell.filter((b) => b.commands.length + b.npm.length === 0);
-    expect(empty.map(({ block }) => `${block.file}:${block.line}`)).toEqual([]);
+    expect(empty.map(({ block }) => at(block))).toEqual([]);
     expect(shell.length).toBeGreaterThan(3);
   });
 
@@ -193,50 +246,52 @@ describe('shell examples', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('blocks not marked not-run run against a SQLite file in a temporary folder', async () => {
+  it('every block that runs runs only what the test can run as it is marked', () => {
+    expect(
+      shell.filter((b) => b.treatment === 'run').flatMap((b) => runProblems(b.block, b)),
+    ).toEqual([]);
+  });
+
+  it('blocks without a marker run against a SQLite file in a temporary folder', async () => {
     expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-    const runnable = shell.filter((b) => b.treatment === 'run');
+    const runnable = shell.filter(toEnd);
     for (const { block } of runnable) {
-      for (const { line, words } of commandsOf(block)) {
-        const where = `${block.file}:${line}`;
-        const leasehold =
-          words[0] === 'leasehold' || (words[0] === 'npx' && words[1] === 'leasehold');
-        expect(
-          leasehold || SHELL_RUNNABLE.has(words[0]!),
-          `${where}: "${words.join(' ')}" is not run by the docs test: mark the block <!-- not-run: why -->`,
-        ).toBe(true);
-        if (!leasehold) continue;
-        const args = words.slice(words.indexOf('leasehold') + 1);
-        const command = args.find((a) => !a.startsWith('-')) ?? '';
-        expect(
-          RUNNABLE.has(command) || args.includes('--help'),
-          `${where}: "leasehold ${command}" does not end by itself or needs more than a file: mark the block <!-- not-run: why -->`,
-        ).toBe(true);
-        const store = args[args.indexOf('--store') + 1];
-        expect(
-          !args.includes('--store') || store!.startsWith('sqlite:'),
-          `${where}: a server store needs <!-- not-run: needs … -->`,
-        ).toBe(true);
-      }
-      const dir = mkdtempSync(join(tmpdir(), 'leasehold-docs-'));
-      scratch.push(dir);
-      const script = `set -euo pipefail
-leasehold() { "$LEASEHOLD_NODE" "$LEASEHOLD_MAIN" "$@"; }
-npx() { if [ "$1" = leasehold ]; then shift; leasehold "$@"; else command npx "$@"; fi; }
-${block.text}
-`;
+      const dir = scratchDir(false);
       const env = {
         ...process.env,
         LEASEHOLD_NODE: process.execPath,
         LEASEHOLD_MAIN: MAIN,
         LEASEHOLD_STORE: `sqlite:${join(dir, 'leasehold.db')}`,
       };
+      const script = `set -euo pipefail
+leasehold() { "$LEASEHOLD_NODE" "$LEASEHOLD_MAIN" "$@"; }
+npx() { if [ "$1" = leasehold ]; then shift; leasehold "$@"; else command npx "$@"; fi; }
+${block.text}
+`;
       await expect(
         run('bash', ['-c', script], { cwd: dir, env, timeout: 60_000 }).then(() => 'ran'),
-        `${block.file}:${block.line}`,
+        at(block),
       ).resolves.toBe('ran');
     }
     expect(runnable.length).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('blocks marked run-until-stopped: each line runs until SIGTERM to its process group, then ends cleanly', async () => {
+    const lines = shell
+      .filter(untilStopped)
+      .flatMap(({ block }) => shellLines(block).map((line) => ({ block, ...line })));
+    expect(lines.length).toBeGreaterThan(0);
+    const env = { LEASEHOLD_NODE: process.execPath, LEASEHOLD_MAIN: MAIN };
+    const failed: string[] = [];
+    await inParallel(lines, 2, async ({ block, line, text }) => {
+      const { script, serves } = untilStoppedScript(text);
+      await stopShellLine(script, serves, scratchDir(false), env).then(
+        (problems) =>
+          problems.length > 0 && failed.push(`${block.file}:${line}: ${problems.join('\n')}`),
+        (error: Error) => failed.push(`${block.file}:${line}: ${error.message}`),
+      );
+    });
+    expect(failed).toEqual([]);
   }, 120_000);
 });
 

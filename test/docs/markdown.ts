@@ -57,7 +57,8 @@ export function readPage(file: string): Page {
         .slice(0, i)
         .reverse()
         .find((l) => l.trim() !== '');
-      const marker = before && /^<!--\s*(not-[a-z]+):?\s*(.*?)\s*-->$/.exec(before.trim());
+      const marker =
+        before && /^<!--\s*(not-[a-z]+|run-until-stopped)\b:?\s*(.*?)\s*-->$/.exec(before.trim());
       if (marker) block.marker = { kind: marker[1]!, reason: marker[2]! };
       open = { fence: fence[1]!, block, body: [] };
       return;
@@ -103,16 +104,24 @@ const LANGUAGES: Record<string, Language> = {
 };
 export type Language = 'ts' | 'js' | 'sh';
 
-/**
- * What the test does with a block: `run` it (after type-checking or parsing it), only check it
- * (`not-run`: type-check a program, parse a shell block's commands) or leave it (`not-checked`: a
- * program that is a fragment on purpose). The markers are the ones on the line before the block,
- * each with its reason; a language or a marker the test does not know fails.
- */
-export function treatment(block: CodeBlock): {
+/** What the test does with a block, from the marker before it. */
+export interface Treatment {
   language: Language;
+  /**
+   * `run` it (after type-checking or parsing it), only check it (`not-run`: type-check a program,
+   * parse a shell block's commands) or leave it (`not-checked`: a program that is a fragment on
+   * purpose).
+   */
   treatment: 'run' | 'not-run' | 'not-checked';
-} {
+  /** It runs until it is stopped (`<!-- run-until-stopped: why -->`): run a while, then SIGTERM. */
+  untilStopped: boolean;
+}
+
+/**
+ * What the test does with a block. The markers are the ones on the line before the block, each
+ * with its reason; a language or a marker the test does not know fails.
+ */
+export function treatment(block: CodeBlock): Treatment {
   const where = `${block.file}:${block.line}`;
   const language = LANGUAGES[block.lang];
   if (!language)
@@ -121,11 +130,19 @@ export function treatment(block: CodeBlock): {
         `(it knows ${Object.keys(LANGUAGES).join(', ')})`,
     );
   const marker = block.marker;
-  if (!marker) return { language, treatment: 'run' };
-  if (marker.kind !== 'not-checked' && marker.kind !== 'not-run')
-    throw new Error(`${where}: unknown marker <!-- ${marker.kind} -->`);
-  if (marker.reason === '') throw new Error(`${where}: <!-- ${marker.kind} --> needs a reason`);
-  if (marker.kind === 'not-checked' && language === 'sh')
-    throw new Error(`${where}: a shell block is always parsed: mark it <!-- not-run: why -->`);
-  return { language, treatment: marker.kind };
+  if (!marker) return { language, treatment: 'run', untilStopped: false };
+  const { kind, reason } = marker;
+  if (reason === '') throw new Error(`${where}: <!-- ${kind} --> needs a reason`);
+  switch (kind) {
+    case 'run-until-stopped':
+      return { language, treatment: 'run', untilStopped: true };
+    case 'not-run':
+      return { language, treatment: 'not-run', untilStopped: false };
+    case 'not-checked':
+      if (language === 'sh')
+        throw new Error(`${where}: a shell block is always parsed: mark it <!-- not-run: why -->`);
+      return { language, treatment: 'not-checked', untilStopped: false };
+    default:
+      throw new Error(`${where}: unknown marker <!-- ${kind} -->`);
+  }
 }

@@ -73,26 +73,31 @@ export function typeErrors(output: string, names: ReadonlyMap<string, CodeBlock>
     });
 }
 
+/** Writes the runner (reader-globals.ts) into `dir`; returns its path. */
+export function writeRunner(dir: string): string {
+  const file = join(dir, 'runner.mjs');
+  writeFileSync(file, READER_RUNTIME);
+  return file;
+}
+
 /**
- * Writes each program as an ES module into `dir` (TypeScript stripped of its types by esbuild,
- * nothing else changed) and the runner beside them; returns the module of each, in order.
+ * Writes a program as an ES module into `dir`, beside the runner (TypeScript stripped of its types
+ * by esbuild, nothing else changed); returns its path.
  */
-export function writeRunnable(dir: string, programs: readonly Program[]): string[] {
-  writeFileSync(join(dir, 'runner.mjs'), READER_RUNTIME);
-  return programs.map((program, i) => {
-    const file = join(dir, `run-${i}.mjs`);
-    const text =
-      program.language === 'js'
-        ? program.block.text
-        : transformSync(program.block.text, {
-            loader: 'ts',
-            format: 'esm',
-            target: 'node20',
-            tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
-          }).code;
-    writeFileSync(file, text);
-    return file;
-  });
+export function writeModule(dir: string, name: string, program: Program): string {
+  const file = join(dir, `${name}.mjs`);
+  const source = program.block.text;
+  const text =
+    program.language === 'js'
+      ? source
+      : transformSync(source, {
+          loader: 'ts',
+          format: 'esm',
+          target: 'node20',
+          tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+        }).code;
+  writeFileSync(file, text);
+  return file;
 }
 
 /** `work` over `items`, at most `width` at once (`work` reports its own failures). */
