@@ -1,7 +1,17 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { describeServer } from '../harness/describe-server.js';
 import { declaredCapabilities, literal, STORE_SOURCES } from './capabilities.js';
 import { markdownFiles, readPage, ROOT, slugs, treatment } from './markdown.js';
 import type { CodeBlock, Language } from './markdown.js';
@@ -13,7 +23,8 @@ import {
   writeRunner,
   writeTypeCheckProject,
 } from './programs.js';
-import { costlyNamesIn } from './reader-globals.js';
+import { costlyNamesIn, READER_SCRIPTS } from './reader-globals.js';
+import { lazyServers, serversUnavailable, withServerUrls, type Server } from './servers.js';
 import {
   dryParse,
   leaseholdCommands,
@@ -22,6 +33,7 @@ import {
   registrations,
   runProblems,
   shellLines,
+  shellScript,
   untilStoppedScript,
 } from './shell.js';
 import { stopProgram, stopShellLine } from './stopping.js';
@@ -33,15 +45,20 @@ import { stopProgram, stopShellLine } from './stopping.js';
 // Code blocks: ts (typescript) and js (javascript) blocks type-check against the package's source
 // and run to their end, exit 0, on a SQLite file in a temporary folder; sh (bash, shell, console)
 // blocks have their `leasehold` commands parsed by the CLI's own definitions and their npm lines
-// checked against package.json, and run the same way. A block in another language fails. Markers, on the last non-blank line before a block, say how it
+// checked against package.json, and run the same way (a line ending `# exit N` must exit N). A
+// block in another language fails. Markers, on the last non-blank line before a block, say how it
 // runs instead, or why it does less:
 //   <!-- run-until-stopped: why -->  it does not end by itself: it runs a while on the SQLite
 //                                    file, gets SIGTERM (a shell block: each line, to its process
 //                                    group), and must end soon after, cleanly, no lease left held
+//   <!-- needs: postgres -->         it runs against private servers the test starts once
+//                                    (postgres, redis; "redis and postgres"), each block on a
+//                                    database of its own, the URLs it shows replaced by theirs
 //   <!-- not-run: why -->            it needs a server or a package the test does not have,
 //                                    installs something, or runs for long: checked, not run
 //   <!-- not-checked: why -->        a ts or js block that is a fragment on purpose: not checked
-// A block marked run-until-stopped that ends by itself fails.
+// A marker that no longer fits fails: `needs` a server the block does not use, `not-run` for want
+// of a server the test starts, run-until-stopped on a block that ends by itself.
 // The run uses dist/ (`npm test` builds it first).
 
 const MAIN = join(ROOT, 'dist/cli/main.js');
@@ -64,6 +81,16 @@ function scratchDir(inPackage: boolean): string {
     inPackage ? join(ROOT, '.tmp', 'docs-run-') : join(tmpdir(), 'leasehold-docs-'),
   );
   scratch.push(dir);
+  return dir;
+}
+
+/** A folder for one shell block to run in, with the reader's own scripts it calls. */
+function shellFolder(): string {
+  const dir = scratchDir(false);
+  for (const [name, text] of Object.entries(READER_SCRIPTS)) {
+    writeFileSync(join(dir, name), text);
+    chmodSync(join(dir, name), 0o755);
+  }
   return dir;
 }
 
@@ -119,19 +146,21 @@ const classified = pages
 const blocks = classified.flatMap((c) => ('error' in c ? [] : [c]));
 type Block = (typeof blocks)[number];
 
-/** Blocks that run to their end on a SQLite file, or until stopped. */
-const toEnd = (b: Block): boolean => b.treatment === 'run' && !b.untilStopped;
+/** Blocks that run to their end on a SQLite file, until stopped, or against private servers. */
+const toEnd = (b: Block): boolean =>
+  b.treatment === 'run' && !b.untilStopped && b.needs.length === 0;
 const untilStopped = (b: Block): boolean => b.treatment === 'run' && b.untilStopped;
+const onServers = (b: Block): boolean => b.treatment === 'run' && b.needs.length > 0;
 
 describe('code blocks', () => {
-  it('every block is in a language the test checks, with a marker it knows', () => {
+  it('every block is in a language the test checks, with a marker it knows and that fits', () => {
     expect(classified.flatMap((c) => ('error' in c ? [c.error] : []))).toEqual([]);
     const of = (language: Language): Block[] => blocks.filter((b) => b.language === language);
     const count = (language: Language, test: (b: Block) => boolean): number =>
       of(language).filter(test).length;
     const line = (language: Language): string =>
       `${language} ${of(language).length} (${count(language, (b) => b.treatment === 'run')} run: ` +
-      `${count(language, untilStopped)} until stopped; ` +
+      `${count(language, untilStopped)} until stopped, ${count(language, onServers)} on servers; ` +
       `${count(language, (b) => b.treatment === 'not-run')} ` +
       `${language === 'sh' ? 'parsed' : 'type-checked'} only` +
       (language === 'sh'
@@ -256,18 +285,14 @@ describe('shell examples', () => {
     expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
     const runnable = shell.filter(toEnd);
     for (const { block } of runnable) {
-      const dir = scratchDir(false);
+      const dir = shellFolder();
       const env = {
         ...process.env,
         LEASEHOLD_NODE: process.execPath,
         LEASEHOLD_MAIN: MAIN,
         LEASEHOLD_STORE: `sqlite:${join(dir, 'leasehold.db')}`,
       };
-      const script = `set -euo pipefail
-leasehold() { "$LEASEHOLD_NODE" "$LEASEHOLD_MAIN" "$@"; }
-npx() { if [ "$1" = leasehold ]; then shift; leasehold "$@"; else command npx "$@"; fi; }
-${block.text}
-`;
+      const script = shellScript(block, block.text);
       await expect(
         run('bash', ['-c', script], { cwd: dir, env, timeout: 60_000 }).then(() => 'ran'),
         at(block),
@@ -285,10 +310,64 @@ ${block.text}
     const failed: string[] = [];
     await inParallel(lines, 2, async ({ block, line, text }) => {
       const { script, serves } = untilStoppedScript(text);
-      await stopShellLine(script, serves, scratchDir(false), env).then(
+      await stopShellLine(script, serves, shellFolder(), env).then(
         (problems) =>
           problems.length > 0 && failed.push(`${block.file}:${line}: ${problems.join('\n')}`),
         (error: Error) => failed.push(`${block.file}:${line}: ${error.message}`),
+      );
+    });
+    expect(failed).toEqual([]);
+  }, 120_000);
+});
+
+// ---------------------------------------------------------------------------- (f) servers
+
+// Started once, only when some block needs a server, while the other tests run.
+const needed = new Set<Server>(blocks.filter(onServers).flatMap((b) => b.needs));
+const unavailable = needed.size === 0 ? null : serversUnavailable(needed);
+const docServers = lazyServers(unavailable === null ? needed : new Set());
+afterAll(() => docServers.stop());
+
+describeServer('examples marked needs, on private servers', unavailable, () => {
+  it('programs run to their end, and a write they leave to the reader lands', async () => {
+    const servers = await docServers.started();
+    const runnable = programs.filter(onServers);
+    const dir = scratchDir(true);
+    const runner = writeRunner(dir);
+    const failed: string[] = [];
+    await inParallel([...runnable.keys()], 2, async (i) => {
+      const { block, needs } = runnable[i]!;
+      const urls = await servers.urlsFor(needs);
+      const module = writeModule(dir, `server-${i}`, runnable[i]!, (t) => withServerUrls(t, urls));
+      const env = { ...process.env, LEASEHOLD_STORE: urls[needs[0]!] };
+      const args = [runner, module, ...costlyNamesIn(block.text)];
+      try {
+        await servers.prepareReaderWrites(urls, block.text);
+        await run(process.execPath, args, { cwd: scratchDir(false), env, timeout: 20_000 });
+        const landed = await servers.readerWritesLanded(urls, block.text);
+        if (landed) failed.push(`${at(block)}: ${landed}`);
+      } catch (error) {
+        failed.push(`${at(block)}: ${(error as Error).message}`);
+      }
+    });
+    expect(failed).toEqual([]);
+  }, 120_000);
+
+  it('shell blocks run, the URLs they show being the private servers', async () => {
+    const servers = await docServers.started();
+    const runnable = blocks.filter((b) => b.language === 'sh' && onServers(b));
+    const failed: string[] = [];
+    await inParallel(runnable, 2, async ({ block, needs }) => {
+      const urls = await servers.urlsFor(needs);
+      const env = {
+        ...process.env,
+        LEASEHOLD_NODE: process.execPath,
+        LEASEHOLD_MAIN: MAIN,
+        LEASEHOLD_STORE: urls[needs[0]!],
+      };
+      const script = shellScript(block, withServerUrls(block.text, urls));
+      await run('bash', ['-c', script], { cwd: shellFolder(), env, timeout: 60_000 }).catch(
+        (error: Error) => failed.push(`${at(block)}: ${error.message}`),
       );
     });
     expect(failed).toEqual([]);

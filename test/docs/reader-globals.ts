@@ -47,10 +47,36 @@ export const READER_PACKAGES = `declare module 'pino' {
 `;
 
 /**
- * The reader's names that cost something to give (a store opened, a lease acquired), so a block
- * gets them only when it uses them: `node runner.mjs BLOCK NAMES…`.
+ * The reader's parts an example leaves as a comment, filled in before it is checked and run (the
+ * page still shows the comment). "your write" is a write of the reader's own: an example with one
+ * runs on PostgreSQL, where the test makes the table first and then checks the write landed.
  */
-export const COSTLY_NAMES = ['store', 'client', 'lease'] as const;
+export const READER_PLACEHOLDERS = [
+  {
+    text: '/* your write */',
+    fill: "'INSERT INTO reader_writes DEFAULT VALUES'",
+    table: 'CREATE TABLE reader_writes (at timestamptz NOT NULL DEFAULT now())',
+    landed: 'SELECT count(*)::int AS n FROM reader_writes',
+  },
+] as const;
+
+/** `text` with the reader's placeholders filled in. */
+export function fillPlaceholders(text: string): string {
+  return READER_PLACEHOLDERS.reduce((out, p) => out.split(p.text).join(p.fill), text);
+}
+
+/** The reader's own programs a shell example runs, written into the folder it runs in. */
+export const READER_SCRIPTS: Readonly<Record<string, string>> = {
+  // `leasehold run` gives the command its token for fencing.
+  'nightly-report.sh':
+    '#!/bin/sh\ntest -n "$LEASEHOLD_TOKEN" && echo "report under token $LEASEHOLD_TOKEN"\n',
+};
+
+/**
+ * The reader's names that cost something to give (a store opened, a lease acquired, a pool), so
+ * a block gets them only when it uses them: `node runner.mjs BLOCK NAMES…`.
+ */
+export const COSTLY_NAMES = ['store', 'client', 'lease', 'pool'] as const;
 
 /**
  * The costly names `text` uses as the reader's: not as a property (`x.store`), a key (`store:`),
@@ -77,11 +103,13 @@ function binds(text: string, name: string): boolean {
 export const RUNNING_LINE = 'leasehold-docs: the block is running';
 
 /**
- * The same names when a block runs, on the SQLite file of its run (`LEASEHOLD_STORE`): a little
- * data, a downstream that takes every write, and, when the block uses them, a store, a client and
- * a lease acquired on it (`your-resource`). A block that runs to its end has them closed after it;
- * one marked run-until-stopped keeps them until its process is stopped. Names left out here
- * (`db`, `pool`, `s3`, …) need a server: a block that uses them is not-run. Run as `node runner.mjs BLOCK [NAME…] [until-stopped]`, beside the block, in the
+ * The same names when a block runs, on the store of its run (`LEASEHOLD_STORE`: a SQLite file in
+ * a temporary folder, or a private server's database): a little data, a downstream that takes
+ * every write, and, when the block uses them, a store, a client, a lease acquired on it
+ * (`your-resource`) and a node-postgres pool on the same database. A block that runs to its end
+ * has them closed after it; one marked run-until-stopped keeps them until its process is stopped.
+ * Names left out here (`db`, `s3`, …) need what the test does not have: a block that uses them is
+ * not-run. Run as `node runner.mjs BLOCK [NAME…] [until-stopped]`, beside the block, in the
  * package (so `leasehold` is the package itself, built in dist/).
  */
 export const READER_RUNTIME = `import { pathToFileURL } from 'node:url';
@@ -110,6 +138,13 @@ if (uses.has('client') || uses.has('lease')) {
   const client = (names.client = new LeaseClient({ store: names.store }));
   closing.unshift(() => client.close());
   if (uses.has('lease')) names.lease = await client.acquire('your-resource');
+}
+if (uses.has('pool')) {
+  const url = process.env.LEASEHOLD_STORE ?? '';
+  if (!/^postgres(ql)?:/.test(url)) throw new Error('pool: mark the block <!-- needs: postgres -->');
+  const { default: pg } = await import('pg');
+  const pool = (names.pool = new pg.Pool({ connectionString: url }));
+  closing.push(() => pool.end());
 }
 Object.assign(globalThis, names);
 if (untilStopped) {

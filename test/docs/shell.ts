@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { expect } from 'vitest';
 import { ROOT, type CodeBlock } from './markdown.js';
+import { usesServer, type Server } from './servers.js';
 
 /** The words of one shell line and where commands end, enough for the docs' examples. */
 export function shellCommands(line: string): string[][] {
@@ -175,6 +176,41 @@ function storeUrl(text: string): string {
   return text.replace(/--store URL\b/g, '--store "$LEASEHOLD_STORE"');
 }
 
+/** The `# exit N` comment of a shell line: the exit code the docs say it ends with. */
+export function expectedExit(text: string): number | undefined {
+  const comment = /(?:^|\s)#\s*exit (\d+)\b[^\n]*$/.exec(text);
+  return comment ? Number(comment[1]) : undefined;
+}
+
+/**
+ * A shell block as a bash script that stops at the first command that fails, `leasehold` being
+ * the built CLI: `URL` is the run's store, and a line the docs say ends with `# exit N` must end
+ * with exactly N.
+ */
+export function shellScript(block: CodeBlock, text: string): string {
+  const body = storeUrl(text).split('\n');
+  // From the last line up, so the indexes above stay right.
+  for (const { line, text: command } of shellLines({ ...block, text }).reverse()) {
+    const code = expectedExit(command);
+    if (code === undefined) continue;
+    const first = line - block.line - 1;
+    const last = first + command.split('\n').length - 1;
+    body.splice(
+      last + 1,
+      0,
+      'status=$?',
+      'set -e',
+      `[ "$status" = ${code} ] || { echo "${block.file}:${line}: exit $status, the docs say exit ${code}" >&2; exit 1; }`,
+    );
+    body.splice(first, 0, 'set +e');
+  }
+  return `set -euo pipefail
+leasehold() { "$LEASEHOLD_NODE" "$LEASEHOLD_MAIN" "$@"; }
+npx() { if [ "$1" = leasehold ]; then shift; leasehold "$@"; else command npx "$@"; fi; }
+${body.join('\n')}
+`;
+}
+
 /**
  * One line of a block marked run-until-stopped, as a bash script run in a process group of its
  * own: `leasehold` replaces the shell (so a single command is the process that gets SIGTERM),
@@ -215,7 +251,10 @@ const SHELL_RUNNABLE = new Set(['echo', 'jq']);
  * Why the test cannot run a shell block as it is marked, one line each: a command it does not run
  * that way, or a store it does not have.
  */
-export function runProblems(block: CodeBlock, marked: { untilStopped: boolean }): string[] {
+export function runProblems(
+  block: CodeBlock,
+  marked: { untilStopped: boolean; needs: readonly Server[] },
+): string[] {
   const problems: string[] = [];
   for (const { line, words } of commandsOf(block)) {
     const at = `${block.file}:${line}`;
@@ -239,8 +278,12 @@ export function runProblems(block: CodeBlock, marked: { untilStopped: boolean })
       );
     if (!args.includes('--store')) continue;
     const store = args[args.indexOf('--store') + 1]!;
-    if (store !== 'URL' && !store.startsWith('sqlite:'))
-      problems.push(`${at}: a server store needs <!-- not-run: needs … -->`);
+    const known =
+      store === 'URL' ||
+      store.startsWith('sqlite:') ||
+      marked.needs.some((s) => usesServer(store, s));
+    if (!known)
+      problems.push(`${at}: a server store needs <!-- needs: … --> or <!-- not-run: why -->`);
   }
   return problems;
 }
