@@ -2,7 +2,7 @@
 # Makes sure the server binaries the store tests start privately are installed:
 # PostgreSQL, MariaDB, Redis, etcd, ZooKeeper and Ceph's S3 gateway (radosgw); nats-server for NATS;
 # the spin model checker (with gcc) for the protocol model; Chromium for the dashboard's browser test;
-# iproute2 and unshare for the lab's network namespaces.
+# iproute2 and unshare for the lab's network namespaces; jq for a docs example.
 # Installs missing Debian packages when it can (root with apt-get); otherwise says what is missing.
 # The tests never use the system's running instances: they start their own on free loopback ports.
 set -u
@@ -24,6 +24,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # The lab's network namespaces (test/verify/lab.test.ts, npm run bench:jepsen): ip and unshare.
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
+# jq, which a docs example pipes `leasehold watch --json` into (test/docs/docs.test.ts runs it).
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

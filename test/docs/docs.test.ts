@@ -1,19 +1,42 @@
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LIMITS } from '../../src/index.js';
-import { markdownFiles, readPage, ROOT, slugs, treatment, type Language } from './markdown.js';
-import { inParallel, typeErrors, writeRunnable, writeTypeCheckProject } from './programs.js';
+import { describeServer } from '../harness/describe-server.js';
+import { declaredCapabilities, literal, STORE_SOURCES } from './capabilities.js';
+import { markdownFiles, readPage, ROOT, slugs, treatment } from './markdown.js';
+import type { CodeBlock, Language } from './markdown.js';
+import { run } from './processes.js';
 import {
-  commandsOf,
+  inParallel,
+  typeErrors,
+  writeModule,
+  writeRunner,
+  writeTypeCheckProject,
+} from './programs.js';
+import { costlyNamesIn, READER_SCRIPTS } from './reader-globals.js';
+import { lazyServers, serversUnavailable, withServerUrls, type Server } from './servers.js';
+import {
   dryParse,
   leaseholdCommands,
   npmCommands,
   npmProblem,
   registrations,
+  runProblems,
+  shellLines,
+  shellScript,
+  untilStoppedScript,
 } from './shell.js';
+import { stopProgram, stopShellLine } from './stopping.js';
 
 // The Markdown a newcomer reads is checked like code: its links lead somewhere, every code block
 // in it is checked by its language and runs here when it can, the stores' capabilities table says
@@ -22,11 +45,20 @@ import {
 // Code blocks: ts (typescript) and js (javascript) blocks type-check against the package's source
 // and run to their end, exit 0, on a SQLite file in a temporary folder; sh (bash, shell, console)
 // blocks have their `leasehold` commands parsed by the CLI's own definitions and their npm lines
-// checked against package.json, and run the same way. A block in another language fails. Markers,
-// on the last non-blank line before a block, say why it does less:
-//   <!-- not-run: why -->      it needs a server or a package leasehold does not install, installs
-//                              something, or does not end by itself: checked, not run
-//   <!-- not-checked: why -->  a ts or js block that is a fragment on purpose: not checked at all
+// checked against package.json, and run the same way (a line ending `# exit N` must exit N). A
+// block in another language fails. Markers, on the last non-blank line before a block, say how it
+// runs instead, or why it does less:
+//   <!-- run-until-stopped: why -->  it does not end by itself: it runs a while on the SQLite
+//                                    file, gets SIGTERM (a shell block: each line, to its process
+//                                    group), and must end soon after, cleanly, no lease left held
+//   <!-- needs: postgres -->         it runs against private servers the test starts once
+//                                    (postgres, redis; "redis and postgres"), each block on a
+//                                    database of its own, the URLs it shows replaced by theirs
+//   <!-- not-run: why -->            it needs a server or a package the test does not have,
+//                                    installs something, or runs for long: checked, not run
+//   <!-- not-checked: why -->        a ts or js block that is a fragment on purpose: not checked
+// A marker that no longer fits fails: `needs` a server the block does not use, `not-run` for want
+// of a server the test starts, run-until-stopped on a block that ends by itself.
 // The run uses dist/ (`npm test` builds it first).
 
 const MAIN = join(ROOT, 'dist/cli/main.js');
@@ -39,26 +71,30 @@ afterAll(() => {
   for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs a program to its end; rejects with everything it printed when it fails. */
-function run(
-  file: string,
-  args: readonly string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeout: number },
-): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((done, fail) => {
-    execFile(
-      file,
-      args,
-      { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, timeout: options.timeout },
-      (error, stdout, stderr) => {
-        if (!error) return done({ stdout, stderr });
-        // The message is "Command failed: …" and what the program wrote on stderr.
-        const killed = error.killed ? `killed after ${options.timeout} ms: ` : '';
-        fail(new Error(`${killed}${error.message}\n${stdout}`));
-      },
-    );
-  });
+/**
+ * A fresh folder, removed after the file: in the package for modules (so their `leasehold` is the
+ * package), else in the system's temporary folder.
+ */
+function scratchDir(inPackage: boolean): string {
+  if (inPackage) mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+  const dir = mkdtempSync(
+    inPackage ? join(ROOT, '.tmp', 'docs-run-') : join(tmpdir(), 'leasehold-docs-'),
+  );
+  scratch.push(dir);
+  return dir;
 }
+
+/** A folder for one shell block to run in, with the reader's own scripts it calls. */
+function shellFolder(): string {
+  const dir = scratchDir(false);
+  for (const [name, text] of Object.entries(READER_SCRIPTS)) {
+    writeFileSync(join(dir, name), text);
+    chmodSync(join(dir, name), 0o755);
+  }
+  return dir;
+}
+
+const at = (block: CodeBlock): string => `${block.file}:${block.line}`;
 
 // ---------------------------------------------------------------------------- (a) links
 
@@ -108,31 +144,40 @@ const classified = pages
     }
   });
 const blocks = classified.flatMap((c) => ('error' in c ? [] : [c]));
+type Block = (typeof blocks)[number];
+
+/** Blocks that run to their end on a SQLite file, until stopped, or against private servers. */
+const toEnd = (b: Block): boolean =>
+  b.treatment === 'run' && !b.untilStopped && b.needs.length === 0;
+const untilStopped = (b: Block): boolean => b.treatment === 'run' && b.untilStopped;
+const onServers = (b: Block): boolean => b.treatment === 'run' && b.needs.length > 0;
 
 describe('code blocks', () => {
-  it('every block is in a language the test checks, with a marker it knows', () => {
+  it('every block is in a language the test checks, with a marker it knows and that fits', () => {
     expect(classified.flatMap((c) => ('error' in c ? [c.error] : []))).toEqual([]);
-    const count = (language: Language, kind: string): number =>
-      blocks.filter((b) => b.language === language && b.treatment === kind).length;
+    const of = (language: Language): Block[] => blocks.filter((b) => b.language === language);
+    const count = (language: Language, test: (b: Block) => boolean): number =>
+      of(language).filter(test).length;
     const line = (language: Language): string =>
-      `${language} ${blocks.filter((b) => b.language === language).length} ` +
-      `(${count(language, 'run')} run, ${count(language, 'not-run')} ` +
+      `${language} ${of(language).length} (${count(language, (b) => b.treatment === 'run')} run: ` +
+      `${count(language, untilStopped)} until stopped, ${count(language, onServers)} on servers; ` +
+      `${count(language, (b) => b.treatment === 'not-run')} ` +
       `${language === 'sh' ? 'parsed' : 'type-checked'} only` +
-      (language === 'sh' ? ')' : `, ${count(language, 'not-checked')} fragments not checked)`);
+      (language === 'sh'
+        ? ')'
+        : `, ${count(language, (b) => b.treatment === 'not-checked')} fragments not checked)`);
     console.log(`docs: ${blocks.length} code blocks: ${line('ts')}, ${line('js')}, ${line('sh')}`);
   });
 });
 
 // ---------------------------------------------------------------------------- (c) programs
 
-describe('TypeScript and JavaScript examples', () => {
-  const programs = blocks.filter((b) => b.language !== 'sh' && b.treatment !== 'not-checked');
+const programs = blocks.filter((b) => b.language !== 'sh' && b.treatment !== 'not-checked');
 
+describe('TypeScript and JavaScript examples', () => {
   it('type-check against the package source (one tsc run for all)', async () => {
     expect(programs.length).toBeGreaterThan(5);
-    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
-    const dir = mkdtempSync(join(ROOT, '.tmp', 'docs-ts-'));
-    scratch.push(dir);
+    const dir = scratchDir(true);
     const names = writeTypeCheckProject(dir, programs);
     const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
     const errors = await run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], {
@@ -144,37 +189,53 @@ describe('TypeScript and JavaScript examples', () => {
     expect(errors).toEqual([]);
   }, 180_000);
 
-  it('those not marked not-run run to their end on a SQLite file in a temporary folder', async () => {
+  it('those without a marker run to their end on a SQLite file in a temporary folder', async () => {
     expect(existsSync(join(ROOT, 'dist/index.js')), 'run `npm run build` first').toBe(true);
-    const runnable = programs.filter((p) => p.treatment === 'run');
+    const runnable = programs.filter(toEnd);
     expect(runnable.length).toBeGreaterThan(3);
-    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
-    const dir = mkdtempSync(join(ROOT, '.tmp', 'docs-run-'));
-    scratch.push(dir);
-    const modules = writeRunnable(dir, runnable);
+    const dir = scratchDir(true);
+    const runner = writeRunner(dir);
     const failed: string[] = [];
     await inParallel([...runnable.keys()], 2, async (i) => {
       const { block } = runnable[i]!;
-      const cwd = mkdtempSync(join(tmpdir(), 'leasehold-docs-'));
-      scratch.push(cwd);
+      const module = writeModule(dir, `run-${i}`, runnable[i]!);
+      const cwd = scratchDir(false);
       const env = { ...process.env, LEASEHOLD_STORE: `sqlite:${join(cwd, 'leasehold.db')}` };
-      await run(process.execPath, [join(dir, 'runner.mjs'), modules[i]!], {
+      await run(process.execPath, [runner, module, ...costlyNamesIn(block.text)], {
         cwd,
         env,
         timeout: 20_000,
-      }).catch((error: Error) => failed.push(`${block.file}:${block.line}: ${error.message}`));
+      }).catch((error: Error) => failed.push(`${at(block)}: ${error.message}`));
     });
     expect(failed).toEqual([]);
+  }, 120_000);
+
+  it('those marked run-until-stopped run until SIGTERM, then end cleanly and release every lease', async () => {
+    const runnable = programs.filter(untilStopped);
+    expect(runnable.length).toBeGreaterThan(0);
+    const dir = scratchDir(true);
+    const runner = writeRunner(dir);
+    const failed: string[] = [];
+    let held = 0;
+    await inParallel([...runnable.keys()], 2, async (i) => {
+      const { block } = runnable[i]!;
+      const module = writeModule(dir, `stop-${i}`, runnable[i]!);
+      const args = [module, ...costlyNamesIn(block.text), 'until-stopped'];
+      await stopProgram(runner, args, scratchDir(false)).then(
+        ({ heldWhenStopped, problems }) => {
+          held += heldWhenStopped;
+          if (problems.length > 0) failed.push(`${at(block)}: ${problems.join('\n')}`);
+        },
+        (error: Error) => failed.push(`${at(block)}: ${error.message}`),
+      );
+    });
+    expect(failed).toEqual([]);
+    // Else "no lease left held" would prove nothing.
+    expect(held, 'leases held by the examples when they were stopped').toBeGreaterThan(0);
   }, 120_000);
 });
 
 // ---------------------------------------------------------------------------- (d) commands
-
-/** Commands that end by themselves and touch nothing but the store they are given. */
-const RUNNABLE = new Set(['init', 'list', 'get', 'acquire', 'release', 'run', 'doctor', 'check']);
-
-/** Besides `leasehold`, what a block that runs may call. */
-const SHELL_RUNNABLE = new Set(['echo']);
 
 describe('shell examples', () => {
   const shell = blocks
@@ -183,7 +244,7 @@ describe('shell examples', () => {
 
   it('every block has a leasehold or npm command the test checks', () => {
     const empty = shell.filter((b) => b.commands.length + b.npm.length === 0);
-    expect(empty.map(({ block }) => `${block.file}:${block.line}`)).toEqual([]);
+    expect(empty.map(({ block }) => at(block))).toEqual([]);
     expect(shell.length).toBeGreaterThan(3);
   });
 
@@ -214,89 +275,106 @@ describe('shell examples', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('blocks not marked not-run run against a SQLite file in a temporary folder', async () => {
+  it('every block that runs runs only what the test can run as it is marked', () => {
+    expect(
+      shell.filter((b) => b.treatment === 'run').flatMap((b) => runProblems(b.block, b)),
+    ).toEqual([]);
+  });
+
+  it('blocks without a marker run against a SQLite file in a temporary folder', async () => {
     expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-    const runnable = shell.filter((b) => b.treatment === 'run');
+    const runnable = shell.filter(toEnd);
     for (const { block } of runnable) {
-      for (const { line, words } of commandsOf(block)) {
-        const where = `${block.file}:${line}`;
-        const leasehold =
-          words[0] === 'leasehold' || (words[0] === 'npx' && words[1] === 'leasehold');
-        expect(
-          leasehold || SHELL_RUNNABLE.has(words[0]!),
-          `${where}: "${words.join(' ')}" is not run by the docs test: mark the block <!-- not-run: why -->`,
-        ).toBe(true);
-        if (!leasehold) continue;
-        const args = words.slice(words.indexOf('leasehold') + 1);
-        const command = args.find((a) => !a.startsWith('-')) ?? '';
-        expect(
-          RUNNABLE.has(command) || args.includes('--help'),
-          `${where}: "leasehold ${command}" does not end by itself or needs more than a file: mark the block <!-- not-run: why -->`,
-        ).toBe(true);
-        const store = args[args.indexOf('--store') + 1];
-        expect(
-          !args.includes('--store') || store!.startsWith('sqlite:'),
-          `${where}: a server store needs <!-- not-run: needs … -->`,
-        ).toBe(true);
-      }
-      const dir = mkdtempSync(join(tmpdir(), 'leasehold-docs-'));
-      scratch.push(dir);
-      const script = `set -euo pipefail
-leasehold() { "$LEASEHOLD_NODE" "$LEASEHOLD_MAIN" "$@"; }
-npx() { if [ "$1" = leasehold ]; then shift; leasehold "$@"; else command npx "$@"; fi; }
-${block.text}
-`;
+      const dir = shellFolder();
       const env = {
         ...process.env,
         LEASEHOLD_NODE: process.execPath,
         LEASEHOLD_MAIN: MAIN,
         LEASEHOLD_STORE: `sqlite:${join(dir, 'leasehold.db')}`,
       };
+      const script = shellScript(block, block.text);
       await expect(
         run('bash', ['-c', script], { cwd: dir, env, timeout: 60_000 }).then(() => 'ran'),
-        `${block.file}:${block.line}`,
+        at(block),
       ).resolves.toBe('ran');
     }
     expect(runnable.length).toBeGreaterThan(0);
   }, 120_000);
+
+  it('blocks marked run-until-stopped: each line runs until SIGTERM to its process group, then ends cleanly', async () => {
+    const lines = shell
+      .filter(untilStopped)
+      .flatMap(({ block }) => shellLines(block).map((line) => ({ block, ...line })));
+    expect(lines.length).toBeGreaterThan(0);
+    const env = { LEASEHOLD_NODE: process.execPath, LEASEHOLD_MAIN: MAIN };
+    const failed: string[] = [];
+    await inParallel(lines, 2, async ({ block, line, text }) => {
+      const { script, serves } = untilStoppedScript(text);
+      await stopShellLine(script, serves, shellFolder(), env).then(
+        (problems) =>
+          problems.length > 0 && failed.push(`${block.file}:${line}: ${problems.join('\n')}`),
+        (error: Error) => failed.push(`${block.file}:${line}: ${error.message}`),
+      );
+    });
+    expect(failed).toEqual([]);
+  }, 120_000);
+});
+
+// ---------------------------------------------------------------------------- (f) servers
+
+// Started once, only when some block needs a server, while the other tests run.
+const needed = new Set<Server>(blocks.filter(onServers).flatMap((b) => b.needs));
+const unavailable = needed.size === 0 ? null : serversUnavailable(needed);
+const docServers = lazyServers(unavailable === null ? needed : new Set());
+afterAll(() => docServers.stop());
+
+describeServer('examples marked needs, on private servers', unavailable, () => {
+  it('programs run to their end, and a write they leave to the reader lands', async () => {
+    const servers = await docServers.started();
+    const runnable = programs.filter(onServers);
+    const dir = scratchDir(true);
+    const runner = writeRunner(dir);
+    const failed: string[] = [];
+    await inParallel([...runnable.keys()], 2, async (i) => {
+      const { block, needs } = runnable[i]!;
+      const urls = await servers.urlsFor(needs);
+      const module = writeModule(dir, `server-${i}`, runnable[i]!, (t) => withServerUrls(t, urls));
+      const env = { ...process.env, LEASEHOLD_STORE: urls[needs[0]!] };
+      const args = [runner, module, ...costlyNamesIn(block.text)];
+      try {
+        await servers.prepareReaderWrites(urls, block.text);
+        await run(process.execPath, args, { cwd: scratchDir(false), env, timeout: 20_000 });
+        const landed = await servers.readerWritesLanded(urls, block.text);
+        if (landed) failed.push(`${at(block)}: ${landed}`);
+      } catch (error) {
+        failed.push(`${at(block)}: ${(error as Error).message}`);
+      }
+    });
+    expect(failed).toEqual([]);
+  }, 120_000);
+
+  it('shell blocks run, the URLs they show being the private servers', async () => {
+    const servers = await docServers.started();
+    const runnable = blocks.filter((b) => b.language === 'sh' && onServers(b));
+    const failed: string[] = [];
+    await inParallel(runnable, 2, async ({ block, needs }) => {
+      const urls = await servers.urlsFor(needs);
+      const env = {
+        ...process.env,
+        LEASEHOLD_NODE: process.execPath,
+        LEASEHOLD_MAIN: MAIN,
+        LEASEHOLD_STORE: urls[needs[0]!],
+      };
+      const script = shellScript(block, withServerUrls(block.text, urls));
+      await run('bash', ['-c', script], { cwd: shellFolder(), env, timeout: 60_000 }).catch(
+        (error: Error) => failed.push(`${at(block)}: ${error.message}`),
+      );
+    });
+    expect(failed).toEqual([]);
+  }, 120_000);
 });
 
 // ---------------------------------------------------------------------------- capabilities
-
-/** The stores of the capabilities table and the file that declares each one's capabilities. */
-const STORE_SOURCES: Record<string, string> = {
-  SQLite: 'sqlite/sqlite-store.ts',
-  PostgreSQL: 'postgres/postgres-store.ts',
-  'MySQL / MariaDB': 'mysql/mysql-store.ts',
-  Redis: 'redis/redis-store.ts',
-  etcd: 'etcd/etcd-store.ts',
-  DynamoDB: 'dynamodb/dynamodb-store.ts',
-  'NATS JetStream KV': 'nats/nats-store.ts',
-  ZooKeeper: 'zookeeper/zookeeper-store.ts',
-  S3: 's3/s3-store.ts',
-  memory: 'memory/memory-store.ts',
-};
-
-/** `key: expression` of a store's `capabilities = Object.freeze({ … })`, comments left out. */
-function declaredCapabilities(source: string): Map<string, string> {
-  const body = /capabilities(?::[^=]*)?\s*=\s*Object\.freeze\(\{([\s\S]*?)\}\)/.exec(source);
-  if (!body) throw new Error('no capabilities = Object.freeze({ … }) found');
-  const declared = new Map<string, string>();
-  for (const line of body[1]!.split('\n')) {
-    const entry = /^\s*(\w+):\s*(.+?),?\s*$/.exec(line.replace(/\/\/.*$/, ''));
-    if (entry) declared.set(entry[1]!, entry[2]!);
-  }
-  return declared;
-}
-
-/** What a literal expression says, as the table writes it; `undefined` for anything computed. */
-function literal(expression: string | undefined): string | undefined {
-  if (expression === undefined) return '—';
-  if (expression === 'LIMITS.groupMaxSize') return String(LIMITS.groupMaxSize);
-  if (/^'[^']*'$/.test(expression)) return expression.slice(1, -1);
-  if (/^(true|false|\d+)$/.test(expression)) return expression;
-  return undefined;
-}
 
 describe('stores', () => {
   it('the capabilities table says what each store declares', () => {

@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { READER_PLACEHOLDERS } from './reader-globals.js';
+import { SERVERS, usesServer, type Server } from './servers.js';
 
 /** The checkout the docs describe. */
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -57,7 +59,9 @@ export function readPage(file: string): Page {
         .slice(0, i)
         .reverse()
         .find((l) => l.trim() !== '');
-      const marker = before && /^<!--\s*(not-[a-z]+):?\s*(.*?)\s*-->$/.exec(before.trim());
+      const marker =
+        before &&
+        /^<!--\s*(not-[a-z]+|run-until-stopped|needs)\b:?\s*(.*?)\s*-->$/.exec(before.trim());
       if (marker) block.marker = { kind: marker[1]!, reason: marker[2]! };
       open = { fence: fence[1]!, block, body: [] };
       return;
@@ -103,16 +107,29 @@ const LANGUAGES: Record<string, Language> = {
 };
 export type Language = 'ts' | 'js' | 'sh';
 
-/**
- * What the test does with a block: `run` it (after type-checking or parsing it), only check it
- * (`not-run`: type-check a program, parse a shell block's commands) or leave it (`not-checked`: a
- * program that is a fragment on purpose). The markers are the ones on the line before the block,
- * each with its reason; a language or a marker the test does not know fails.
- */
-export function treatment(block: CodeBlock): {
+/** What the test does with a block, from the marker before it. */
+export interface Treatment {
   language: Language;
+  /**
+   * `run` it (after type-checking or parsing it), only check it (`not-run`: type-check a program,
+   * parse a shell block's commands) or leave it (`not-checked`: a program that is a fragment on
+   * purpose).
+   */
   treatment: 'run' | 'not-run' | 'not-checked';
-} {
+  /** The private servers it runs against (`<!-- needs: postgres -->`); none: a SQLite file. */
+  needs: readonly Server[];
+  /** It runs until it is stopped (`<!-- run-until-stopped: why -->`): run a while, then SIGTERM. */
+  untilStopped: boolean;
+}
+
+/**
+ * What the test does with a block. The markers are the ones on the line before the block, each
+ * with its reason (`needs:` names servers the test starts); a language or a marker the test does
+ * not know fails, and so does a marker that no longer fits the block: `needs` a server the block
+ * does not use, or `not-run` for want of a server the test can start. A block that leaves a write
+ * to the reader (a comment saying "your write") runs on postgres.
+ */
+export function treatment(block: CodeBlock): Treatment {
   const where = `${block.file}:${block.line}`;
   const language = LANGUAGES[block.lang];
   if (!language)
@@ -120,12 +137,52 @@ export function treatment(block: CodeBlock): {
       `${where}: a \`\`\`${block.lang} block, which the docs test does not check ` +
         `(it knows ${Object.keys(LANGUAGES).join(', ')})`,
     );
+  const treated = marked(block, where, language);
+  const placeholder = READER_PLACEHOLDERS.find((p) => block.text.includes(p.text));
+  if (placeholder && treated.treatment === 'run' && !treated.needs.includes('postgres'))
+    throw new Error(
+      `${where}: ${placeholder.text} is a write on postgres: mark the block <!-- needs: postgres -->`,
+    );
+  return treated;
+}
+
+/** What the marker before `block` says, checked against the block. */
+function marked(block: CodeBlock, where: string, language: Language): Treatment {
   const marker = block.marker;
-  if (!marker) return { language, treatment: 'run' };
-  if (marker.kind !== 'not-checked' && marker.kind !== 'not-run')
-    throw new Error(`${where}: unknown marker <!-- ${marker.kind} -->`);
-  if (marker.reason === '') throw new Error(`${where}: <!-- ${marker.kind} --> needs a reason`);
-  if (marker.kind === 'not-checked' && language === 'sh')
-    throw new Error(`${where}: a shell block is always parsed: mark it <!-- not-run: why -->`);
-  return { language, treatment: marker.kind };
+  const run = { language, treatment: 'run', needs: [], untilStopped: false } as const;
+  if (!marker) return run;
+  const { kind, reason } = marker;
+  if (reason === '') throw new Error(`${where}: <!-- ${kind} --> needs a reason`);
+  switch (kind) {
+    case 'run-until-stopped':
+      return { ...run, untilStopped: true };
+    case 'needs': {
+      const needs = reason.split(/\s*(?:,|\band\b)\s*/);
+      for (const server of needs) {
+        if (!(SERVERS as readonly string[]).includes(server))
+          throw new Error(
+            `${where}: <!-- needs: ${reason} -->: the test starts ${SERVERS.join(', ')}`,
+          );
+        if (!usesServer(block.text, server as Server))
+          throw new Error(
+            `${where}: <!-- needs: ${reason} -->, but the block does not use ${server}`,
+          );
+      }
+      return { ...run, needs: needs as Server[] };
+    }
+    case 'not-run': {
+      const startable = SERVERS.find((s) => new RegExp(`\\bneeds? ${s}\\b`).test(reason));
+      if (startable)
+        throw new Error(
+          `${where}: the test starts a private ${startable}: mark the block <!-- needs: ${startable} -->`,
+        );
+      return { language, treatment: 'not-run', needs: [], untilStopped: false };
+    }
+    case 'not-checked':
+      if (language === 'sh')
+        throw new Error(`${where}: a shell block is always parsed: mark it <!-- not-run: why -->`);
+      return { language, treatment: 'not-checked', needs: [], untilStopped: false };
+    default:
+      throw new Error(`${where}: unknown marker <!-- ${kind} -->`);
+  }
 }

@@ -2,7 +2,12 @@ import { writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { transformSync } from 'esbuild';
 import { ROOT, type CodeBlock, type Language } from './markdown.js';
-import { READER_GLOBALS, READER_PACKAGES, READER_RUNTIME } from './reader-globals.js';
+import {
+  fillPlaceholders,
+  READER_GLOBALS,
+  READER_PACKAGES,
+  READER_RUNTIME,
+} from './reader-globals.js';
 
 // The ts and js blocks as programs: one project type-checks them all against the package's source
 // (js through checkJs, so JavaScript is checked as JavaScript), and each runnable one is written as
@@ -28,7 +33,7 @@ export function writeTypeCheckProject(
   programs.forEach((program, i) => {
     const name = fileName(program, i);
     names.set(name, program.block);
-    writeFileSync(join(dir, name), `${program.block.text}\nexport {};\n`);
+    writeFileSync(join(dir, name), `${fillPlaceholders(program.block.text)}\nexport {};\n`);
   });
   writeFileSync(join(dir, 'reader-globals.ts'), READER_GLOBALS);
   writeFileSync(join(dir, 'reader-packages.d.ts'), READER_PACKAGES);
@@ -73,26 +78,37 @@ export function typeErrors(output: string, names: ReadonlyMap<string, CodeBlock>
     });
 }
 
+/** Writes the runner (reader-globals.ts) into `dir`; returns its path. */
+export function writeRunner(dir: string): string {
+  const file = join(dir, 'runner.mjs');
+  writeFileSync(file, READER_RUNTIME);
+  return file;
+}
+
 /**
- * Writes each program as an ES module into `dir` (TypeScript stripped of its types by esbuild,
- * nothing else changed) and the runner beside them; returns the module of each, in order.
+ * Writes a program as an ES module into `dir`, beside the runner: the reader's placeholders
+ * filled in, `edit` applied (a private server's URLs), TypeScript stripped of its types by
+ * esbuild, nothing else changed. Returns its path.
  */
-export function writeRunnable(dir: string, programs: readonly Program[]): string[] {
-  writeFileSync(join(dir, 'runner.mjs'), READER_RUNTIME);
-  return programs.map((program, i) => {
-    const file = join(dir, `run-${i}.mjs`);
-    const text =
-      program.language === 'js'
-        ? program.block.text
-        : transformSync(program.block.text, {
-            loader: 'ts',
-            format: 'esm',
-            target: 'node20',
-            tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
-          }).code;
-    writeFileSync(file, text);
-    return file;
-  });
+export function writeModule(
+  dir: string,
+  name: string,
+  program: Program,
+  edit: (text: string) => string = (text) => text,
+): string {
+  const file = join(dir, `${name}.mjs`);
+  const source = edit(fillPlaceholders(program.block.text));
+  const text =
+    program.language === 'js'
+      ? source
+      : transformSync(source, {
+          loader: 'ts',
+          format: 'esm',
+          target: 'node20',
+          tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+        }).code;
+  writeFileSync(file, text);
+  return file;
 }
 
 /** `work` over `items`, at most `width` at once (`work` reports its own failures). */
