@@ -34,7 +34,7 @@ export interface DataOptions {
   data?: LeaseData | null;
 }
 
-/** @internal What a `HeldLease` asks of the client that made it. */
+/** What a `HeldLease` asks of the client that made it (not exported from the package). */
 export interface LeaseKeeper {
   readonly clock: Clock;
   renewLease(held: HeldLease, options?: DataOptions): Promise<void>;
