@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 //
 // index.ts        public exports: the store class, its options type, the driver types passed in
 // open.ts         open<Name>(url: StoreUrl, options: StoreOpenOptions): Promise<<Name>Store>
-// <x>-store.ts    the StoreBase subclass: call routing only
+// <x>-store.ts    the StoreBase subclass (directly or through DelegatingStore): call routing only
 // <x>-options.ts  the options type, frozen defaults, resolve<Name>Options
 // <x>-url.ts      the store URL → target and options (memory: none)
 // <x>-driver.ts   the structural driver types and the load…() function (memory: none)
@@ -240,7 +240,7 @@ describe('the store template', () => {
     for (const path of allFiles()) {
       const [folder, file] = path.split('/') as [string, string];
       const text = code(read(folder, file));
-      const subclasses = text.match(/\bextends StoreBase\b/g)?.length ?? 0;
+      const subclasses = text.match(/\bextends (?:StoreBase|DelegatingStore)\b/g)?.length ?? 0;
       const isStore = file === `${folder}-store.ts`;
       if (isStore && subclasses !== 1) problems.push(`${path}: ${subclasses} StoreBase subclasses`);
       if (!isStore && subclasses > 0) problems.push(`${path} extends StoreBase`);
