@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 //
 // index.ts        public exports: the store class, its options type, the driver types passed in
 // open.ts         open<Name>(url: StoreUrl, options: StoreOpenOptions): Promise<<Name>Store>
-// <x>-store.ts    the StoreBase subclass: call routing only
+// <x>-store.ts    the store class: opening, capabilities, watch, diagnose, close, error mapping; a
+//                 DelegatingStore handing every operation to its transitions and batches (memory:
+//                 a StoreBase that keeps its records itself)
 // <x>-options.ts  the options type, frozen defaults, resolve<Name>Options
 // <x>-url.ts      the store URL → target and options (memory: none)
 // <x>-driver.ts   the structural driver types and the load…() function (memory: none)
@@ -64,6 +66,19 @@ const REQUIRED: readonly Role[] = [
  */
 const NOT_APPLICABLE: Readonly<Record<string, readonly Role[]>> = {
   memory: ['url', 'driver', 'errors', 'ops', 'record'],
+};
+
+/** Stores whose class keeps its records itself (a StoreBase, not a DelegatingStore). */
+const KEEPS_ITS_RECORDS: readonly string[] = ['memory'];
+
+/**
+ * Operations a DelegatingStore routes in its own class, where some calls take StoreBase's
+ * default: ZooKeeper takes a group too big for one packet member by member, NATS looks over many
+ * candidates with one list.
+ */
+const ROUTED_HERE: Readonly<Record<string, readonly string[]>> = {
+  zookeeper: ['doAcquireAll'],
+  nats: ['doAcquireFirst'],
 };
 
 /** The roles named `<x>-<role>.ts`. */
@@ -240,7 +255,7 @@ describe('the store template', () => {
     for (const path of allFiles()) {
       const [folder, file] = path.split('/') as [string, string];
       const text = code(read(folder, file));
-      const subclasses = text.match(/\bextends StoreBase\b/g)?.length ?? 0;
+      const subclasses = text.match(/\bextends (?:StoreBase|DelegatingStore)\b/g)?.length ?? 0;
       const isStore = file === `${folder}-store.ts`;
       if (isStore && subclasses !== 1) problems.push(`${path}: ${subclasses} StoreBase subclasses`);
       if (!isStore && subclasses > 0) problems.push(`${path} extends StoreBase`);
@@ -250,6 +265,22 @@ describe('the store template', () => {
         new RegExp(`from '\\./${folder}-store\\.js'`).test(text)
       )
         problems.push(`${path} imports ${folder}-store.ts`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('hands every operation of a DelegatingStore to its transitions and batches', () => {
+    const problems: string[] = [];
+    for (const store of stores) {
+      const text = code(read(store, `${store}-store.ts`));
+      const delegates = /\bextends DelegatingStore\b/.test(text);
+      if (!delegates && !KEEPS_ITS_RECORDS.includes(store))
+        problems.push(`${store}-store.ts: not a DelegatingStore`);
+      if (!delegates) continue;
+      for (const [, name] of text.matchAll(/^ {2}protected (?:override )?(?:async )?(do\w+)\(/gm)) {
+        if (name === 'doClose' || ROUTED_HERE[store]?.includes(name!)) continue;
+        problems.push(`${store}-store.ts: ${name} (the store's transitions or batches do it)`);
+      }
     }
     expect(problems).toEqual([]);
   });

@@ -1,11 +1,14 @@
 import { stripUndefined } from '../../core/options.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl, redactEndpoint } from '../../core/store-url.js';
-import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
-import { runInOrder } from '../../core/run-in-order.js';
+import {
+  DelegatingStore,
+  type LeaseBatches,
+  type LeaseTransitions,
+} from '../../core/delegating-store.js';
+import { recordBatches, recordTransitions } from '../../core/record-calls.js';
+import type { LeaseStore, StoreCapabilities } from '../../core/store.js';
 import {
   createClient,
   sdkOf,
@@ -68,7 +71,7 @@ import { parseDynamodbUrl, type DynamodbTarget } from './dynamodb-url.js';
  * that signature as malformed while the SDK's is accepted, the store goes back to the SDK for
  * good: the call is sent again through it (a refused request wrote nothing).
  */
-export class DynamodbStore extends StoreBase {
+export class DynamodbStore extends DelegatingStore implements LeaseStore {
   readonly capabilities: StoreCapabilities = Object.freeze({
     clock: 'local',
     batch: false,
@@ -79,7 +82,10 @@ export class DynamodbStore extends StoreBase {
   readonly maxClockSkewMs: number;
   private readonly options: ResolvedDynamodbOptions;
   private readonly calls: DynamodbCalls;
-  private readonly records: DynamodbTransitions;
+  /** @internal */
+  protected readonly transitions: LeaseTransitions;
+  /** @internal */
+  protected readonly batches: LeaseBatches;
 
   /**
    * Opens a `dynamodb://TABLE?region=&endpoint=…` URL (the store makes a `DynamoDBClient` and
@@ -175,7 +181,12 @@ export class DynamodbStore extends StoreBase {
     this.options = options;
     this.maxClockSkewMs = options.maxClockSkewMs;
     this.calls = new DynamodbCalls(client, sdk, options, where, ownsClient);
-    this.records = new DynamodbTransitions(this.calls, options.clock, options.maxClockSkewMs);
+    const records = new DynamodbTransitions(this.calls, options.clock, options.maxClockSkewMs);
+    this.transitions = recordTransitions(records);
+    // `list` is a `Scan` of the whole table, sorted here, on every call (see `listRecords`).
+    this.batches = recordBatches(records, options.concurrency, (prefix, limit, after) =>
+      listRecords(this.calls, { prefix, limit, after }),
+    );
   }
 
   /** The table holding this store's leases. */
@@ -207,91 +218,6 @@ export class DynamodbStore extends StoreBase {
         ),
       ),
     );
-  }
-
-  protected async doTryAcquire(
-    resource: string,
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    return (await this.records.acquire(resource, owner, ttlMs, 'tryAcquire')).lease;
-  }
-
-  /**
-   * One conditional `UpdateItem` per resource, up to `concurrency` in flight (DynamoDB has no
-   * batch of conditional writes short of `TransactWriteItems`, which fails as a whole when one
-   * condition fails). After a failure no new update starts, and the first error is thrown once
-   * those in flight have settled: leases they granted are then unknown to the caller and lapse at
-   * their TTL.
-   */
-  protected override doAcquireMany(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<AcquireOutcome[]> {
-    return runInOrder(
-      resources,
-      (resource) => resource,
-      this.options.concurrency,
-      (resource) => this.records.acquire(resource, owner, ttlMs, 'acquireMany'),
-    );
-  }
-
-  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.records.renew(lease, ttlMs);
-  }
-
-  protected override doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.records.release(lease);
-  }
-
-  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.records.writeData(lease, data);
-  }
-
-  protected override doRenewWithData(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null,
-  ): Promise<Lease | null> {
-    return this.records.renew(lease, ttlMs, data);
-  }
-
-  protected override async doReleaseWithData(
-    lease: LeaseRef,
-    data: LeaseData | null,
-  ): Promise<boolean> {
-    return this.records.release(lease, data);
-  }
-
-  protected doRenewMany(
-    leases: readonly Lease[],
-    ttlMs: number | undefined,
-  ): Promise<(Lease | null)[]> {
-    return runInOrder(
-      leases,
-      (lease) => lease.resource,
-      this.options.concurrency,
-      (lease) => this.records.renew(lease, ttlMs),
-    );
-  }
-
-  protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return runInOrder(
-      leases,
-      (lease) => lease.resource,
-      this.options.concurrency,
-      (lease) => this.records.release(lease),
-    );
-  }
-
-  protected doGet(resource: string): Promise<LeaseRecord | null> {
-    return this.records.get(resource);
-  }
-
-  /** A `Scan` of the whole table, sorted here, on every call (see `listRecords`). */
-  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    return listRecords(this.calls, { prefix, limit, after });
   }
 
   protected async doClose(): Promise<void> {

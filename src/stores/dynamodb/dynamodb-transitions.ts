@@ -1,6 +1,7 @@
 import { invalidRecord } from '../../core/record-check.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { sameData, withData, type LeaseData } from '../../core/lease-data.js';
+import type { RecordCalls } from '../../core/record-calls.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import type { Clock } from '../../core/time.js';
 import type { DynamodbCalls } from './dynamodb-calls.js';
@@ -22,7 +23,7 @@ import { toRecord } from './dynamodb-record.js';
  * condition is an answer; after a retry it is checked against the record, which an earlier attempt
  * may have written (see `DynamodbStore`).
  */
-export class DynamodbTransitions {
+export class DynamodbTransitions implements RecordCalls {
   constructor(
     private readonly calls: DynamodbCalls,
     private readonly clock: Pick<Clock, 'now'>,

@@ -1,15 +1,9 @@
 import { stripUndefined } from '../../core/options.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
-import {
-  StoreBase,
-  type AcquireOutcome,
-  type StoreCapabilities,
-  type WatchListener,
-} from '../../core/store.js';
+import { DelegatingStore, type LeaseBatches } from '../../core/delegating-store.js';
+import type { LeaseStore, StoreCapabilities, Unwatch, WatchListener } from '../../core/store.js';
 import type { EtcdClient } from './etcd-driver.js';
 import { acquireMany, releaseMany, renewMany } from './etcd-batch.js';
 import { connectEtcd } from './etcd-connect.js';
@@ -18,11 +12,9 @@ import { DataRevisions } from './etcd-data-revisions.js';
 import { diagnoseEtcd } from './etcd-doctor.js';
 import { mapEtcdError } from './etcd-errors.js';
 import { EtcdKeys } from './etcd-keys.js';
-import { recordOf } from './etcd-record.js';
-import { byKind, listRecords } from './etcd-list.js';
+import { listRecords } from './etcd-list.js';
 import { OwnerLeases } from './etcd-leases.js';
-import { acquireChain, firstPerTxn, pickFirst } from './etcd-first.js';
-import { acquireGroup, groupMaxFor } from './etcd-group.js';
+import { groupMaxFor } from './etcd-group.js';
 import { EtcdTransitions } from './etcd-transitions.js';
 import {
   resolveEtcdOptions,
@@ -31,7 +23,6 @@ import {
 } from './etcd-options.js';
 import { EtcdRpc } from './etcd-rpc.js';
 import { parseEtcdUrl, type EtcdTarget } from './etcd-url.js';
-import type { Unwatch } from '../../core/store.js';
 import { EtcdWatch } from './etcd-watch.js';
 
 /**
@@ -57,7 +48,7 @@ import { EtcdWatch } from './etcd-watch.js';
  * plus the TTL asked for, on this machine's clock (etcd has none): etcd keeps the hold key at
  * least that long, and drops an unrenewed one within `expiryLagMs` after it.
  */
-export class EtcdStore extends StoreBase {
+export class EtcdStore extends DelegatingStore implements LeaseStore {
   /** `atomicGroupMax`: as many members as one transaction holds (64 at `maxTxnOps` 128). */
   readonly capabilities: StoreCapabilities;
   /** The etcd leader alone decides expiry, so no skew is allowed for. */
@@ -77,8 +68,10 @@ export class EtcdStore extends StoreBase {
   private readonly options: ResolvedEtcdOptions;
   private readonly keys: EtcdKeys;
   private readonly rpc: EtcdRpc;
-  private readonly ctx: EtcdContext;
-  private readonly transitions: EtcdTransitions;
+  /** @internal */
+  protected readonly transitions: EtcdTransitions;
+  /** @internal */
+  protected readonly batches: LeaseBatches;
   private readonly watcher: EtcdWatch;
   private ownsClient = false;
 
@@ -137,14 +130,22 @@ export class EtcdStore extends StoreBase {
     });
     this.keys = new EtcdKeys(this.options.prefix);
     this.rpc = new EtcdRpc(client, this.options.timeoutMs);
-    this.ctx = {
+    const ctx: EtcdContext = {
       rpc: this.rpc,
       keys: this.keys,
       leases: new OwnerLeases(this.rpc),
       dataRevisions: new DataRevisions(),
       maxTxnOps: this.options.maxTxnOps,
     };
-    this.transitions = new EtcdTransitions(this.ctx);
+    this.transitions = new EtcdTransitions(ctx, this.expiryLagMs);
+    // Each batch nests one transaction per resource in one call per ~125 (see etcd-batch.ts);
+    // `list` reads ranges from where the keys after `after` begin, on one snapshot.
+    this.batches = {
+      acquireMany: (resources, owner, ttlMs) => acquireMany(ctx, resources, owner, ttlMs),
+      renewMany: (leases, ttlMs) => renewMany(ctx, leases, ttlMs),
+      releaseMany: (leases) => releaseMany(ctx, leases),
+      list: (prefix, limit, after) => listRecords(ctx.rpc, ctx.keys, prefix, limit, after),
+    };
     this.watcher = new EtcdWatch(
       client,
       this.keys,
@@ -175,106 +176,6 @@ export class EtcdStore extends StoreBase {
   watch(prefix: string, listener: WatchListener): Unwatch {
     const checked = this.checkWatch(prefix, listener);
     return this.watcher.add(checked, listener);
-  }
-
-  /**
-   * One transaction on the owner's etcd lease (grouped with others while one is on the wire),
-   * plus a keep-alive of that lease sent alongside only when needed (see `EtcdTransitions`).
-   */
-  protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    return this.transitions.tryAcquire(resource, owner, ttlMs);
-  }
-
-  /** One nested transaction per resource, one outer one per 126 (see `acquireMany`). */
-  protected override doAcquireMany(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<AcquireOutcome[]> {
-    return acquireMany(this.ctx, resources, owner, ttlMs);
-  }
-
-  /** One transaction whose compares cover every member (see `acquireGroup`). */
-  protected override doAcquireAll(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease[] | null> {
-    return acquireGroup(this.ctx, resources, owner, ttlMs);
-  }
-
-  /**
-   * One chained transaction over the first 42 candidates (at `maxTxnOps` 128, see `firstTxn`);
-   * beyond them, one `list` page and a chained transaction per 42 that look free (`pickFirst`).
-   */
-  protected override doAcquireFirst(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    return pickFirst(
-      {
-        perTxn: firstPerTxn(this.options.maxTxnOps),
-        chain: (chain) => acquireChain(this.ctx, chain, owner, ttlMs),
-        list: (prefix, limit) => this.doList(prefix, limit, ''),
-        allowanceMs: this.expiryLagMs,
-      },
-      resources,
-    );
-  }
-
-  /** One keep-alive per owner and TTL, then one transaction per 125 leases (see `renewMany`). */
-  protected doRenewMany(
-    leases: readonly Lease[],
-    ttlMs: number | undefined,
-  ): Promise<(Lease | null)[]> {
-    return renewMany(this.ctx, leases, ttlMs);
-  }
-
-  /** The owner's keep-alive when needed, then one transaction (grouped while one is on the wire). */
-  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs, undefined);
-  }
-
-  /** `renew`'s transaction with the data key written in it: still one transaction. */
-  protected override doRenewWithData(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null,
-  ): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs, data);
-  }
-
-  /** One transaction (grouped with others while one is on the wire). */
-  protected override doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.transitions.release(lease);
-  }
-
-  /** `release`'s transaction with the data key written in it: still one transaction. */
-  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.release(lease, data);
-  }
-
-  /** One transaction with renew's compares that writes the data key alone. */
-  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.writeData(lease, data);
-  }
-
-  /** One transaction per 126 leases, sent concurrently. */
-  protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return releaseMany(this.ctx, leases);
-  }
-
-  /** One range read of the resource's keys. */
-  protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    const { start, end } = this.keys.resource(resource);
-    const { kvs } = await this.rpc.range({ key: start, range_end: end });
-    return recordOf(resource, byKind(this.keys, kvs));
-  }
-
-  /** Range reads from where the keys after `after` begin, one snapshot (see `listRecords`). */
-  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    return listRecords(this.rpc, this.keys, prefix, limit, after);
   }
 
   protected async doClose(): Promise<void> {

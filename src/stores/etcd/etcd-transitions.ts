@@ -1,9 +1,13 @@
+import type { LeaseTransitions } from '../../core/delegating-store.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRef } from '../../core/lease.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
 import { Coalescer } from './etcd-coalesce.js';
 import type { EtcdContext } from './etcd-context.js';
 import type { EtcdTxnRequest } from './etcd-driver.js';
+import { acquireChain, firstPerTxn, pickFirst } from './etcd-first.js';
+import { acquireGroup } from './etcd-group.js';
+import { byKind, listRecords } from './etcd-list.js';
 import {
   acquiredData,
   acquiredToken,
@@ -18,6 +22,7 @@ import {
   writtenRevision,
 } from './etcd-ops.js';
 import { grantOf, refusalOf, undoGrants } from './etcd-overwrite.js';
+import { recordOf } from './etcd-record.js';
 import { ordered } from './etcd-rpc.js';
 
 /**
@@ -28,15 +33,27 @@ const DATA_WRITE_TRIES = 4;
 
 /**
  * The single-lease transitions: each one transaction, grouped with the others asked while one is
- * on the wire (see `Coalescer`).
+ * on the wire (see `Coalescer`); the group ones, `acquireAll` and `acquireFirst`; the read of one
+ * record.
  */
-export class EtcdTransitions {
+export class EtcdTransitions implements LeaseTransitions {
   private readonly txns: Coalescer;
   /** The data write of each resource last asked, which the next one waits for (`writingData`). */
   private readonly dataWrites = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly ctx: EtcdContext) {
+  constructor(
+    private readonly ctx: EtcdContext,
+    /** What a contender allows past `expiresAt` before a record looks free (the store's `expiryLagMs`). */
+    private readonly allowanceMs: number,
+  ) {
     this.txns = new Coalescer(ctx.rpc, ctx.maxTxnOps);
+  }
+
+  /** One range read of the resource's keys. */
+  async get(resource: string): Promise<LeaseRecord | null> {
+    const { start, end } = this.ctx.keys.resource(resource);
+    const { kvs } = await this.ctx.rpc.range({ key: start, range_end: end });
+    return recordOf(resource, byKind(this.ctx.keys, kvs));
   }
 
   /**
@@ -76,7 +93,7 @@ export class EtcdTransitions {
   async renew(
     lease: Lease,
     ttlMs: number | undefined,
-    data: LeaseData | null | undefined,
+    data?: LeaseData | null,
   ): Promise<Lease | null> {
     const since = performance.now();
     const sentAt = Date.now();
@@ -127,6 +144,42 @@ export class EtcdTransitions {
       this.ctx.leases.dropOwner(lease.owner); // as in `releaseMany`
       throw error;
     }
+  }
+
+  /** `renew`'s transaction with the data key written in it: still one transaction. */
+  renewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    return this.renew(lease, ttlMs, data);
+  }
+
+  /** `release`'s transaction with the data key written in it: still one transaction. */
+  releaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.release(lease, data);
+  }
+
+  /** One transaction whose compares cover every member (see `acquireGroup`). */
+  acquireAll(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease[] | null> {
+    return acquireGroup(this.ctx, resources, owner, ttlMs);
+  }
+
+  /**
+   * One chained transaction over the first 42 candidates (at `maxTxnOps` 128, see `firstTxn`);
+   * beyond them, one `list` page and a chained transaction per 42 that look free (`pickFirst`).
+   */
+  acquireFirst(resources: readonly string[], owner: string, ttlMs: number): Promise<Lease | null> {
+    const { ctx } = this;
+    return pickFirst(
+      {
+        perTxn: firstPerTxn(ctx.maxTxnOps),
+        chain: (chain) => acquireChain(ctx, chain, owner, ttlMs),
+        list: (prefix, limit) => listRecords(ctx.rpc, ctx.keys, prefix, limit, ''),
+        allowanceMs: this.allowanceMs,
+      },
+      resources,
+    );
   }
 
   /**

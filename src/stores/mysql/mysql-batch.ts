@@ -1,3 +1,4 @@
+import type { LeaseBatches } from '../../core/delegating-store.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import { yieldToLoop } from '../../core/time.js';
@@ -93,7 +94,7 @@ export function planRanked(resources: readonly string[]): Buffer {
 }
 
 /** The batches, each one round trip, and `list`, their answers decoded a slice per turn. */
-export class MysqlBatch {
+export class MysqlBatch implements LeaseBatches {
   constructor(
     private readonly calls: MysqlCalls,
     /** The single renewal and release, for a batch of one. */

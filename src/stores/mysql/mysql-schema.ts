@@ -1,5 +1,5 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import { stepsToRun } from '../../core/migrations.js';
+import { migrateSchema } from '../../core/migrations.js';
 import {
   queryOptions as q,
   withConnection,
@@ -23,34 +23,41 @@ export async function migrate(
 ): Promise<boolean> {
   const { table, queryTimeoutMs } = options;
   return withConnection(pool, options, async (c) => {
-    // Two statements in one: fails with a parse error unless the pool allows multi-statements.
-    const first = await readVersion(c, `${sql.flavor}; ${sql.readVersion}`, 1);
-    let current = first.version;
-    const returning = first.mariadb ?? (await isMariadb(c, sql.flavor));
-    if (current === SCHEMA_VERSION) return returning;
-    const waitSeconds = Math.max(0, Math.floor(queryTimeoutMs / 2) / 1000);
-    const [locked] = (await c.query(q(sql.lockName), [bytes(table), waitSeconds])) as [
-      { got: unknown }[],
-      unknown,
-    ];
-    if (Number(locked[0]?.got) !== 1) {
-      throw new LeaseError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `init: another process is creating or upgrading table ${table}; try again`,
-      );
-    }
-    try {
-      await c.query(q(metaTable(table)));
-      current = (await readVersion(c, sql.readVersion, 0)).version;
-      const steps = stepsToRun(`table ${table}`, current, SCHEMA_VERSION, migrations(table));
-      for (const statement of steps) await step(c, statement);
-      if (current !== SCHEMA_VERSION) {
-        await c.query(q(sql.writeVersion), [SCHEMA_VERSION, SCHEMA_VERSION]);
-      }
-    } finally {
-      await c.query(q(sql.unlock), [bytes(table)]);
-    }
-    return returning;
+    let mariadb = false;
+    await migrateSchema({
+      what: `table ${table}`,
+      version: SCHEMA_VERSION,
+      steps: migrations(table),
+      readFirst: async () => {
+        // Two statements in one: fails with a parse error unless the pool allows multi-statements.
+        const first = await readVersion(c, `${sql.flavor}; ${sql.readVersion}`, 1);
+        mariadb = first.mariadb ?? (await isMariadb(c, sql.flavor));
+        return first.version;
+      },
+      readVersion: async () => (await readVersion(c, sql.readVersion, 0)).version,
+      locked: async (work) => {
+        const waitSeconds = Math.max(0, Math.floor(queryTimeoutMs / 2) / 1000);
+        const [locked] = (await c.query(q(sql.lockName), [bytes(table), waitSeconds])) as [
+          { got: unknown }[],
+          unknown,
+        ];
+        if (Number(locked[0]?.got) !== 1) {
+          throw new LeaseError(
+            ErrorCode.STORE_UNAVAILABLE,
+            `init: another process is creating or upgrading table ${table}; try again`,
+          );
+        }
+        try {
+          await work();
+        } finally {
+          await c.query(q(sql.unlock), [bytes(table)]);
+        }
+      },
+      createMeta: () => c.query(q(metaTable(table))),
+      runStep: (statement) => step(c, statement),
+      writeVersion: (version) => c.query(q(sql.writeVersion), [version, version]),
+    });
+    return mariadb;
   });
 }
 

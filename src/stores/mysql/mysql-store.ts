@@ -1,10 +1,9 @@
 import { loadMysql2 } from './mysql-driver.js';
 import type { LeaseError } from '../../core/errors.js';
 import { LIMITS } from '../../core/options.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
 import type { Diagnosis } from '../../core/doctor.js';
-import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
+import { DelegatingStore } from '../../core/delegating-store.js';
+import type { LeaseStore, StoreCapabilities } from '../../core/store.js';
 import { MysqlBatch } from './mysql-batch.js';
 import { MysqlCalls } from './mysql-calls.js';
 import { deadline, queryOptions as q, withConnection, type MysqlPool } from './mysql-driver.js';
@@ -37,7 +36,7 @@ export const BATCH_ROWS = 10_000;
  * `acquireAll` (up to `LIMITS.groupMaxSize` members) and `acquireFirst` are one transaction in one
  * round trip each (see `groupStatements` in mysql-ops.ts).
  */
-export class MysqlStore extends StoreBase {
+export class MysqlStore extends DelegatingStore implements LeaseStore {
   readonly capabilities: StoreCapabilities = Object.freeze({
     clock: 'store',
     batch: true,
@@ -50,8 +49,10 @@ export class MysqlStore extends StoreBase {
   protected override readonly batchPiece = BATCH_ROWS;
   private readonly options: ResolvedMysqlOptions;
   private readonly calls: MysqlCalls;
-  private readonly transitions: MysqlTransitions;
-  private readonly batches: MysqlBatch;
+  /** @internal */
+  protected readonly transitions: MysqlTransitions;
+  /** @internal */
+  protected readonly batches: MysqlBatch;
   /** Whether `close()` ends the pool: only for a pool `open` created. */
   private ownsPool = false;
 
@@ -113,85 +114,6 @@ export class MysqlStore extends StoreBase {
         diagnoseMysql(async (sql) => (await c.query(q(sql)))[0] as Record<string, unknown>[]),
       ),
     );
-  }
-
-  /**
-   * One prepared statement, whose answer is the token and where the server clock stood against
-   * our estimate; with the estimate more than `WINDOW` ms off (a first call, a clock step), a
-   * second round trip reads the stored expiry, and the estimate is corrected for the next call.
-   */
-  protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    return this.transitions.tryAcquire(resource, owner, ttlMs);
-  }
-
-  /** One round trip for the whole batch: the grants, and the live record behind each refusal. */
-  protected override doAcquireMany(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<AcquireOutcome[]> {
-    return this.batches.acquireMany(resources, owner, ttlMs);
-  }
-
-  /** One round trip, one transaction: every member granted, or none and nothing written. */
-  protected override doAcquireAll(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease[] | null> {
-    return this.transitions.acquireAll(resources, owner, ttlMs);
-  }
-
-  /** One round trip, one transaction: the first free candidate in the caller's order, or `null`. */
-  protected override doAcquireFirst(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    return this.transitions.acquireFirst(resources, owner, ttlMs);
-  }
-
-  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs);
-  }
-
-  protected override doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.transitions.release(lease);
-  }
-
-  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.writeData(lease, data);
-  }
-
-  protected override doRenewWithData(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null,
-  ): Promise<Lease | null> {
-    return this.transitions.renewWithData(lease, ttlMs, data);
-  }
-
-  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.releaseWithData(lease, data);
-  }
-
-  protected doRenewMany(
-    leases: readonly Lease[],
-    ttlMs: number | undefined,
-  ): Promise<(Lease | null)[]> {
-    return this.batches.renewMany(leases, ttlMs);
-  }
-
-  protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return this.batches.releaseMany(leases);
-  }
-
-  protected doGet(resource: string): Promise<LeaseRecord | null> {
-    return this.transitions.get(resource);
-  }
-
-  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    return this.batches.list(prefix, limit, after);
   }
 
   /** Ends a pool of its own; a connection stuck on a silent server cannot hold this up for long. */

@@ -1,3 +1,4 @@
+import type { LeaseTransitions } from '../../core/delegating-store.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
@@ -18,7 +19,7 @@ import {
 } from './mysql-record.js';
 
 /** The single-lease transitions, `acquireAll` and `acquireFirst`, and the read of one record. */
-export class MysqlTransitions {
+export class MysqlTransitions implements LeaseTransitions {
   constructor(private readonly calls: MysqlCalls) {}
 
   /**

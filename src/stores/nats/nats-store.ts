@@ -1,26 +1,18 @@
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
+import type { Lease } from '../../core/lease.js';
 import { parseStoreUrl } from '../../core/store-url.js';
-import {
-  StoreBase,
-  type AcquireOutcome,
-  type StoreCapabilities,
-  type WatchListener,
-} from '../../core/store.js';
-import { callDeadline, type Bounded } from './nats-calls.js';
+import { DelegatingStore } from '../../core/delegating-store.js';
+import type { LeaseStore, StoreCapabilities, Unwatch, WatchListener } from '../../core/store.js';
+import { callDeadline, NatsCalls, type Bounded } from './nats-calls.js';
 import { fromUrl, withConnection, type NatsSetup } from './nats-connect.js';
 import type { NatsConnectionLike, NatsKv } from './nats-driver.js';
 import { mapNatsError } from './nats-errors.js';
 import { acquireFirstByReads, LOOK_BY_READS_MAX } from './nats-first.js';
-import { listRecords } from './nats-list.js';
 import type { NatsStoreOptions, ResolvedNatsOptions } from './nats-options.js';
 import { parseNatsUrl, type NatsTarget } from './nats-url.js';
-import type { Unwatch } from '../../core/store.js';
 import { NatsWatch } from './nats-watch.js';
 import { NatsTransitions } from './nats-transitions.js';
 import type { NatsPublisher } from './nats-publish.js';
-import { acquireEach, runBatch } from './nats-batch.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { diagnoseNats } from './nats-doctor.js';
 
@@ -65,7 +57,7 @@ import { diagnoseNats } from './nats-doctor.js';
  * key under the prefix in one consumer stream and sorts here. `watch` is one KV watch over the
  * bucket (see nats-watch.ts).
  */
-export class NatsStore extends StoreBase {
+export class NatsStore extends DelegatingStore implements LeaseStore {
   readonly capabilities: StoreCapabilities = Object.freeze({
     clock: 'local',
     batch: false,
@@ -79,7 +71,10 @@ export class NatsStore extends StoreBase {
   private readonly kv: NatsKv;
   private readonly publisher: NatsPublisher;
   private readonly ownsConnection: boolean;
-  private readonly records: NatsTransitions;
+  /** @internal The transitions within the call deadline, and the batches. */
+  protected readonly transitions: NatsCalls;
+  /** @internal The same object. */
+  protected readonly batches: NatsCalls;
   private readonly watcher: NatsWatch;
   /** Runs one call within `timeoutMs` (see `callDeadline`). */
   private readonly bounded: Bounded;
@@ -120,7 +115,9 @@ export class NatsStore extends StoreBase {
     this.ownsConnection = ownsConnection;
     this.maxClockSkewMs = options.maxClockSkewMs;
     this.bounded = callDeadline(options.bucket, options.timeoutMs);
-    this.records = new NatsTransitions(kv, publisher, options);
+    const records = new NatsTransitions(kv, publisher, options);
+    this.transitions = new NatsCalls(records, kv, options, this.bounded);
+    this.batches = this.transitions;
     this.watcher = new NatsWatch(kv, {
       bucket: options.bucket,
       timeoutMs: options.timeoutMs,
@@ -156,15 +153,6 @@ export class NatsStore extends StoreBase {
     return this.watcher.add(checked, listener);
   }
 
-  protected async doTryAcquire(
-    resource: string,
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    return (await this.bounded('tryAcquire', () => this.records.acquire(resource, owner, ttlMs)))
-      .lease;
-  }
-
   /**
    * A few candidates (a counting lease's permits) by a read each (see `acquireFirstByReads`).
    * Longer candidate lists (a fair line's slots) take the default path.
@@ -181,78 +169,6 @@ export class NatsStore extends StoreBase {
       now: () => this.nowEstimate(),
       allowanceMs: this.maxClockSkewMs + (this.expiryLagMs ?? 0),
     });
-  }
-
-  /**
-   * One compare-and-set per resource, `concurrency` in flight; a record leasehold does not write
-   * fails the whole batch with `RECORD_INVALID`, the leases granted meanwhile given back first
-   * (see `acquireEach`).
-   */
-  protected override async doAcquireMany(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<AcquireOutcome[]> {
-    return acquireEach(
-      resources,
-      this.options.concurrency,
-      (resource) => this.bounded('acquireMany', () => this.records.acquire(resource, owner, ttlMs)),
-      (granted) => this.doReleaseMany(granted),
-    );
-  }
-
-  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.bounded('renew', () => this.records.renew(lease, ttlMs));
-  }
-
-  protected override doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.bounded('release', () => this.records.release(lease));
-  }
-
-  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.bounded('writeData', () => this.records.writeData(lease, data));
-  }
-
-  protected override doRenewWithData(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null,
-  ): Promise<Lease | null> {
-    return this.bounded('renew', () => this.records.renew(lease, ttlMs, data));
-  }
-
-  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.bounded('release', () => this.records.release(lease, data));
-  }
-
-  protected doRenewMany(
-    leases: readonly Lease[],
-    ttlMs: number | undefined,
-  ): Promise<(Lease | null)[]> {
-    return runBatch(leases, this.options.concurrency, {
-      send: (lease, done) => this.records.sendRenew(lease, ttlMs, done),
-      full: (lease, startedAt) =>
-        this.bounded('renewMany', () => this.records.renew(lease, ttlMs), startedAt),
-    });
-  }
-
-  protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return runBatch(leases, this.options.concurrency, {
-      send: (lease, done) => this.records.sendRelease(lease, done),
-      full: (lease, startedAt) =>
-        this.bounded('releaseMany', () => this.records.release(lease), startedAt),
-    });
-  }
-
-  /** One read. */
-  protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    const stored = await this.bounded('get', () => this.records.read(resource));
-    return stored.stored?.record ?? null;
-  }
-
-  /** One consumer stream of every value under the prefix, sorted here (see `listRecords`). */
-  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    return listRecords(this.kv, { prefix, limit, after }, this.options);
   }
 
   protected async doClose(): Promise<void> {

@@ -1,4 +1,6 @@
-import type { Lease, LeaseRecord } from '../../core/lease.js';
+import type { LeaseBatches } from '../../core/delegating-store.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
+import { readPaged } from '../../core/read-paged.js';
 import { prefixEnd, type AcquireOutcome } from '../../core/store.js';
 import { yieldToLoop } from '../../core/time.js';
 import type { PostgresCalls } from './postgres-calls.js';
@@ -6,8 +8,8 @@ import { columns } from './postgres-ops.js';
 import { byteLength, granted, renewed, safeInteger, toRecord } from './postgres-record.js';
 import { refused } from './postgres-transitions.js';
 
-/** The batches, each one statement (a long `acquireMany` several), and one page of `list`. */
-export class PostgresBatch {
+/** The batches, each one statement (a long `acquireMany` several), and `list`. */
+export class PostgresBatch implements LeaseBatches {
   constructor(private readonly calls: PostgresCalls) {}
 
   /**
@@ -74,7 +76,7 @@ export class PostgresBatch {
     });
   }
 
-  async releaseMany(leases: readonly Lease[]): Promise<boolean[]> {
+  async releaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
     const rows = await this.calls.query(this.calls.sql.releaseMany, [
       ...columns(leases),
       ...this.calls.channelParam(),
@@ -83,7 +85,22 @@ export class PostgresBatch {
     return leases.map((_, i) => done.has(i + 1));
   }
 
-  async listPage(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+  /**
+   * One statement for the page; where records carry lease data, a long page is read as several
+   * statements one after another (each past the last record of the one before), the event loop
+   * free between them, so decoding never holds it long. A record that changes meanwhile shows its
+   * old or its new state, as across two `list` calls paging with `after`.
+   */
+  list(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    return readPaged(
+      limit,
+      after,
+      (from, n) => this.listPage(prefix, n, from),
+      (left) => this.calls.sizer.records(left),
+    );
+  }
+
+  private async listPage(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
     const to = prefixEnd(prefix);
     const rows =
       to === undefined

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Lease } from '../../core/lease.js';
+import type { LeaseRef } from '../../core/lease.js';
 import { LIMITS } from '../../core/options.js';
 
 /** Schema version this release writes and understands. Bump it with a new entry in `migrations`. */
@@ -427,7 +427,7 @@ export function statementName(key: string, text: string): string {
 }
 
 /** The parallel arrays (resource, owner, token) the batch statements unnest. */
-export function columns(leases: readonly Lease[]): [string[], string[], number[]] {
+export function columns(leases: readonly LeaseRef[]): [string[], string[], number[]] {
   return [
     leases.map((lease) => lease.resource),
     leases.map((lease) => lease.owner),

@@ -1,4 +1,4 @@
-import { stepsToRun } from '../../core/migrations.js';
+import { migrateSchema } from '../../core/migrations.js';
 import { checkOut } from '../../drivers/pg-checkout.js';
 import type { PgPool, PgQueryResult } from './postgres-driver.js';
 import { isMissingRelation } from './postgres-errors.js';
@@ -25,21 +25,28 @@ export async function migrate(pool: PgPool, target: SchemaTarget): Promise<void>
     client.query({ text, values, query_timeout: statementTimeoutMs });
   let failure: Error | undefined;
   try {
-    // Fast path, without DDL (which needs CREATE rights even when the table exists).
-    const found = await readVersion(() => run(setup.readVersion));
-    if (found === SCHEMA_VERSION) return;
-    await run('BEGIN');
-    // One key per schema: tables created side by side in a new schema also create it once.
-    await run(setup.lock, [`leasehold:${schema}`]);
-    const exists = await run(setup.schemaExists, [schema]);
-    if (exists.rows.length === 0) await run(setup.createSchema);
-    await run(setup.createMeta);
-    const current = (await readVersion(() => run(setup.readVersion))) ?? 0;
-    const what = `table "${schema}"."${table}"`;
-    const steps = stepsToRun(what, current, SCHEMA_VERSION, migrations(schema, table));
-    for (const step of steps) await run(step);
-    await run(setup.writeVersion, [SCHEMA_VERSION]);
-    await run('COMMIT');
+    await migrateSchema({
+      what: `table "${schema}"."${table}"`,
+      version: SCHEMA_VERSION,
+      steps: migrations(schema, table),
+      // Also the first read: without DDL (which needs CREATE rights even when the table exists).
+      readVersion: () => readVersion(() => run(setup.readVersion)),
+      locked: async (work) => {
+        await run('BEGIN');
+        // One key per schema: tables created side by side in a new schema also create it once.
+        await run(setup.lock, [`leasehold:${schema}`]);
+        await work();
+        await run('COMMIT');
+      },
+      createMeta: async () => {
+        const exists = await run(setup.schemaExists, [schema]);
+        if (exists.rows.length === 0) await run(setup.createSchema);
+        await run(setup.createMeta);
+      },
+      runStep: (step) => run(step),
+      writeVersion: (version) => run(setup.writeVersion, [version]),
+      writesCurrentVersion: true,
+    });
   } catch (error) {
     failure = error instanceof Error ? error : new Error(String(error));
     throw error;

@@ -1,19 +1,11 @@
 import { loadPg } from './postgres-driver.js';
 import { ErrorCode, invalidArgument, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { LIMITS } from '../../core/options.js';
 import { checkOut } from '../../drivers/pg-checkout.js';
-import { readPaged } from '../../core/read-paged.js';
 import { redact } from '../../core/store-url.js';
-import {
-  StoreBase,
-  type AcquireOutcome,
-  type StoreCapabilities,
-  type Unwatch,
-  type WatchListener,
-} from '../../core/store.js';
+import { DelegatingStore } from '../../core/delegating-store.js';
+import type { LeaseStore, StoreCapabilities, Unwatch, WatchListener } from '../../core/store.js';
 import type { PgConnection, PgPool } from './postgres-driver.js';
 import { PostgresBatch } from './postgres-batch.js';
 import { PostgresCalls } from './postgres-calls.js';
@@ -42,7 +34,7 @@ export const BATCH_ROWS = 10_000;
  * Releases NOTIFY `watch` listeners (over one LISTEN connection per store) only while some watcher
  * has registered a prefix covering them; with nobody watching, a release sends nothing.
  */
-export class PostgresStore extends StoreBase {
+export class PostgresStore extends DelegatingStore implements LeaseStore {
   readonly capabilities: StoreCapabilities;
   /** The server's clock is the only one that decides expiry, so no skew is allowed for. */
   readonly maxClockSkewMs = 0;
@@ -51,8 +43,10 @@ export class PostgresStore extends StoreBase {
   private readonly notifier: Notifier | undefined;
   private readonly ownsPool: boolean;
   private readonly calls: PostgresCalls;
-  private readonly transitions: PostgresTransitions;
-  private readonly batches: PostgresBatch;
+  /** @internal */
+  protected readonly transitions: PostgresTransitions;
+  /** @internal */
+  protected readonly batches: PostgresBatch;
 
   /**
    * Creates a pool from a `postgres://` URL or node-postgres `PoolConfig` fields (which win over
@@ -160,94 +154,6 @@ export class PostgresStore extends StoreBase {
         async (text) =>
           (await this.calls.send({ text, name: undefined, operation: 'diagnose' }, [])).rows,
       ),
-    );
-  }
-
-  protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    return this.transitions.tryAcquire(resource, owner, ttlMs);
-  }
-
-  /** One statement for the whole batch (several where records carry much data). */
-  protected override doAcquireMany(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<AcquireOutcome[]> {
-    return this.batches.acquireMany(resources, owner, ttlMs);
-  }
-
-  /** One statement: every member through the single acquire's compare-and-set, or none. */
-  protected override doAcquireAll(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease[] | null> {
-    return this.transitions.acquireAll(resources, owner, ttlMs);
-  }
-
-  /** One statement picks the first free candidate and takes it. */
-  protected override doAcquireFirst(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    return this.transitions.acquireFirst(resources, owner, ttlMs);
-  }
-
-  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs);
-  }
-
-  protected override doRelease(lease: Lease): Promise<boolean> {
-    return this.transitions.release(lease);
-  }
-
-  /** One statement: the compare-and-set on owner and token, and the data when it held. */
-  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.writeData(lease, data);
-  }
-
-  /** One statement: the plain renew's UPDATE, and the data written when it changed the row. */
-  protected override doRenewWithData(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null,
-  ): Promise<Lease | null> {
-    return this.transitions.renewWithData(lease, ttlMs, data);
-  }
-
-  /** One statement: the plain release's UPDATE (its NOTIFY included), and the data. */
-  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.releaseWithData(lease, data);
-  }
-
-  protected doRenewMany(
-    leases: readonly Lease[],
-    ttlMs: number | undefined,
-  ): Promise<(Lease | null)[]> {
-    return this.batches.renewMany(leases, ttlMs);
-  }
-
-  protected doReleaseMany(leases: readonly Lease[]): Promise<boolean[]> {
-    return this.batches.releaseMany(leases);
-  }
-
-  protected doGet(resource: string): Promise<LeaseRecord | null> {
-    return this.transitions.get(resource);
-  }
-
-  /**
-   * One statement for the page; where records carry lease data, a long page is read as several
-   * statements one after another (each past the last record of the one before), the event loop
-   * free between them, so decoding never holds it long. A record that changes meanwhile shows its
-   * old or its new state, as across two `list` calls paging with `after`.
-   */
-  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    return readPaged(
-      limit,
-      after,
-      (from, n) => this.batches.listPage(prefix, n, from),
-      (left) => this.calls.sizer.records(left),
     );
   }
 

@@ -1,3 +1,4 @@
+import type { LeaseTransitions } from '../../core/delegating-store.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
 import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import { withData, type LeaseData } from '../../core/lease-data.js';
@@ -14,7 +15,7 @@ import {
 } from './postgres-record.js';
 
 /** The single-lease transitions, `acquireAll` and `acquireFirst`: each one statement. */
-export class PostgresTransitions {
+export class PostgresTransitions implements LeaseTransitions {
   constructor(private readonly calls: PostgresCalls) {}
 
   async get(resource: string): Promise<LeaseRecord | null> {
@@ -94,7 +95,7 @@ export class PostgresTransitions {
     return row ? renewed(lease, safeInteger(row.expires_at, 'expires_at'), ttl) : null;
   }
 
-  release(lease: Lease): Promise<boolean> {
+  release(lease: LeaseRef): Promise<boolean> {
     const values = [lease.resource, lease.owner, lease.token, ...this.calls.channelParam()];
     return this.calls.run(this.calls.sql.release, values).then((result) => result.rowCount === 1);
   }

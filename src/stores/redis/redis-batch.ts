@@ -1,4 +1,5 @@
-import type { Lease, LeaseRef } from '../../core/lease.js';
+import type { LeaseBatches } from '../../core/delegating-store.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import type { RedisCalls } from './redis-calls.js';
 import {
@@ -8,6 +9,7 @@ import {
   type RedisClient,
 } from './redis-driver.js';
 import type { RedisKeys } from './redis-keys.js';
+import { listRecords } from './redis-list.js';
 import { ACQUIRE_MANY, RELEASE_MANY, RENEW_MANY } from './redis-ops.js';
 import { acquiredMany, renewed } from './redis-record.js';
 import { perShard } from './redis-shards.js';
@@ -15,9 +17,9 @@ import { isReleased } from './redis-transitions.js';
 
 /**
  * The batches: one script call per shard and up to 1,000 resources (`perShard`), sent without
- * waiting for each other, the whole within one command deadline.
+ * waiting for each other, the whole within one command deadline; and `list`.
  */
-export class RedisBatch {
+export class RedisBatch implements LeaseBatches {
   constructor(
     private readonly calls: RedisCalls,
     private readonly client: RedisClient,
@@ -66,6 +68,11 @@ export class RedisBatch {
         (reply) => (reply as unknown[]).map(isReleased),
       ),
     );
+  }
+
+  /** One LIST script per shard, the pages merged in order (see `listRecords`). */
+  list(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    return listRecords(this.calls, this.client, this.keys, { prefix, limit, after });
   }
 
   /** `perShard` within one command deadline. */

@@ -1,33 +1,24 @@
 import { invalidArgument, type LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
 import { LIMITS, stripUndefined } from '../../core/options.js';
 import { parseStoreUrl } from '../../core/store-url.js';
-import {
-  StoreBase,
-  type AcquireOutcome,
-  type StoreCapabilities,
-  type WatchListener,
-} from '../../core/store.js';
+import { DelegatingStore } from '../../core/delegating-store.js';
+import type { LeaseStore, StoreCapabilities, Unwatch, WatchListener } from '../../core/store.js';
 import { withDeadline, type NodeRedisClient, type RedisClient } from './redis-driver.js';
 import { connectRedis } from './redis-connect.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { diagnoseRedis } from './redis-doctor.js';
 import { RedisBatch } from './redis-batch.js';
 import { RedisCalls } from './redis-calls.js';
-import { isWrongType, mapRedisError } from './redis-errors.js';
+import { mapRedisError } from './redis-errors.js';
 import { RedisKeys } from './redis-keys.js';
-import { listRecords } from './redis-list.js';
 import { fromNodeRedis, isNodeRedis } from './redis-node.js';
 import {
   resolveRedisOptions,
   type RedisStoreOptions,
   type ResolvedRedisOptions,
 } from './redis-options.js';
-import { notAHash, redisRecord } from './redis-record.js';
 import { RedisTransitions } from './redis-transitions.js';
 import { parseRedisUrl, type RedisTarget } from './redis-url.js';
-import type { Unwatch } from '../../core/store.js';
 import { RedisWatch } from './redis-watch.js';
 
 /**
@@ -45,7 +36,7 @@ import { RedisWatch } from './redis-watch.js';
  * more field of the record hash (see redis-ops.ts): written only by its own scripts, read by every
  * grant in the same call.
  */
-export class RedisStore extends StoreBase {
+export class RedisStore extends DelegatingStore implements LeaseStore {
   readonly capabilities: StoreCapabilities;
   /** Redis alone decides expiry, inside the script, so no skew is allowed for. */
   readonly maxClockSkewMs = 0;
@@ -53,8 +44,10 @@ export class RedisStore extends StoreBase {
   private readonly keys: RedisKeys;
   private readonly watcher: RedisWatch;
   private readonly calls: RedisCalls;
-  private readonly transitions: RedisTransitions;
-  private readonly batches: RedisBatch;
+  /** @internal */
+  protected readonly transitions: RedisTransitions;
+  /** @internal */
+  protected readonly batches: RedisBatch;
   private readonly client: RedisClient;
   private ownsClient = false;
 
@@ -124,7 +117,7 @@ export class RedisStore extends StoreBase {
     });
     this.watcher = new RedisWatch(client, this.keys.channel, this.options.onWatchError);
     this.calls = new RedisCalls(client, this.keys, this.options.commandTimeoutMs);
-    this.transitions = new RedisTransitions(this.calls, this.keys, oneSlot);
+    this.transitions = new RedisTransitions(this.calls, client, this.keys, oneSlot);
     this.batches = new RedisBatch(this.calls, client, this.keys);
   }
 
@@ -151,89 +144,6 @@ export class RedisStore extends StoreBase {
   watch(prefix: string, listener: WatchListener): Unwatch {
     const checked = this.checkWatch(prefix, listener);
     return this.watcher.add(checked, listener);
-  }
-
-  protected doTryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    return this.transitions.tryAcquire(resource, owner, ttlMs);
-  }
-
-  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs);
-  }
-
-  protected override doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.transitions.release(lease);
-  }
-
-  /** One ACQUIRE_MANY call per shard and 1,000 resources; a blocked outcome carries its holder. */
-  protected override doAcquireMany(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<AcquireOutcome[]> {
-    return this.batches.acquireMany(resources, owner, ttlMs);
-  }
-
-  /** One ACQUIRE_ALL call over every member: the leases, or `null` with nothing written. */
-  protected override doAcquireAll(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease[] | null> {
-    return this.transitions.acquireAll(resources, owner, ttlMs);
-  }
-
-  /** One ACQUIRE_FIRST call where one script reaches every candidate, else one per shard. */
-  protected override doAcquireFirst(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    return this.transitions.acquireFirst(resources, owner, ttlMs);
-  }
-
-  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.writeData(lease, data);
-  }
-
-  protected override doRenewWithData(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null,
-  ): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs, data);
-  }
-
-  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.release(lease, data);
-  }
-
-  protected doRenewMany(
-    leases: readonly Lease[],
-    ttlMs: number | undefined,
-  ): Promise<(Lease | null)[]> {
-    return this.batches.renewMany(leases, ttlMs);
-  }
-
-  protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return this.batches.releaseMany(leases);
-  }
-
-  protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    const [owner, token, expiresAt, data] = await this.calls.call('get', () =>
-      this.client
-        .hmget(this.keys.record(resource), 'owner', 'token', 'expiresAt', 'data')
-        .catch((error: unknown) => {
-          if (!isWrongType(error)) throw error;
-          throw notAHash(resource, error);
-        }),
-    );
-    return redisRecord(resource, owner, token, expiresAt, data);
-  }
-
-  /** One LIST script per shard, the pages merged in order (see `listRecords`). */
-  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    return listRecords(this.calls, this.client, this.keys, { prefix, limit, after });
   }
 
   protected async doClose(): Promise<void> {

@@ -1,6 +1,9 @@
-import type { Lease, LeaseRef } from '../../core/lease.js';
+import type { LeaseTransitions } from '../../core/delegating-store.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
 import type { RedisCalls } from './redis-calls.js';
+import type { RedisClient } from './redis-driver.js';
+import { isWrongType } from './redis-errors.js';
 import type { RedisKeys } from './redis-keys.js';
 import {
   ACQUIRE,
@@ -12,7 +15,15 @@ import {
   RENEW_DATA,
   WRITE_DATA,
 } from './redis-ops.js';
-import { acquired, acquiredAll, acquiredFirst, renewed, storedData } from './redis-record.js';
+import {
+  acquired,
+  acquiredAll,
+  acquiredFirst,
+  notAHash,
+  redisRecord,
+  renewed,
+  storedData,
+} from './redis-record.js';
 import { byShard, recordsAndIndexes } from './redis-shards.js';
 
 /**
@@ -20,9 +31,10 @@ import { byShard, recordsAndIndexes } from './redis-shards.js';
  * to the driver, or, while another call is on the wire, with the others asked meanwhile (see
  * `RedisCalls.together`). Each waits for the layout check on a store's first calls.
  */
-export class RedisTransitions {
+export class RedisTransitions implements LeaseTransitions {
   constructor(
     private readonly calls: RedisCalls,
+    private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     /** Whether one script can reach every record of the namespace. */
     private readonly oneSlot: boolean,
@@ -49,20 +61,32 @@ export class RedisTransitions {
     );
   }
 
-  /** RENEW, or RENEW_DATA that writes `data` in the same step. */
-  renew(lease: Lease, ttlMs: number | undefined, data?: LeaseData | null): Promise<Lease | null> {
+  /** RENEW. */
+  renew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
     const { calls, keys } = this;
-    if (!calls.layoutReady) return calls.afterLayout('renew', () => this.renew(lease, ttlMs, data));
+    if (!calls.layoutReady) return calls.afterLayout('renew', () => this.renew(lease, ttlMs));
     const ttl = ttlMs ?? lease.ttlMs;
     const { resource, owner, token } = lease;
-    if (data === undefined)
-      return calls.send(
-        'renew',
-        RENEW,
-        [keys.record(resource)],
-        [owner, String(token), ttl],
-        (reply) => renewed(reply, lease, ttl),
-      );
+    return calls.send(
+      'renew',
+      RENEW,
+      [keys.record(resource)],
+      [owner, String(token), ttl],
+      (reply) => renewed(reply, lease, ttl),
+    );
+  }
+
+  /** RENEW_DATA, which writes `data` in the same step as the renewal. */
+  renewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    const { calls, keys } = this;
+    if (!calls.layoutReady)
+      return calls.afterLayout('renew', () => this.renewWithData(lease, ttlMs, data));
+    const ttl = ttlMs ?? lease.ttlMs;
+    const { resource, owner, token } = lease;
     return calls.send(
       'renew',
       RENEW_DATA,
@@ -72,19 +96,11 @@ export class RedisTransitions {
     );
   }
 
-  /** RELEASE (grouped while a call is on the wire), or RELEASE_DATA that writes `data` in the same step. */
-  release(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
+  /** RELEASE, grouped with others while a call is on the wire. */
+  release(lease: LeaseRef): Promise<boolean> {
     const { calls, keys } = this;
-    if (!calls.layoutReady) return calls.afterLayout('release', () => this.release(lease, data));
+    if (!calls.layoutReady) return calls.afterLayout('release', () => this.release(lease));
     const { resource, owner, token } = lease;
-    if (data !== undefined)
-      return calls.send(
-        'release',
-        RELEASE_DATA,
-        [keys.record(resource)],
-        [owner, String(token), keys.channel, resource, storedData(data)],
-        isReleased,
-      );
     if (calls.coalescing())
       return calls.together(
         'release',
@@ -96,6 +112,21 @@ export class RedisTransitions {
       RELEASE,
       [keys.record(resource)],
       [owner, String(token), keys.channel, resource],
+      isReleased,
+    );
+  }
+
+  /** RELEASE_DATA, which writes `data` in the same step as the release. */
+  releaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    const { calls, keys } = this;
+    if (!calls.layoutReady)
+      return calls.afterLayout('release', () => this.releaseWithData(lease, data));
+    const { resource, owner, token } = lease;
+    return calls.send(
+      'release',
+      RELEASE_DATA,
+      [keys.record(resource)],
+      [owner, String(token), keys.channel, resource, storedData(data)],
       isReleased,
     );
   }
@@ -152,6 +183,19 @@ export class RedisTransitions {
       if (lease) return lease;
     }
     return null;
+  }
+
+  /** One HMGET of the record's fields. */
+  async get(resource: string): Promise<LeaseRecord | null> {
+    const [owner, token, expiresAt, data] = await this.calls.call('get', () =>
+      this.client
+        .hmget(this.keys.record(resource), 'owner', 'token', 'expiresAt', 'data')
+        .catch((error: unknown) => {
+          if (!isWrongType(error)) throw error;
+          throw notAHash(resource, error);
+        }),
+    );
+    return redisRecord(resource, owner, token, expiresAt, data);
   }
 
   writeData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {

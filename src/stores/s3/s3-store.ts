@@ -1,10 +1,13 @@
 import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
 import { parseStoreUrl } from '../../core/store-url.js';
-import { StoreBase, type AcquireOutcome, type StoreCapabilities } from '../../core/store.js';
-import { runInOrder } from '../../core/run-in-order.js';
+import {
+  DelegatingStore,
+  type LeaseBatches,
+  type LeaseTransitions,
+} from '../../core/delegating-store.js';
+import { recordBatches, recordTransitions } from '../../core/record-calls.js';
+import type { LeaseStore, StoreCapabilities } from '../../core/store.js';
 import { captureTarget } from '../aws/aws-wire.js';
 import type { S3Client, S3SdkOption } from './s3-driver.js';
 import { fromUrl, withClient, type S3Connection } from './s3-connect.js';
@@ -58,7 +61,7 @@ import { parseS3Url, type S3Target } from './s3-url.js';
  * path keys go under: the same requests, signed here with the SDK client's credentials; a
  * signature the endpoint refuses as malformed sends the call again through the SDK, for good.
  */
-export class S3Store extends StoreBase {
+export class S3Store extends DelegatingStore implements LeaseStore {
   readonly capabilities: StoreCapabilities = Object.freeze({
     clock: 'local',
     batch: false,
@@ -68,7 +71,10 @@ export class S3Store extends StoreBase {
   });
   readonly maxClockSkewMs: number;
   private readonly keys: KeySpace;
-  private readonly transitions: Transitions;
+  /** @internal */
+  protected readonly transitions: LeaseTransitions;
+  /** @internal */
+  protected readonly batches: LeaseBatches;
 
   /**
    * Opens an `s3://[KEY_ID:SECRET@]BUCKET/PREFIX?region=&endpoint=&forcePathStyle=…` URL (the
@@ -138,11 +144,18 @@ export class S3Store extends StoreBase {
     super();
     this.maxClockSkewMs = options.maxClockSkewMs;
     this.keys = new KeySpace(options.bucket, options.prefix);
-    this.transitions = new Transitions(
+    const { concurrency } = options;
+    const records = new Transitions(
       io,
       this.keys,
       () => options.clock.now(),
       options.maxClockSkewMs,
+    );
+    const listing = { io, keys: this.keys, transitions: records, concurrency };
+    this.transitions = recordTransitions(records);
+    // `list` is one ListObjectsV2 per 1000 keys, then one GET per record (see `listRecords`).
+    this.batches = recordBatches(records, concurrency, (prefix, limit, after) =>
+      listRecords(listing, prefix, limit, after),
     );
   }
 
@@ -174,87 +187,6 @@ export class S3Store extends StoreBase {
         keyPrefix: this.keys.listPrefix(''),
         etagForm: this.io.etagForm,
       }),
-    );
-  }
-
-  protected async doTryAcquire(
-    resource: string,
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    return (await this.transitions.acquire(resource, owner, ttlMs, 'tryAcquire')).lease;
-  }
-
-  protected override doAcquireMany(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<AcquireOutcome[]> {
-    return runInOrder(
-      resources,
-      (resource) => resource,
-      this.options.concurrency,
-      (resource) => this.transitions.acquire(resource, owner, ttlMs, 'acquireMany'),
-    );
-  }
-
-  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs);
-  }
-
-  protected override doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.transitions.release(lease);
-  }
-
-  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.writeData(lease, data);
-  }
-
-  protected override doRenewWithData(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null,
-  ): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs, data);
-  }
-
-  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.release(lease, data);
-  }
-
-  protected doRenewMany(
-    leases: readonly Lease[],
-    ttlMs: number | undefined,
-  ): Promise<(Lease | null)[]> {
-    return runInOrder(
-      leases,
-      (lease) => lease.resource,
-      this.options.concurrency,
-      (lease) => this.transitions.renew(lease, ttlMs),
-    );
-  }
-
-  protected doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return runInOrder(
-      leases,
-      (lease) => lease.resource,
-      this.options.concurrency,
-      (lease) => this.transitions.release(lease),
-    );
-  }
-
-  protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    return (await this.transitions.read('get', resource))?.record ?? null;
-  }
-
-  /** One ListObjectsV2 per 1000 keys, then one GET per record (see `listRecords`). */
-  protected doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    const { io, keys, transitions } = this;
-    return listRecords(
-      { io, keys, transitions, concurrency: this.options.concurrency },
-      prefix,
-      limit,
-      after,
     );
   }
 

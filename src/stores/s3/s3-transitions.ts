@@ -2,6 +2,7 @@ import { ErrorCode, LeaseError } from '../../core/errors.js';
 import { KeyedQueue } from '../../core/keyed-queue.js';
 import { isLive, type Lease, type LeaseRecord, type LeaseRef } from '../../core/lease.js';
 import { decodeData, encodeData, withData, type LeaseData } from '../../core/lease-data.js';
+import type { RecordCalls } from '../../core/record-calls.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import type { KeySpace } from './s3-keys.js';
 import { statusOf } from './s3-errors.js';
@@ -46,7 +47,7 @@ interface Replacement {
  * otherwise (409, 5xx, a 412 after the SDK's retries) by reading the object back and looking for
  * the write's own id: never by the status alone.
  */
-export class Transitions {
+export class Transitions implements RecordCalls {
   /** By resource; bounded, and only a shortcut: a stale entry costs one refused PUT. */
   private readonly written = new Map<string, Written>();
   /** Records this store released last (token kept, ETag of that write): the next acquire skips its GET. */
@@ -63,6 +64,11 @@ export class Transitions {
     private readonly now: () => number,
     private readonly skewMs: number,
   ) {}
+
+  /** The record, live or not (one GET); `null` when there is no object. */
+  async get(resource: string): Promise<LeaseRecord | null> {
+    return (await this.read('get', resource))?.record ?? null;
+  }
 
   async read(operation: string, resource: string): Promise<Versioned | null> {
     const key = this.keys.keyOf(resource);

@@ -52,7 +52,8 @@ export async function setUpFileRetrying(db: SqliteDatabase, settings: FileSettin
 /**
  * Creates or upgrades the schema. The version is read first without a write lock, so opening an
  * up-to-date file takes none; an upgrade re-reads it under BEGIN IMMEDIATE, so racing processes
- * migrate once.
+ * migrate once. `migrateSchema`'s flow, synchronously (better-sqlite3 is), with the meta table
+ * made before the first read and a newer file refused at that read, before any lock.
  */
 function migrate(db: SqliteDatabase, table: string): void {
   const sql = versionStatements(table);

@@ -1,16 +1,11 @@
 import { loadZookeeperClient } from './zookeeper-driver.js';
 import type { Diagnosis } from '../../core/doctor.js';
 import { ErrorCode, LeaseError } from '../../core/errors.js';
-import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
-import type { LeaseData } from '../../core/lease-data.js';
+import type { Lease } from '../../core/lease.js';
 import { LIMITS, stripUndefined } from '../../core/options.js';
 import { parseStoreUrl } from '../../core/store-url.js';
-import {
-  StoreBase,
-  type AcquireOutcome,
-  type StoreCapabilities,
-  type WatchListener,
-} from '../../core/store.js';
+import { DelegatingStore } from '../../core/delegating-store.js';
+import type { LeaseStore, StoreCapabilities, Unwatch, WatchListener } from '../../core/store.js';
 import { ZkAcquirer } from './zookeeper-acquire.js';
 import { CONFIG_ZNODE, diagnoseZookeeper } from './zookeeper-doctor.js';
 import type { ZkModule } from './zookeeper-driver.js';
@@ -25,11 +20,9 @@ import {
 } from './zookeeper-options.js';
 import { ZkPaths } from './zookeeper-paths.js';
 import { ZkSessions } from './zookeeper-sessions.js';
-import { listRecords, readLease } from './zookeeper-list.js';
 import { ZkTransitions } from './zookeeper-transitions.js';
 import { ZkUpdates } from './zookeeper-update.js';
 import { parseZookeeperUrl, type ZookeeperTarget } from './zookeeper-url.js';
-import type { Unwatch } from '../../core/store.js';
 import { ZkWatch } from './zookeeper-watch.js';
 
 /**
@@ -66,7 +59,7 @@ export const BATCH_LEASES = 2_000;
  * shows the data znode) reads it with one `getData` after the `multi`; a grant of a record
  * without data costs nothing more.
  */
-export class ZookeeperStore extends StoreBase {
+export class ZookeeperStore extends DelegatingStore implements LeaseStore {
   readonly capabilities: StoreCapabilities = Object.freeze({
     clock: 'store',
     batch: true,
@@ -83,9 +76,11 @@ export class ZookeeperStore extends StoreBase {
   private readonly options: ResolvedZookeeperOptions;
   private readonly paths: ZkPaths;
   private readonly sessions: ZkSessions;
-  private readonly acquirer: ZkAcquirer;
   private readonly groups: ZkGroups;
-  private readonly transitions: ZkTransitions;
+  /** @internal Acquisitions, renewals, releases, data writes and reads, one lease or a batch. */
+  protected readonly transitions: ZkTransitions;
+  /** @internal The same object: a batch and a single call go by session alike. */
+  protected readonly batches: ZkTransitions;
   private readonly watcher: ZkWatch;
 
   private constructor(
@@ -103,10 +98,11 @@ export class ZookeeperStore extends StoreBase {
       ephemeral: zk.CreateMode.EPHEMERAL,
     };
     const grants = new ZkGrants();
-    this.acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs, grants);
-    this.groups = new ZkGroups(this.acquirer, this.paths.clock, modes, this.maxClockSkewMs);
+    const acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs, grants);
+    this.groups = new ZkGroups(acquirer, this.paths.clock, modes, this.maxClockSkewMs);
     const updates = new ZkUpdates(this.sessions, grants, modes.ephemeral, modes.persistent);
-    this.transitions = new ZkTransitions(this.sessions, this.paths, updates);
+    this.transitions = new ZkTransitions(this.sessions, this.paths, updates, acquirer, this.groups);
+    this.batches = this.transitions;
     this.watcher = new ZkWatch(this.sessions, this.paths, this.options.onWatchError);
   }
 
@@ -174,25 +170,6 @@ export class ZookeeperStore extends StoreBase {
     return this.watcher.add(checked, listener);
   }
 
-  protected async doTryAcquire(
-    resource: string,
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    const session = await this.sessions.forTtl(ttlMs);
-    return (await this.acquirer.one(session, this.paths.of(resource), owner, ttlMs)).lease;
-  }
-
-  protected override async doAcquireMany(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<AcquireOutcome[]> {
-    const session = await this.sessions.forTtl(ttlMs);
-    const paths = resources.map((r) => this.paths.of(r));
-    return this.acquirer.many(session, paths, owner, ttlMs);
-  }
-
   /**
    * One `multi` for the whole group on the session for the TTL (see `ZkGroups.all`); a group
    * whose operations could outgrow one ZooKeeper packet (`GROUP_BYTES`: only names near the length
@@ -208,73 +185,6 @@ export class ZookeeperStore extends StoreBase {
     if (bytes > GROUP_BYTES) return super.doAcquireAll(resources, owner, ttlMs);
     const session = await this.sessions.forTtl(ttlMs);
     return this.groups.all(session, paths, owner, ttlMs);
-  }
-
-  /** The first candidate's `multi`, then one look at all and a `multi` per free one (`ZkGroups.first`). */
-  protected override async doAcquireFirst(
-    resources: readonly string[],
-    owner: string,
-    ttlMs: number,
-  ): Promise<Lease | null> {
-    const session = await this.sessions.forTtl(ttlMs);
-    return this.groups.first(
-      session,
-      resources.map((r) => this.paths.of(r)),
-      owner,
-      ttlMs,
-    );
-  }
-
-  /** On the session for the TTL asked for, one `multi` per round (see `ZkTransitions`). */
-  protected async doRenewMany(
-    leases: readonly Lease[],
-    ttlMs: number | undefined,
-  ): Promise<(Lease | null)[]> {
-    return this.transitions.renewMany(leases, ttlMs);
-  }
-
-  /** Like renewal: one `multi` per round that deletes each hold and blanks its record. */
-  protected async doReleaseMany(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return this.transitions.releaseMany(leases);
-  }
-
-  /** One lease: `doRenewMany`'s work without the grouping. */
-  protected override doRenew(lease: Lease, ttlMs: number | undefined): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs, undefined);
-  }
-
-  /** A renewal whose `multi` also writes the data znode: still one `multi`. */
-  protected override doRenewWithData(
-    lease: Lease,
-    ttlMs: number | undefined,
-    data: LeaseData | null,
-  ): Promise<Lease | null> {
-    return this.transitions.renew(lease, ttlMs, data);
-  }
-
-  /** One lease: `doReleaseMany`'s work without the grouping. */
-  protected override doRelease(lease: LeaseRef): Promise<boolean> {
-    return this.transitions.release(lease, undefined);
-  }
-
-  /** A release whose `multi` also writes the data znode: still one `multi`. */
-  protected override doReleaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.release(lease, data);
-  }
-
-  /** The data znode alone, under renew's conditions (see `ZkTransitions.writeData`). */
-  protected override doWriteData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
-    return this.transitions.writeData(lease, data);
-  }
-
-  /** The record and token znodes, read together (and the data znode when there is one). */
-  protected async doGet(resource: string): Promise<LeaseRecord | null> {
-    return readLease(await this.sessions.main(), this.paths, resource);
-  }
-
-  /** Every name in the namespace, filtered and sorted here, then the page's records (`listRecords`). */
-  protected async doList(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    return listRecords(await this.sessions.main(), this.paths, prefix, limit, after);
   }
 
   protected async doClose(): Promise<void> {

@@ -1,23 +1,73 @@
-import type { Lease, LeaseRef } from '../../core/lease.js';
+import type { LeaseBatches, LeaseTransitions } from '../../core/delegating-store.js';
+import type { Lease, LeaseRecord, LeaseRef } from '../../core/lease.js';
 import type { LeaseData } from '../../core/lease-data.js';
 import { LIMITS } from '../../core/options.js';
+import type { AcquireOutcome } from '../../core/store.js';
+import type { ZkAcquirer } from './zookeeper-acquire.js';
+import type { ZkGroups } from './zookeeper-group.js';
+import { listRecords, readLease } from './zookeeper-list.js';
 import type { ZkPaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
 import type { ZkSessions } from './zookeeper-sessions.js';
 import { rounds, type Item, type ZkUpdates } from './zookeeper-update.js';
 
 /**
- * Renewals, releases and data writes, of one lease or of a batch, each on the session it belongs
- * on: a renewal on the session for the TTL asked for, a release or a data write where the lease
- * was granted when the caller passes the whole lease. A batch goes one `multi` per round per
- * session (see `ZkUpdates`).
+ * Every call of the store on its records, of one lease or of a batch, each on the session it
+ * belongs on: an acquisition or a renewal on the session for the TTL asked for, a release or a
+ * data write where the lease was granted when the caller passes the whole lease, a read on the
+ * main session. Acquisitions go through `ZkAcquirer` and `ZkGroups`; renewals, releases and data
+ * writes through `ZkUpdates`, a batch one `multi` per round per session.
  */
-export class ZkTransitions {
+export class ZkTransitions implements LeaseTransitions, LeaseBatches {
   constructor(
     private readonly sessions: ZkSessions,
     private readonly paths: ZkPaths,
     private readonly updates: ZkUpdates,
+    private readonly acquirer: ZkAcquirer,
+    private readonly groups: ZkGroups,
   ) {}
+
+  /** On the session for the TTL, one `multi` when the resource is free (see `ZkAcquirer.one`). */
+  async tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
+    const session = await this.sessions.forTtl(ttlMs);
+    return (await this.acquirer.one(session, this.paths.of(resource), owner, ttlMs)).lease;
+  }
+
+  /** On the session for the TTL, reads then `multi`s of up to 256 KB (see `ZkAcquirer.many`). */
+  async acquireMany(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<AcquireOutcome[]> {
+    const session = await this.sessions.forTtl(ttlMs);
+    const paths = resources.map((r) => this.paths.of(r));
+    return this.acquirer.many(session, paths, owner, ttlMs);
+  }
+
+  /** The first candidate's `multi`, then one look at all and a `multi` per free one (`ZkGroups.first`). */
+  async acquireFirst(
+    resources: readonly string[],
+    owner: string,
+    ttlMs: number,
+  ): Promise<Lease | null> {
+    const session = await this.sessions.forTtl(ttlMs);
+    return this.groups.first(
+      session,
+      resources.map((r) => this.paths.of(r)),
+      owner,
+      ttlMs,
+    );
+  }
+
+  /** The record and token znodes, read together (and the data znode when there is one). */
+  async get(resource: string): Promise<LeaseRecord | null> {
+    return readLease(await this.sessions.main(), this.paths, resource);
+  }
+
+  /** Every name in the namespace, filtered and sorted here, then the page's records (`listRecords`). */
+  async list(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
+    return listRecords(await this.sessions.main(), this.paths, prefix, limit, after);
+  }
 
   /**
    * On the session for the TTL asked for: one `multi` per round that writes each record again
@@ -53,7 +103,7 @@ export class ZkTransitions {
   async renew(
     lease: Lease,
     ttlMs: number | undefined,
-    data: LeaseData | null | undefined,
+    data?: LeaseData | null,
   ): Promise<Lease | null> {
     const ttl = ttlMs ?? lease.ttlMs;
     const session = await this.sessions.forTtl(ttl);
@@ -63,11 +113,25 @@ export class ZkTransitions {
   }
 
   /** One lease: `releaseMany`'s work without the grouping; `data` is written in the same `multi`. */
-  async release(lease: LeaseRef, data: LeaseData | null | undefined): Promise<boolean> {
+  async release(lease: LeaseRef, data?: LeaseData | null): Promise<boolean> {
     const session = await this.releaseSession(lease);
     const out = [false];
     await this.updates.release(session, [this.item(lease, data)], out);
     return out[0]!;
+  }
+
+  /** A renewal whose `multi` also writes the data znode: still one `multi`. */
+  renewWithData(
+    lease: Lease,
+    ttlMs: number | undefined,
+    data: LeaseData | null,
+  ): Promise<Lease | null> {
+    return this.renew(lease, ttlMs, data);
+  }
+
+  /** A release whose `multi` also writes the data znode: still one `multi`. */
+  releaseWithData(lease: LeaseRef, data: LeaseData | null): Promise<boolean> {
+    return this.release(lease, data);
   }
 
   /**
