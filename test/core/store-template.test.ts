@@ -19,8 +19,20 @@ import { describe, expect, it } from 'vitest';
 // <x>-watch.ts    the store's watch, exactly where its capabilities declare watch
 // <x>-doctor.ts   diagnose()'s reading of the store's settings
 //
-// Any other file is a concern of the store's own, `<x>-<concern>.ts` (batch, group, keys, list,
-// schema, …), and defines none of the above.
+// Any other file is a concern of the store's own, `<x>-<concern>.ts`, and defines none of the
+// above. The concerns several stores have keep one meaning each (the classes of the first two are
+// named alike, which a test below checks):
+//
+// <x>-transitions.ts  <Name>Transitions: the single-lease transitions a DelegatingStore hands on
+// <x>-calls.ts        <Name>Calls: how one call reaches the server (deadline, statement, routing)
+// <x>-list.ts         the paged reading of records behind `list`
+// <x>-batch.ts        the batches (acquireMany, renewMany, releaseMany) beyond one transition
+// <x>-connect.ts      the driver's client or connection made from the URL's target
+// <x>-keys.ts         where a resource's record lives: keys or object names, and back
+// <x>-schema.ts       setting up and migrating the tables a SQL store keeps
+// <x>-group.ts, <x>-first.ts   all-or-nothing groups, and the first free of several candidates
+// <x>-coalesce.ts     group commit of single-lease calls asked while one is on the wire
+// <x>-wire.ts         the lean signed HTTP path beside the AWS SDK (stores/aws/aws-wire.ts)
 
 const STORES_DIR = join(import.meta.dirname, '../../src/stores');
 
@@ -280,6 +292,20 @@ describe('the store template', () => {
       for (const [, name] of text.matchAll(/^ {2}protected (?:override )?(?:async )?(do\w+)\(/gm)) {
         if (name === 'doClose' || ROUTED_HERE[store]?.includes(name!)) continue;
         problems.push(`${store}-store.ts: ${name} (the store's transitions or batches do it)`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('names the transitions and calls classes alike in every store', () => {
+    const problems: string[] = [];
+    for (const store of stores) {
+      for (const concern of ['transitions', 'calls']) {
+        const file = `${store}-${concern}.ts`;
+        if (!filesOf(store).includes(file)) continue;
+        const wanted = `${capitalised(store)}${capitalised(concern)}`;
+        if (!new RegExp(`^export class ${wanted}\\b`, 'm').test(read(store, file)))
+          problems.push(`${store}/${file}: no exported class ${wanted}`);
       }
     }
     expect(problems).toEqual([]);

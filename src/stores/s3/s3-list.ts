@@ -2,7 +2,7 @@ import type { LeaseRecord } from '../../core/lease.js';
 import { runInOrder } from '../../core/run-in-order.js';
 import { KEY_MAX_BYTES, type KeySpace } from './s3-keys.js';
 import type { ObjectIo } from './s3-objects.js';
-import type { Transitions } from './s3-transitions.js';
+import type { S3Transitions } from './s3-transitions.js';
 
 /** How many keys one ListObjectsV2 page asks for (S3's own maximum). */
 const PAGE = 1000;
@@ -14,7 +14,7 @@ const PAGE = 1000;
  * at a time. Keys that are not lease records (a probe object left by a crash) are skipped.
  */
 export async function listRecords(
-  store: { io: ObjectIo; keys: KeySpace; transitions: Transitions; concurrency: number },
+  store: { io: ObjectIo; keys: KeySpace; transitions: S3Transitions; concurrency: number },
   prefix: string,
   limit: number,
   after: string,

@@ -19,7 +19,7 @@ import { ObjectIo } from './s3-objects.js';
 import type { ResolvedS3Options, S3ConnectOptions, S3StoreOptions } from './s3-options.js';
 import type { EtagForm } from './s3-ops.js';
 import { probeConditionalWrites } from './s3-probe.js';
-import { Transitions } from './s3-transitions.js';
+import { S3Transitions } from './s3-transitions.js';
 import { parseS3Url, type S3Target } from './s3-url.js';
 
 /**
@@ -145,7 +145,7 @@ export class S3Store extends DelegatingStore implements LeaseStore {
     this.maxClockSkewMs = options.maxClockSkewMs;
     this.keys = new KeySpace(options.bucket, options.prefix);
     const { concurrency } = options;
-    const records = new Transitions(
+    const records = new S3Transitions(
       io,
       this.keys,
       () => options.clock.now(),

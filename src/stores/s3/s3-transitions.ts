@@ -47,7 +47,7 @@ interface Replacement {
  * otherwise (409, 5xx, a 412 after the SDK's retries) by reading the object back and looking for
  * the write's own id: never by the status alone.
  */
-export class Transitions implements RecordCalls {
+export class S3Transitions implements RecordCalls {
   /** By resource; bounded, and only a shortcut: a stale entry costs one refused PUT. */
   private readonly written = new Map<string, Written>();
   /** Records this store released last (token kept, ETag of that write): the next acquire skips its GET. */

@@ -20,7 +20,7 @@ import {
 } from './zookeeper-options.js';
 import { ZkPaths } from './zookeeper-paths.js';
 import { ZkSessions } from './zookeeper-sessions.js';
-import { ZkTransitions } from './zookeeper-transitions.js';
+import { ZookeeperTransitions } from './zookeeper-transitions.js';
 import { ZkUpdates } from './zookeeper-update.js';
 import { parseZookeeperUrl, type ZookeeperTarget } from './zookeeper-url.js';
 import { ZkWatch } from './zookeeper-watch.js';
@@ -78,9 +78,9 @@ export class ZookeeperStore extends DelegatingStore implements LeaseStore {
   private readonly sessions: ZkSessions;
   private readonly groups: ZkGroups;
   /** @internal Acquisitions, renewals, releases, data writes and reads, one lease or a batch. */
-  protected readonly transitions: ZkTransitions;
+  protected readonly transitions: ZookeeperTransitions;
   /** @internal The same object: a batch and a single call go by session alike. */
-  protected readonly batches: ZkTransitions;
+  protected readonly batches: ZookeeperTransitions;
   private readonly watcher: ZkWatch;
 
   private constructor(
@@ -101,7 +101,13 @@ export class ZookeeperStore extends DelegatingStore implements LeaseStore {
     const acquirer = new ZkAcquirer(this.paths.clock, modes, this.maxClockSkewMs, grants);
     this.groups = new ZkGroups(acquirer, this.paths.clock, modes, this.maxClockSkewMs);
     const updates = new ZkUpdates(this.sessions, grants, modes.ephemeral, modes.persistent);
-    this.transitions = new ZkTransitions(this.sessions, this.paths, updates, acquirer, this.groups);
+    this.transitions = new ZookeeperTransitions(
+      this.sessions,
+      this.paths,
+      updates,
+      acquirer,
+      this.groups,
+    );
     this.batches = this.transitions;
     this.watcher = new ZkWatch(this.sessions, this.paths, this.options.onWatchError);
   }

@@ -18,7 +18,7 @@ import { rounds, type Item, type ZkUpdates } from './zookeeper-update.js';
  * main session. Acquisitions go through `ZkAcquirer` and `ZkGroups`; renewals, releases and data
  * writes through `ZkUpdates`, a batch one `multi` per round per session.
  */
-export class ZkTransitions implements LeaseTransitions, LeaseBatches {
+export class ZookeeperTransitions implements LeaseTransitions, LeaseBatches {
   constructor(
     private readonly sessions: ZkSessions,
     private readonly paths: ZkPaths,
