@@ -190,7 +190,7 @@ export class ZookeeperStore extends DelegatingStore implements LeaseStore {
     const bytes = paths.reduce((sum, p) => sum + memberBytes(p, owner, ttlMs), 0);
     if (bytes > GROUP_BYTES) return super.doAcquireAll(resources, owner, ttlMs);
     const session = await this.sessions.forTtl(ttlMs);
-    return this.transitions.creating(() => this.groups.all(session, paths, owner, ttlMs));
+    return this.groups.all(session, paths, owner, ttlMs);
   }
 
   protected async doClose(): Promise<void> {

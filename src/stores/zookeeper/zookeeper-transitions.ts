@@ -5,7 +5,7 @@ import { LIMITS } from '../../core/options.js';
 import type { AcquireOutcome } from '../../core/store.js';
 import type { ZkAcquirer } from './zookeeper-acquire.js';
 import type { ZkGroups } from './zookeeper-group.js';
-import { listRecords, readLease, RecordNames } from './zookeeper-list.js';
+import { listRecords, readLease } from './zookeeper-list.js';
 import type { ZkPaths } from './zookeeper-paths.js';
 import type { ZkSession } from './zookeeper-session.js';
 import type { ZkSessions } from './zookeeper-sessions.js';
@@ -19,25 +19,18 @@ import { rounds, type Item, type ZkUpdates } from './zookeeper-update.js';
  * writes through `ZkUpdates`, a batch one `multi` per round per session.
  */
 export class ZookeeperTransitions implements LeaseTransitions, LeaseBatches {
-  /** The namespace's names for `list`, kept while nothing is added (see `RecordNames`). */
-  readonly names: RecordNames;
-
   constructor(
     private readonly sessions: ZkSessions,
     private readonly paths: ZkPaths,
     private readonly updates: ZkUpdates,
     private readonly acquirer: ZkAcquirer,
     private readonly groups: ZkGroups,
-  ) {
-    this.names = new RecordNames(paths);
-  }
+  ) {}
 
   /** On the session for the TTL, one `multi` when the resource is free (see `ZkAcquirer.one`). */
   async tryAcquire(resource: string, owner: string, ttlMs: number): Promise<Lease | null> {
     const session = await this.sessions.forTtl(ttlMs);
-    return this.creating(async () => {
-      return (await this.acquirer.one(session, this.paths.of(resource), owner, ttlMs)).lease;
-    });
+    return (await this.acquirer.one(session, this.paths.of(resource), owner, ttlMs)).lease;
   }
 
   /** On the session for the TTL, reads then `multi`s of up to 256 KB (see `ZkAcquirer.many`). */
@@ -48,7 +41,7 @@ export class ZookeeperTransitions implements LeaseTransitions, LeaseBatches {
   ): Promise<AcquireOutcome[]> {
     const session = await this.sessions.forTtl(ttlMs);
     const paths = resources.map((r) => this.paths.of(r));
-    return this.creating(() => this.acquirer.many(session, paths, owner, ttlMs));
+    return this.acquirer.many(session, paths, owner, ttlMs);
   }
 
   /** The first candidate's `multi`, then one look at all and a `multi` per free one (`ZkGroups.first`). */
@@ -58,26 +51,12 @@ export class ZookeeperTransitions implements LeaseTransitions, LeaseBatches {
     ttlMs: number,
   ): Promise<Lease | null> {
     const session = await this.sessions.forTtl(ttlMs);
-    return this.creating(() =>
-      this.groups.first(
-        session,
-        resources.map((r) => this.paths.of(r)),
-        owner,
-        ttlMs,
-      ),
+    return this.groups.first(
+      session,
+      resources.map((r) => this.paths.of(r)),
+      owner,
+      ttlMs,
     );
-  }
-
-  /**
-   * Runs an acquisition, which may create resource znodes, and then has `list` read the names
-   * again, whatever its outcome (an answer lost on the way may still have created some).
-   */
-  async creating<T>(acquisition: () => Promise<T>): Promise<T> {
-    try {
-      return await acquisition();
-    } finally {
-      this.names.forget();
-    }
   }
 
   /** The record and token znodes, read together (and the data znode when there is one). */
@@ -85,9 +64,9 @@ export class ZookeeperTransitions implements LeaseTransitions, LeaseBatches {
     return readLease(await this.sessions.main(), this.paths, resource);
   }
 
-  /** The namespace's names (kept while nothing is added), then the page's records (`listRecords`). */
+  /** Every name in the namespace, filtered and sorted here, then the page's records (`listRecords`). */
   async list(prefix: string, limit: number, after: string): Promise<LeaseRecord[]> {
-    return listRecords(await this.sessions.main(), this.paths, this.names, prefix, limit, after);
+    return listRecords(await this.sessions.main(), this.paths, prefix, limit, after);
   }
 
   /**
