@@ -169,8 +169,8 @@ describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
       const outcomes = await store.acquireMany(names, 'a', 5000);
       leases = outcomes.map((o) => o.lease!);
     };
-    // Never acquired: two reads each to tell free from held, then one multi.
-    expect(await requestsOf(acquire)).toEqual({ exists: 2 * n, multi: 1 });
+    // Never acquired: one listing of the records tells the batch it has none, then one multi.
+    expect(await requestsOf(acquire)).toEqual({ exists: 1, getChildren: 1, multi: 1 });
     // Granted here: renew and release write without reading.
     expect(await requestsOf(() => store.renewMany(leases))).toEqual({ multi: 1 });
     relay.counts.clear();
@@ -182,6 +182,32 @@ describeServer('zookeeper store requests', zookeeperUnavailable(), () => {
     relay.counts.clear();
     expect((await store.renewMany(elsewhere)).every((l) => l !== null)).toBe(true);
     expect(Object.fromEntries(relay.counts)).toEqual({ exists: 2 * n, getData: n, multi: 1 });
+  });
+
+  it('a batch reads each resource instead of listing when it is small, or the namespace much larger', async () => {
+    const fresh = (tag: string, count: number): string[] =>
+      Array.from({ length: count }, (_, i) => `sized/${tag}/${i}`);
+    // Under 64 resources: two reads each.
+    relay.counts.clear();
+    await store.acquireMany(fresh('small', 63), 'a', 5000);
+    expect(Object.fromEntries(relay.counts)).toEqual({ exists: 2 * 63, multi: 1 });
+    // A listed batch whose resources exist (released): their reads, then its multis (256 KB each).
+    const names = fresh('again', 64 * 20);
+    const leases = (await other.acquireMany(names, 'o', 5000)).map((o) => o.lease!);
+    await other.releaseMany(leases);
+    relay.counts.clear();
+    const outcomes = await store.acquireMany(names, 'a', 5000);
+    expect(outcomes.every((o) => o.lease?.owner === 'a')).toBe(true);
+    expect(outcomes.map((o) => o.lease!.token)).toEqual(leases.map((l) => l.token + 1));
+    const { multi, ...reads } = Object.fromEntries(relay.counts);
+    expect(reads).toEqual({ exists: 1 + 2 * names.length, getChildren: 1 });
+    expect(multi).toBeGreaterThanOrEqual(1);
+    // 64 resources in a namespace of more than 16 records each: the child count, then two reads each.
+    const records = (await other.list({ limit: 100_000 })).length;
+    expect(records).toBeGreaterThan(64 * 16);
+    relay.counts.clear();
+    await store.acquireMany(fresh('wide', 64), 'a', 5000);
+    expect(Object.fromEntries(relay.counts)).toEqual({ exists: 1 + 2 * 64, multi: 1 });
   });
 
   it('get is two reads; a list page is one listing and two reads per record', async () => {
