@@ -13,7 +13,7 @@ it('leasehold demo --dashboard serves the live page on the demo’s store while 
   });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
   try {
     await waitFor('the dashboard line', () => /dashboard: http:\/\/127\.0\.0\.1:\d+\//.test(out));
     const url = /dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)![1]!;

@@ -67,7 +67,7 @@ it('shard-checkpoints: through a SIGKILL, a join and graceful stops, every recor
     });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const done = new Promise<void>((resolve) => child.once('close', () => resolve()));
     return { child, done, out: () => out };
   };
   const a = start(30);

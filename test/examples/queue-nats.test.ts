@@ -48,7 +48,7 @@ describeServer('queue-nats example', natsUnavailable(), () => {
     });
     child.stderr!.on('data', (chunk: Buffer) => lines.push(`stderr: ${chunk.toString()}`));
     const exited = new Promise<number | null>((resolve) =>
-      child.on('exit', (code) => resolve(code)),
+      child.on('close', (code) => resolve(code)),
     );
     return { name, child, lines, exited };
   }

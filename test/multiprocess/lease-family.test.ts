@@ -53,7 +53,7 @@ function startWorker(url: string, id: number, args: string[]): Worker {
   });
   child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
   const exited = new Promise<void>((resolve) =>
-    child.once('exit', (code, signal) => {
+    child.once('close', (code, signal) => {
       if (code !== 0 && signal !== 'SIGKILL')
         lines.push({ kind: 'error', message: `exit ${code} ${signal}: ${stderr}` });
       resolve();
