@@ -4,6 +4,8 @@
 // in it) and a steady-state window. Starts its own servers on free 127.0.0.1 ports and kills them
 // (and every worker) on the way out.
 // Usage: npm run build && node bench/fleet-scale.mjs [--quick] [--stores …] [--scales …] (--help)
+import { appendFileSync } from 'node:fs';
+import { join as joinPath } from 'node:path';
 import { parseOptions } from './lib/args.mjs';
 import { Fleet } from './lib/fleet.mjs';
 import { awaitConvergence, eventTotals, measureSteady, spread } from './lib/phases.mjs';
@@ -16,7 +18,12 @@ import { startStore } from './lib/stores.mjs';
 const options = parseOptions(process.argv.slice(2));
 installCleanupHandlers();
 const { openStore, LIMITS } = await loadLibrary(options.dist);
-const log = (line) => console.error(`[fleet-scale] ${line}`);
+const log = (line) => {
+  console.error(`[fleet-scale] ${line}`);
+  // LEASEHOLD_BENCH_TRACE=DIR: the coordinator's lines too, to line up the phases with the workers'.
+  const dir = process.env.LEASEHOLD_BENCH_TRACE;
+  if (dir) appendFileSync(joinPath(dir, 'coordinator.log'), `${Date.now()} ${line}\n`);
+};
 
 const result = {
   startedAt: new Date().toISOString(),

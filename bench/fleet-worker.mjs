@@ -2,6 +2,7 @@
 // `config.owners` (one with --per-process 1), each with its own store connection as a separate
 // worker would have, over r/000000 … with work that only waits for its lease to end. It keeps
 // counters per manager and answers the coordinator's IPC requests; nothing is logged.
+import { subscribe } from 'node:diagnostics_channel';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -72,14 +73,23 @@ function inspectAll(resources) {
   return out;
 }
 
+/** LEASEHOLD_BENCH_TRACE=DIR: when this process began, opened its store and started, per owner. */
+function traceStart(owner, event, at = Date.now()) {
+  const dir = process.env.LEASEHOLD_BENCH_TRACE;
+  if (dir) appendFileSync(join(dir, `${owner}.log`), `${Math.round(at)} ${event} - 0 \n`);
+}
+
 try {
   for (const owner of config.owners) {
+    traceStart(owner, 'process', performance.timeOrigin);
     const counting = countingStore(await openStore(config.url));
+    traceStart(owner, 'opened');
     const entry = newEntry(owner, counting);
     entry.manager = createManager(owner, counting.store, entry);
     hosted.set(owner, entry);
   }
   await Promise.all([...hosted.values()].map((e) => e.manager.start()));
+  for (const owner of hosted.keys()) traceStart(owner, 'started');
   process.send({ type: 'started', at: Date.now() });
 } catch (error) {
   const message = String(error?.message ?? error);
@@ -128,6 +138,17 @@ function createManager(owner, store, entry) {
         )
     : () => undefined;
   m.on('acquired', (lease) => trace('acquired', lease));
+  // What the store announced lapsed, as this manager's store heard it.
+  if (traceDir && store.watch)
+    store.watch('', (event) => {
+      if (event.type === 'expired') trace('watch-expired', event);
+    });
+  // Attempts that did not grant (refused as held, an error): the tail of a takeover lies there.
+  if (traceDir)
+    subscribe('leasehold:acquire:attempt', (message) => {
+      if (message.owner === owner && message.result !== 'acquired')
+        trace(`attempt-${message.result}`, { resource: message.resource }, message.code ?? '');
+    });
   m.on('handoff', (lease) => trace('handoff', lease));
   m.on('lost', (lease, error) => trace('lost', lease, `${error.code} ${error.message}`));
   m.on('reconcile-failed', (error) => trace('reconcile-failed', null, String(error?.message)));
@@ -205,7 +226,9 @@ function stopOne(owner) {
   const last = entry.manager ? report(entry) : null; // counts its CPU share up to now
   entry.stopping = (async () => {
     const started = Date.now();
+    traceStart(owner, 'stopping');
     await entry.manager?.stop();
+    traceStart(owner, 'stopped');
     await entry.counting.store.close().catch(() => undefined);
     const final = last ? { ...last, held: 0, stopMs: Date.now() - started } : null;
     process.send({ type: 'stopped', owner, report: final });

@@ -61,6 +61,12 @@ export class Taker {
   /** Ends the waits of callers asked again later (busy, nothing in flight): `stop` calls them. */
   private readonly sleepers = new Set<() => void>();
   private readonly taking = new Set<string>();
+  /**
+   * Resources announced free (`soon`) while a batch of ours was trying them: that batch may have
+   * read the record before the release and been refused, so a refusal of one of these is tried
+   * again rather than held off for a scan.
+   */
+  private readonly freedWhileTaking = new Set<string>();
   private readonly gathered = new Set<string>();
   private room: () => number = () => 0;
   private gatherTimer: TimerHandle | undefined;
@@ -105,13 +111,21 @@ export class Taker {
   /** Takes `resource` in a batch gathered over a few milliseconds, while `room()` allows then. */
   soon(resource: string, room: () => number): void {
     if (this.stopped) return;
-    this.gathered.add(resource);
     this.room = room;
+    if (this.taking.has(resource)) {
+      this.freedWhileTaking.add(resource);
+      return;
+    }
+    this.gathered.add(resource);
     this.gatherTimer ??= this.options.clock.setTimeout(() => {
       this.gatherTimer = undefined;
-      const batch = shuffle([...this.gathered]);
+      const batch: string[] = [];
+      for (const r of this.gathered) {
+        if (this.taking.has(r)) this.freedWhileTaking.add(r);
+        else batch.push(r);
+      }
       this.gathered.clear();
-      this.take(batch, this.room).catch((error: unknown) => this.options.onError(error));
+      this.take(shuffle(batch), this.room).catch((error: unknown) => this.options.onError(error));
     }, GATHER_MS);
   }
 
@@ -130,6 +144,7 @@ export class Taker {
     const { client } = this.options;
     const batch = candidates.filter((r) => !this.taking.has(r) && !client.lease(r));
     for (const resource of batch) this.taking.add(resource);
+    const again: string[] = [];
     try {
       if (this.stopped || batch.length === 0) return 0;
       const started = this.options.clock.monotonic();
@@ -146,13 +161,19 @@ export class Taker {
         if (outcome.lease) {
           got++;
           this.options.onAcquired(outcome.lease);
-        } else this.options.onRefused(outcome.resource, outcome.holder);
+        } else if (this.freedWhileTaking.has(outcome.resource)) again.push(outcome.resource);
+        else this.options.onRefused(outcome.resource, outcome.holder);
       }
       return got;
     } finally {
-      for (const resource of batch) this.taking.delete(resource);
+      for (const resource of batch) {
+        this.taking.delete(resource);
+        this.freedWhileTaking.delete(resource);
+      }
       this.inFlight--;
       this.queue.shift()?.();
+      // Once more, as announced now: a refusal that read the record before its release.
+      for (const resource of again) this.soon(resource, this.room);
     }
   }
 

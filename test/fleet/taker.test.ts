@@ -6,11 +6,18 @@ import { ManualClock } from '../../src/testing/index.js';
 import { FaultyStore } from '../harness/faulty-store.js';
 import { waitFor } from '../harness/processes.js';
 
-function taker(maxInFlight: number, batchSize = 2, busy = () => false, clock: Clock = systemClock) {
-  const store = new FaultyStore(new MemoryStore());
+function taker(
+  maxInFlight: number,
+  batchSize = 2,
+  busy = () => false,
+  clock: Clock = systemClock,
+  memory = new MemoryStore(),
+) {
+  const store = new FaultyStore(memory);
   const client = new LeaseClient({ store, owner: 'me', ttlMs: 60_000 });
   const acquired: HeldLease[] = [];
   const errors: unknown[] = [];
+  const refused: string[] = [];
   const t = new Taker({
     client,
     clock,
@@ -20,10 +27,10 @@ function taker(maxInFlight: number, batchSize = 2, busy = () => false, clock: Cl
     slowMs: 60_000,
     busy,
     recheckMs: 5,
-    onRefused: () => undefined,
+    onRefused: (resource) => refused.push(resource),
     onError: (error) => errors.push(error),
   });
-  return { t, client, store, acquired, errors };
+  return { t, client, store, acquired, errors, refused };
 }
 
 it('overlapping takes never ask the store for a resource already held or being taken', async () => {
@@ -108,4 +115,47 @@ it('two takes running at once share one room: together they never take more than
   expect(a + b).toBe(10);
   expect(client.size).toBe(10);
   await client.close();
+});
+
+it('a resource announced free while a batch of ours tries it is tried again once that batch is refused, not held off', async () => {
+  const memory = new MemoryStore();
+  const other = new LeaseClient({ store: memory, owner: 'other', ttlMs: 60_000 });
+  const theirs = await other.acquire('x');
+  const { t, client, store, acquired, refused } = taker(2, 2, () => false, systemClock, memory);
+  // The batch reads the record while 'other' holds it; its answer comes back after the release.
+  const inner = store.acquireMany.bind(store);
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let calls = 0;
+  store.acquireMany = async (...args) => {
+    const outcomes = await inner(...args);
+    if (++calls === 1) await released;
+    return outcomes;
+  };
+  const first = t.take(['x'], () => 1 - client.size);
+  await waitFor('the first batch to be sent', () => calls === 1);
+  await theirs.release();
+  t.soon('x', () => 1 - client.size); // the release, announced while the batch is in flight
+  release();
+  expect(await first).toBe(0);
+  await waitFor('x to be taken', () => acquired.length === 1);
+  expect(acquired[0]!.resource).toBe('x');
+  expect(refused).toEqual([]); // not held off for a scan
+  expect(calls).toBe(2);
+  await client.close();
+  await other.close();
+});
+
+it('a refusal with no announcement during the attempt is reported, and not tried again', async () => {
+  const memory = new MemoryStore();
+  const other = new LeaseClient({ store: memory, owner: 'other', ttlMs: 60_000 });
+  await other.acquire('x');
+  const { t, client, store, refused } = taker(2, 2, () => false, systemClock, memory);
+  expect(await t.take(['x'], () => 1 - client.size)).toBe(0);
+  t.soon('y', () => 0); // an announcement of another resource, with no room: nothing is sent
+  await new Promise((r) => setTimeout(r, 50));
+  expect(refused).toEqual(['x']);
+  expect(store.calls.acquireMany).toBe(1);
+  await client.close();
+  await other.close();
 });
