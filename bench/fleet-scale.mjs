@@ -165,7 +165,14 @@ async function join(ctx, workers) {
  * that did not settle says why.
  */
 async function inspectUnheld(ctx) {
-  const records = await ctx.store.list({ prefix: 'r/', limit: 1_000_000 });
+  // Paged: a list answers at most 100,000 records (LIMITS), and asking for more is refused.
+  const records = [];
+  for (let after = ''; ; ) {
+    const page = await ctx.store.list({ prefix: 'r/', limit: 10_000, after });
+    records.push(...page);
+    if (page.length < 10_000) break;
+    after = page.at(-1).resource;
+  }
   const now = Date.now();
   const live = new Set(
     records.filter((r) => r.owner !== '' && r.expiresAt >= now).map((r) => r.resource),
