@@ -167,7 +167,7 @@ async function join(ctx, workers) {
 async function inspectUnheld(ctx) {
   // Paged: a list answers at most 100,000 records (LIMITS), and asking for more is refused.
   const records = [];
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const page = await ctx.store.list({ prefix: 'r/', limit: 10_000, after });
     records.push(...page);
     if (page.length < 10_000) break;
