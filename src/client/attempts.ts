@@ -69,8 +69,7 @@ export class Attempts {
           ? await store.tryAcquire(candidates[0]!, owner, ttlMs)
           : await store.acquireFirst(candidates, owner, ttlMs);
     } catch (error) {
-      this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError(operation, error, 1);
+      this.report.attemptsFailed(operation, [resource], tSent, error);
       throw error;
     }
     if (!lease) {
@@ -123,8 +122,7 @@ export class Attempts {
     try {
       outcomes = await store.acquireMany(resources, owner, ttlMs);
     } catch (error) {
-      for (const resource of resources) this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError('acquireMany', error, resources.length);
+      this.report.attemptsFailed('acquireMany', resources, tSent, error);
       throw error;
     }
     const late: HeldLease[] = [];
@@ -160,8 +158,7 @@ export class Attempts {
     try {
       leases = await store.acquireAll(names, owner, ttlMs);
     } catch (error) {
-      for (const resource of names) this.report.attempt(resource, 'error', tSent, { error });
-      this.report.storeError('acquireAll', error, names.length);
+      this.report.attemptsFailed('acquireAll', names, tSent, error);
       throw error;
     }
     if (!leases) {

@@ -54,6 +54,17 @@ export class ClientReporter {
     } else ch.publish({ owner, resource, result, durationMs });
   }
 
+  /** An acquire call (`operation`) for `resources`, sent at `tSent`, failed: each attempt, then the call. */
+  attemptsFailed(
+    operation: StoreOperation,
+    resources: readonly string[],
+    tSent: number,
+    error: unknown,
+  ): void {
+    for (const resource of resources) this.attempt(resource, 'error', tSent, { error });
+    this.storeError(operation, error, resources.length);
+  }
+
   acquired(lease: LeaseFacts): void {
     if (channels.leaseAcquired.hasSubscribers) {
       const { owner, key: resource = lease.resource, token, ttlMs, expiresAt } = lease;
