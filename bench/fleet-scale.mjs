@@ -8,7 +8,13 @@ import { appendFileSync } from 'node:fs';
 import { join as joinPath } from 'node:path';
 import { parseOptions } from './lib/args.mjs';
 import { Fleet } from './lib/fleet.mjs';
-import { awaitConvergence, eventTotals, measureSteady, spread } from './lib/phases.mjs';
+import {
+  awaitConvergence,
+  eventTotals,
+  measureSteady,
+  settledByWorkers,
+  spread,
+} from './lib/phases.mjs';
 import { loadLibrary } from './lib/library.mjs';
 import { installCleanupHandlers } from './lib/processes.mjs';
 import { hostInfo, managerVersion, printRun, printSummary, writeResults } from './lib/report.mjs';
@@ -83,6 +89,14 @@ async function runScale(name, server, { workers, resources }) {
     options,
     listing,
     log: (l) => log(`${name} ${workers}x${resources} ${l}`),
+    // LEASEHOLD_BENCH_TRACE=DIR: what the coordinator polled and the workers' histories.
+    trace: process.env.LEASEHOLD_BENCH_TRACE
+      ? (l) =>
+          appendFileSync(
+            joinPath(process.env.LEASEHOLD_BENCH_TRACE, 'coordinator.log'),
+            `${Date.now()} ${l}\n`,
+          )
+      : undefined,
   };
   const perProcess = options.perProcess;
   const run = {
@@ -157,6 +171,8 @@ async function join(ctx, workers) {
   ctx.fleet.spawn();
   const phase = await awaitConvergence(ctx, { since, baseline });
   phase.handoffTarget = Math.ceil(ctx.resources / (workers + 1)) + workers;
+  // From the first worker's view of the new membership: the join itself, not the spawn.
+  phase.workers = await settledByWorkers(ctx, { since, members: ctx.fleet.live.length });
   return phase;
 }
 
@@ -195,6 +211,11 @@ async function crash(ctx) {
   const killed = await ctx.fleet.crash(ctx.fleet.live[0]);
   const phase = await awaitConvergence(ctx, { since, baseline });
   phase.killedManagers = killed.length;
+  phase.workers = await settledByWorkers(ctx, {
+    since,
+    members: ctx.fleet.live.length,
+    changeAt: since,
+  });
   return phase;
 }
 
@@ -208,6 +229,11 @@ async function leave(ctx) {
   const leaving = ctx.fleet.leave(owner);
   const phase = await awaitConvergence(ctx, { since, baseline });
   phase.leaver = { owner, ...(await leaving) };
+  phase.workers = await settledByWorkers(ctx, {
+    since,
+    members: ctx.fleet.live.length,
+    changeAt: since,
+  });
   if (!phase.converged) phase.unheld = await inspectUnheld(ctx);
   return phase;
 }

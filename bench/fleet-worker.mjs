@@ -32,7 +32,27 @@ process.on('message', (message) => {
   else if (message.type === 'stop') void stopOne(message.owner);
   else if (message.type === 'inspect')
     process.send({ type: 'inspect', id: message.id, reports: inspectAll(message.resources) });
+  else if (message.type === 'history')
+    process.send({ type: 'history', id: message.id, reports: historyAll(message.since) });
 });
+
+/**
+ * Every manager's held count and member count over time since `since` (with the last point
+ * before it), and older points dropped: the coordinator reconstructs from these, on the workers'
+ * own clocks, when the fleet settled, without its polling period or its listing of the store.
+ */
+function historyAll(since) {
+  const out = {};
+  const from = (points) => {
+    let first = points.findIndex(([at]) => at >= since);
+    if (first === -1) first = points.length;
+    points.splice(0, Math.max(0, first - 1));
+    return points.slice();
+  };
+  for (const entry of hosted.values())
+    out[entry.owner] = { held: from(entry.history.held), members: from(entry.history.members) };
+  return out;
+}
 
 /**
  * What each manager here thinks of `resources` (unheld ones, when a phase did not settle): its
@@ -104,6 +124,9 @@ function newEntry(owner, counting) {
     lastError: null,
     stopping: null,
     cpu: { user: 0, system: 0 },
+    // [at, count] whenever the held count or the member count changed (see `historyAll`).
+    history: { held: [[Date.now(), 0]], members: [] },
+    historyDue: false,
     events: {
       acquired: 0,
       lost: 0,
@@ -158,6 +181,18 @@ function createManager(owner, store, entry) {
   m.on('acquired', () => events.acquired++);
   m.on('lost', () => events.lost++);
   m.on('released', () => events.released++);
+  // One point per burst of changes: the count once the events of this turn have run.
+  const noteHeld = () => {
+    if (entry.historyDue) return;
+    entry.historyDue = true;
+    process.nextTick(() => {
+      entry.historyDue = false;
+      const n = m.held().length;
+      if (entry.history.held.at(-1)?.[1] !== n) entry.history.held.push([Date.now(), n]);
+    });
+  };
+  for (const event of ['acquired', 'lost', 'released']) m.on(event, noteHeld);
+  m.on('members', (members) => entry.history.members.push([Date.now(), members.length]));
   m.on('handoff', (_lease, reason) => {
     events.handoff++;
     events[reason === 'balance' ? 'handoffBalance' : 'handoffUnwanted']++;

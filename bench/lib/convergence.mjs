@@ -80,3 +80,43 @@ function spread(counts) {
     ? { min: 0, max: 0 }
     : { min: Math.min(...counts), max: Math.max(...counts) };
 }
+
+/**
+ * When the fleet settled, from the workers' own histories (`Fleet.history`): the start of the
+ * last stretch, up to the end of the histories, in which the `live` managers' held counts sum to
+ * `resources` and each is within ±1 of the share. `null` when the last point is not settled.
+ * Each manager's count is what it believes it holds, on its own (the machine's) clock.
+ */
+export function settledAt({ histories, live, resources }) {
+  const share = resources / live.length;
+  const points = [];
+  live.forEach((owner, i) => {
+    for (const [at, n] of histories[owner]?.held ?? []) points.push([at, i, n]);
+  });
+  points.sort((a, b) => a[0] - b[0]);
+  const counts = live.map(() => 0);
+  let sum = 0;
+  let since = null;
+  for (let k = 0; k < points.length;) {
+    const at = points[k][0];
+    // Every change at one instant before judging: a moment is settled or not as a whole.
+    for (; k < points.length && points[k][0] === at; k++) {
+      const [, i, n] = points[k];
+      sum += n - counts[i];
+      counts[i] = n;
+    }
+    const settled = sum === resources && counts.every((n) => within(n, share));
+    if (!settled) since = null;
+    else since ??= at;
+  }
+  return since;
+}
+
+/** The first moment a live manager saw `members` members at or after `since` (its 'members' event). */
+export function firstSaw({ histories, live, members, since }) {
+  let first = null;
+  for (const owner of live)
+    for (const [at, n] of histories[owner]?.members ?? [])
+      if (at >= since && n === members && (first === null || at < first)) first = at;
+  return first;
+}

@@ -132,7 +132,17 @@ export class Fleet {
   }
 
   /** Every running manager's view of `resources` (see the worker's `inspectAll`). */
-  async inspect(resources, timeoutMs = 10_000) {
+  inspect(resources, timeoutMs = 10_000) {
+    return this.askAll({ type: 'inspect', resources }, timeoutMs);
+  }
+
+  /** Every running manager's held and member counts over time since `since` (`historyAll`). */
+  history(since, timeoutMs = 10_000) {
+    return this.askAll({ type: 'history', since }, timeoutMs);
+  }
+
+  /** Sends `message` (with a fresh id) to every live process and merges the answers' reports. */
+  async askAll(message, timeoutMs) {
     const id = Math.random();
     const out = {};
     await Promise.all(
@@ -142,15 +152,15 @@ export class Fleet {
           (p) =>
             new Promise((resolve) => {
               const timer = setTimeout(resolve, timeoutMs);
-              const onMessage = (message) => {
-                if (message.type !== 'inspect' || message.id !== id) return;
-                Object.assign(out, message.reports);
+              const onMessage = (answer) => {
+                if (answer.type !== message.type || answer.id !== id) return;
+                Object.assign(out, answer.reports);
                 p.child.off('message', onMessage);
                 clearTimeout(timer);
                 resolve();
               };
               p.child.on('message', onMessage);
-              p.child.send({ type: 'inspect', id, resources }, () => undefined);
+              p.child.send({ ...message, id }, () => undefined);
             }),
         ),
     );

@@ -2,7 +2,7 @@
 // its start and its end, so events of one phase never leak into the next.
 import { loadavg } from 'node:os';
 import { COUNTED } from './counting-store.mjs';
-import { evaluate, evaluateReports, scanStore } from './convergence.mjs';
+import { evaluate, evaluateReports, firstSaw, scanStore, settledAt } from './convergence.mjs';
 import { sleep } from './processes.mjs';
 
 const EVENTS = [
@@ -52,6 +52,7 @@ export async function awaitConvergence(ctx, { since, baseline }) {
     polls.slowestMs = Math.max(polls.slowestMs, fleet.lastPoll.slowestMs);
     polls.mostSilent = Math.max(polls.mostSilent, fleet.lastPoll.silent.length);
     const workers = evaluateReports({ reports, live: fleet.live, resources });
+    ctx.trace?.(`poll ${JSON.stringify(workers.reported)}`);
     if (workers.allHeld && allHeldMs === null) allHeldMs = Date.now() - since;
     if (workers.balanced || Date.now() - lastScan >= 10_000) {
       lastScan = Date.now();
@@ -82,6 +83,27 @@ export async function awaitConvergence(ctx, { since, baseline }) {
     workersDied: fleet.failures().length,
     loadavg: loadavg().map((l) => Math.round(l * 100) / 100),
     errors: lastErrors(reports),
+  };
+}
+
+/**
+ * When the fleet settled by the workers' own account (`settledAt`), in ms from `since` (the
+ * coordinator's action) and from the membership change as the first worker saw it (its first
+ * 'members' event with `members` members; `since` itself where that is the change, as for a
+ * graceful leave, whose releases come before its membership goes).
+ */
+export async function settledByWorkers(ctx, { since, members, changeAt = null }) {
+  const { fleet, resources } = ctx;
+  const histories = await fleet.history(since - 60_000);
+  ctx.trace?.(`histories ${JSON.stringify(histories)}`);
+  const live = fleet.live;
+  const at = settledAt({ histories, live, resources });
+  const saw = firstSaw({ histories, live, members, since });
+  const change = changeAt ?? saw;
+  return {
+    settledMs: at === null ? null : Math.max(0, at - since),
+    changeSeenMs: saw === null ? null : saw - since,
+    fromChangeMs: at === null || change === null ? null : Math.max(0, at - change),
   };
 }
 

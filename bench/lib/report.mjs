@@ -84,6 +84,8 @@ function phaseRow(run, name, p) {
     workers: String(p.liveWorkers ?? '-'),
     time: p.converged ? seconds(p.ms) : `>${seconds(p.timeoutMs)}`,
     'all held (reports)': seconds(p.allHeldMs),
+    // The workers' own account (`settledByWorkers`): from the membership change as they saw it.
+    'settled after change (workers)': seconds(p.workers?.fromChangeMs),
     handoffs: String(p.events.handoff),
     target: p.handoffTarget === undefined ? '' : `≤${p.handoffTarget}`,
     acquired: String(p.events.acquired),
