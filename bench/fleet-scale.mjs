@@ -116,10 +116,14 @@ async function runScale(name, server, { workers, resources }) {
     run.phases.cold = await withCpu(ctx, () =>
       awaitConvergence(ctx, { since: cold, baseline: eventTotals(new Map()) }),
     );
+    serverAlive(server, run, ctx);
     if (run.phases.cold.converged || options.continueAfterTimeout) {
       run.phases.join = await withCpu(ctx, () => join(ctx, workers));
+      serverAlive(server, run, ctx);
       run.phases.leave = await withCpu(ctx, () => leave(ctx));
+      serverAlive(server, run, ctx);
       run.phases.crash = await withCpu(ctx, () => crash(ctx));
+      serverAlive(server, run, ctx);
     } else {
       const skipped = 'cold start did not converge (--continue runs it anyway)';
       run.phases.join = { skipped };
@@ -139,6 +143,15 @@ async function runScale(name, server, { workers, resources }) {
     await store.close().catch(() => undefined);
   }
   return run;
+}
+
+/** Throws, ending the run at this scale, when the store's server died during the last phase. */
+function serverAlive(server, run, ctx) {
+  const last = server.died?.();
+  if (!last) return;
+  run.serverDied = last;
+  ctx.log(`the store's server died: ${last}`);
+  throw new Error(`the store's server died: ${last.split('\n').at(-1)}`);
 }
 
 /**

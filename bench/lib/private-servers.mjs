@@ -32,6 +32,15 @@ export const CEPH_S3_USER = Object.freeze({
 const OWNED = { watchdog: false, detached: false };
 
 /**
+ * `null` while the server runs, else its last lines of output: a server that dies during a run
+ * (out of memory, a crash) is reported as such, not taken for a slow store.
+ */
+function died(server) {
+  if (server.running) return null;
+  return server.output().trim().split('\n').slice(-5).join('\n') || '(no output)';
+}
+
+/**
  * Starts `make(port)`'s server on a free port, three tries (the port can be taken between the
  * probe and the bind), with `prepare` run once before each start. Answers the server and its
  * synchronous `stop`, registered with the run's cleanup list.
@@ -40,7 +49,7 @@ async function start(make, prepare = async () => {}) {
   return startOnFreePort(
     async (port) => {
       const server = await make(port);
-      return { server, stop: onCleanup(() => server.killNow()) };
+      return { server, stop: onCleanup(() => server.killNow()), died: () => died(server) };
     },
     {
       start: async ({ server }) => {
@@ -66,7 +75,7 @@ export async function startPostgres({ maxConnections = 200, durable = false } = 
     ...(durable ? { fsync: null, full_page_writes: null } : {}),
     ...(logFile ? { log_lock_waits: 'on', log_min_duration_statement: '1000' } : {}),
   };
-  const { server, stop } = await start(
+  const { server, stop, died } = await start(
     (port) =>
       new PrivatePostgres(serverFolder('leasehold-bench-pg-'), {
         ...OWNED,
@@ -76,7 +85,7 @@ export async function startPostgres({ maxConnections = 200, durable = false } = 
       }),
     (s) => s.initdb([]),
   );
-  return { url: server.url, pid: server.pid, stop };
+  return { url: server.url, pid: server.pid, stop, died };
 }
 
 /**
@@ -84,7 +93,7 @@ export async function startPostgres({ maxConnections = 200, durable = false } = 
  * with one database `bench`; root with no password over TCP.
  */
 export async function startMariadb({ maxConnections = 200 } = {}) {
-  const { server, stop } = await start(
+  const { server, stop, died } = await start(
     (port) =>
       new PrivateMariadb(serverFolder('leasehold-bench-mariadb-'), {
         ...OWNED,
@@ -99,20 +108,20 @@ export async function startMariadb({ maxConnections = 200 } = {}) {
   } finally {
     await c.end();
   }
-  return { port: server.port, url: `${server.url}/${DATABASE}`, pid: server.pid, stop };
+  return { port: server.port, url: `${server.url}/${DATABASE}`, pid: server.pid, stop, died };
 }
 
 /** redis-server without persistence. */
 export async function startRedis() {
-  const { server, stop } = await start(
+  const { server, stop, died } = await start(
     (port) => new PrivateRedis(serverFolder('leasehold-bench-redis-'), { ...OWNED, port }),
   );
-  return { url: server.url, pid: server.pid, stop };
+  return { url: server.url, pid: server.pid, stop, died };
 }
 
 /** One etcd member, its data on tmpfs, heartbeat 10 ms and election timeout 100 ms. */
 export async function startEtcd() {
-  const { server, stop } = await start(
+  const { server, stop, died } = await start(
     async (clientPort) =>
       new PrivateEtcd(serverFolder('leasehold-bench-etcd-', true), {
         ...OWNED,
@@ -121,37 +130,41 @@ export async function startEtcd() {
         peerPort: await freePort(),
       }),
   );
-  return { endpoint: server.endpoint, url: server.url, pid: server.pid, stop };
+  return { endpoint: server.endpoint, url: server.url, pid: server.pid, stop, died };
 }
 
 /** nats-server with JetStream, its store in a temp folder, ports picked by the server. */
 export async function startNats() {
-  const { server, stop } = await start(
+  const { server, stop, died } = await start(
     () => new PrivateNats(serverFolder('leasehold-bench-nats-'), OWNED),
   );
   const { url, port, monitorUrl: monitoring, pid } = server;
-  return { url, port, monitoring, pid, stop };
+  return { url, port, monitoring, pid, stop, died };
 }
 
-/** Standalone ZooKeeper, its data on tmpfs, writes synced (`forceSync=yes`, its default). */
-export async function startZookeeper() {
-  const { server, stop } = await start(
+/**
+ * Standalone ZooKeeper, its data on tmpfs, writes synced (`forceSync=yes`, its default). `heapMb`:
+ * the JVM's heap (the starter's 128 MiB unless given; the fleet runs need more).
+ */
+export async function startZookeeper({ heapMb } = {}) {
+  const { server, stop, died } = await start(
     (clientPort) =>
       new PrivateZookeeper(serverFolder('leasehold-bench-zk-', true), {
         ...OWNED,
         clientPort,
         forceSync: true,
+        heapMb,
       }),
   );
-  return { endpoint: server.endpoint, port: server.port, pid: server.pid, stop };
+  return { endpoint: server.endpoint, port: server.port, pid: server.pid, stop, died };
 }
 
 /** dynalite in its own process, so its work neither shares the run's loop nor its CPU time. */
 export async function startDynalite() {
-  const { server, stop } = await start(
+  const { server, stop, died } = await start(
     (port) => new PrivateDynalite(serverFolder('leasehold-bench-dynalite-'), { ...OWNED, port }),
   );
-  return { endpoint: server.endpoint, pid: server.pid, stop };
+  return { endpoint: server.endpoint, pid: server.pid, stop, died };
 }
 
 /**
