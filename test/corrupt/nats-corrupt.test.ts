@@ -8,6 +8,7 @@ import { keyOf } from '../../src/stores/nats/nats-keys.js';
 import { describeServer } from '../harness/describe-server.js';
 import { rejection } from '../harness/expect-error.js';
 import { NatsServer, natsUnavailable } from '../harness/nats-server.js';
+import { waitFor } from '../harness/processes.js';
 
 /**
  * Values written by hand (or by another program) into the bucket's keys: every store call that
@@ -120,6 +121,22 @@ describeServer('NATS corrupt records', natsUnavailable(), () => {
     await invalid(store.tryAcquire(top, 'b', 5000), top, 'none can follow');
     await invalid(store.acquireMany([top], 'b', 5000), top, 'none can follow');
     expect(await entryOf(top)).toEqual(before);
+  });
+
+  it('a release at 2^53 − 1 its watch saw is not taken either (the grant without a read needs a safe next token)', async () => {
+    const top = 'top-seen';
+    const seen: string[] = [];
+    const unwatch = store.watch(top, (event) => seen.push(event.type));
+    await unwatch.ready;
+    try {
+      await kv.put(keyOf(top), record({ owner: '', token: Number.MAX_SAFE_INTEGER, expiresAt: 0 }));
+      await waitFor('the release seen', () => seen.includes('released'));
+      const before = await entryOf(top);
+      await invalid(store.tryAcquire(top, 'b', 5000), top, 'none can follow');
+      expect(await entryOf(top)).toEqual(before);
+    } finally {
+      unwatch();
+    }
   });
 
   it('a record this store released, then written by hand: the grant on its known revision fails, and the read refuses it', async () => {

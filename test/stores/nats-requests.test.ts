@@ -4,6 +4,7 @@ import { NatsStore } from '../../src/stores/nats/index.js';
 import { describeServer } from '../harness/describe-server.js';
 import { sleep } from '../harness/expect-error.js';
 import { NatsServer, natsUnavailable } from '../harness/nats-server.js';
+import { waitFor } from '../harness/processes.js';
 
 /**
  * Round trips per transition, counted by the server: its monitoring endpoint reports how many
@@ -140,5 +141,48 @@ describeServer('NATS store requests', natsUnavailable(), () => {
     // m/2's revision is known again: one write per lease.
     expect(await requestsOf(() => store.renewMany(leases.slice(0, 2)))).toBe(2);
     expect(await requestsOf(() => store.releaseMany(leases))).toBe(3);
+  });
+
+  it('after a release its watch saw, an acquire is one conditional write; a grant seen since drops the note; a stale note costs a read, never the token', async () => {
+    const seen: string[] = [];
+    const unwatch = store.watch('seen/', (event) => seen.push(`${event.type} ${event.resource}`));
+    await unwatch.ready;
+    const saw = (event: string): Promise<void> =>
+      waitFor(event, () => seen.filter((e) => e === event).length > 0).then(() => {
+        seen.length = 0;
+      });
+    try {
+      await other.release((await other.tryAcquire('seen/a', 'x', 5000))!);
+      await saw('released seen/a');
+      // Released by another handle, seen by this one's watch: written on that revision, no read.
+      let next: Lease | null = null;
+      expect(
+        await requestsOf(async () => {
+          next = await store.tryAcquire('seen/a', 'y', 5000);
+        }),
+      ).toBe(1);
+      expect(next).toMatchObject({ owner: 'y', token: 2 });
+      await store.release(next!);
+      await saw('released seen/a');
+      // Granted to another since, as the watch saw: the note is gone, so a refusal is one read.
+      const held = (await other.tryAcquire('seen/a', 'z', 5000))!;
+      expect(held.token).toBe(3);
+      await saw('acquired seen/a');
+      expect(await requestsOf(() => store.tryAcquire('seen/a', 'y', 5000))).toBe(1);
+      await other.release(held);
+      await saw('released seen/a');
+    } finally {
+      unwatch();
+    }
+    // Written twice more, unseen: the noted revision is stale, so that write is refused, then the
+    // record is read and the grant written on it, with the next token.
+    await other.release((await other.tryAcquire('seen/a', 'w', 5000))!);
+    let after: Lease | null = null;
+    expect(
+      await requestsOf(async () => {
+        after = await store.tryAcquire('seen/a', 'y', 5000);
+      }),
+    ).toBe(3);
+    expect(after).toMatchObject({ owner: 'y', token: 5 });
   });
 });

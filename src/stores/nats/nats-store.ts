@@ -24,7 +24,8 @@ import { diagnoseNats } from './nats-doctor.js';
  *
  * - **acquire** reads the key, and when the record is absent, released or expired writes
  *   `{owner, token + 1, expiresAt, nonce}` conditioned on the revision read: two requests (one
- *   when refused). A conflict reads again (at most four times).
+ *   when refused). A conflict reads again (at most four times). A record this store released
+ *   last, or its watch saw released, is granted on that revision without the read: one request.
  * - **renew**, **release** and **writeData** write conditioned on the revision of this store's own
  *   last write of the grant: one request. When that revision is not known or is stale (another handle, or a
  *   write whose answer was lost), the record is read and the write made only if owner and token
@@ -124,6 +125,8 @@ export class NatsStore extends DelegatingStore implements LeaseStore {
       maxClockSkewMs: options.maxClockSkewMs,
       clock: options.clock,
       onError: options.onWatchError,
+      // Releases it sees save the next acquire here its read (see `NatsTransitions.seen`).
+      seen: (resource, stored, revision) => records.seen(resource, stored, revision),
     });
   }
 

@@ -53,13 +53,28 @@ export class NatsTransitions {
     private readonly options: ResolvedNatsOptions,
   ) {}
 
+  /**
+   * A record as the store's watch delivered it (`null`: deleted) at `revision`. A release is
+   * noted, so that the next acquire here writes its grant on that revision without reading first,
+   * as after a release of our own (the write's condition makes a stale note cost one more read,
+   * never a wrong grant); anything else written since makes a note older than it stale.
+   */
+  seen(resource: string, stored: StoredRecord | null, revision: number): void {
+    if (stored !== null && stored.record.owner === '') {
+      const { token } = stored.record;
+      this.writes.noteReleased(resource, { token, revision, data: stored.data });
+    } else this.writes.takenAt(resource, revision);
+  }
+
   /** Grants the record when absent, released or expired; else answers with the live holder. */
   async acquire(resource: string, owner: string, ttlMs: number): Promise<AcquireOutcome> {
     const clock = this.options.clock;
-    // Released by this store last: write the next grant on that revision without reading first
-    // (one request); anyone's write since makes it fail, and the loop below reads.
+    // Released by this store last, or seen released by its watch: write the next grant on that
+    // revision without reading first (one request); anyone's write since makes it fail, and the
+    // loop below reads.
     const free = this.writes.takeReleased(resource);
-    if (free) {
+    // A token with no safe successor goes the long way, which refuses it with RECORD_INVALID.
+    if (free && Number.isSafeInteger(free.token + 1)) {
       const { token, revision, data } = free;
       const granted = await this.grant(resource, owner, ttlMs, token + 1, revision, data);
       if (granted) return { resource, lease: granted };

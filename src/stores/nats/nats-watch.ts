@@ -6,7 +6,7 @@ import type { Unwatch, WatchErrorHandler } from '../../core/watch-hub.js';
 import type { NatsKv, NatsKvEntry, NatsKvIterator } from './nats-driver.js';
 import { mapNatsError } from './nats-errors.js';
 import { resourceOf } from './nats-keys.js';
-import { decodeEntry } from './nats-record.js';
+import { decodeEntry, type StoredRecord } from './nats-record.js';
 
 /** What the watch knows of a held record: enough to tell a renewal from a new grant, and when it lapses. */
 interface Held {
@@ -21,6 +21,8 @@ export interface NatsWatchSettings {
   readonly maxClockSkewMs: number;
   readonly clock: Pick<Clock, 'now'>;
   readonly onError: WatchErrorHandler;
+  /** Told of every leasehold record the watch delivers (`null`: deleted), at its revision. */
+  readonly seen?: (resource: string, stored: StoredRecord | null, revision: number) => void;
 }
 
 /** How soon a failed KV watch is started again. */
@@ -139,6 +141,7 @@ export class NatsWatch extends StoreWatch {
     } catch {
       return; // not a leasehold value: nothing to report
     }
+    this.settings.seen?.(resource, stored, entry.revision);
     const before = this.held.get(resource);
     clearTimeout(before?.timer);
     const update =

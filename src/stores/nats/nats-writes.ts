@@ -14,7 +14,10 @@ export interface KnownWrite {
   readonly data: string | null;
 }
 
-/** What our last release left: the token and data the next grant starts from, at `revision`. */
+/**
+ * What a release left (ours, or one the watch saw): the token and data the next grant starts from,
+ * at `revision`.
+ */
 export interface ReleasedWrite {
   readonly token: number;
   readonly revision: number;
@@ -33,6 +36,9 @@ interface Unsure {
  */
 const MAX_KNOWN = 1_000_000;
 
+/** How many releases the watch notes at most (see `noteReleased`): about 10 MB. */
+const MAX_WATCHED = 100_000;
+
 /**
  * What this store remembers of its own writes, per resource. Neither is ever trusted without the
  * server: a known revision is only the condition of the next write (a stale one fails it, and the
@@ -50,7 +56,26 @@ export class OwnWrites {
   }
 
   /**
-   * The record as our last release left it, if we released it last (taken: used once). Only the
+   * A release anyone made, as the store's watch saw it: noted like our own (`rememberReleased`)
+   * unless a note of a later revision is there, and not past `MAX_WATCHED` notes (then the next
+   * acquire of a resource left out reads first, as without a watch).
+   */
+  noteReleased(resource: string, released: ReleasedWrite): void {
+    const noted = this.released.get(resource);
+    if (noted && noted.revision >= released.revision) return;
+    if (!noted && this.released.size >= MAX_WATCHED) return;
+    this.released.set(resource, released);
+  }
+
+  /** The record was written at `revision` by a grant (as the watch saw it): a note before it is stale. */
+  takenAt(resource: string, revision: number): void {
+    const noted = this.released.get(resource);
+    if (noted && noted.revision < revision) this.released.delete(resource);
+  }
+
+  /**
+   * The record as the last release we know of left it, ours or one the watch saw (taken: used
+   * once). Only the
    * condition of one write: if anyone wrote the key since, that write fails and the record is read.
    */
   takeReleased(resource: string): ReleasedWrite | undefined {
