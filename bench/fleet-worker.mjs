@@ -165,8 +165,15 @@ function createManager(owner, store, entry) {
   if (traceDir && store.watch)
     store.watch('', (event) => {
       if (event.type === 'expired') trace('watch-expired', event);
+      // The fleet's own records (membership, generation): when this worker heard of a change.
+      else if (!event.resource.startsWith('r/')) trace(`watch-${event.type}`, event);
     });
   // Attempts that did not grant (refused as held, an error): the tail of a takeover lies there.
+  // The end of each reconcile pass (its load against its fair share).
+  if (traceDir)
+    subscribe('leasehold:fleet:load', (message) => {
+      if (message.owner === owner) trace('pass', null, `${message.load}/${message.fair}`);
+    });
   if (traceDir)
     subscribe('leasehold:acquire:attempt', (message) => {
       if (message.owner === owner && message.result !== 'acquired')
