@@ -11,6 +11,7 @@ import {
   type Assignment,
 } from './assign.js';
 import type { ExpiryTimers } from './expiry-timers.js';
+import { Fallbacks } from './fallbacks.js';
 import { findFree } from './find-free.js';
 import type { FleetReporter } from './fleet-reporter.js';
 import { HoldOffs } from './hold-offs.js';
@@ -76,6 +77,8 @@ export class Reconciler {
   private fair = 0;
   private share = 0;
   private readonly holdOffs: HoldOffs;
+  /** Others' free resources this worker waits its turn to take (see `Fallbacks`). */
+  private readonly fallbacks: Fallbacks;
   private readonly owner: string;
 
   constructor(private readonly host: ReconcilerHost) {
@@ -85,6 +88,9 @@ export class Reconciler {
       host.store.capabilities.watch && typeof host.store.watch === 'function',
     );
     this.owner = host.client.owner;
+    // About one batch's round trip on a busy store: long enough for the member before to have
+    // taken the resource and the store to have announced it, short beside a heartbeat.
+    this.fallbacks = new Fallbacks(host.clock, Math.min(200, host.client.heartbeatMs / 10));
   }
 
   /** Whether the fleet balances by weight rather than by count (as of the last pass). */
@@ -277,13 +283,24 @@ export class Reconciler {
       this.assignment?.targetOf.get(resource) === this.owner &&
       !this.holdOffs.justGave(resource, host.clock.monotonic());
     const takes = mine || (this.short() && this.fitting([resource]).length === 1);
-    if (this.wanted.has(resource) && takes) host.taker.soon(resource, () => this.room());
+    if (this.wanted.has(resource) && takes && !mine && this.assignment) {
+      // Another member's: this worker waits its turn (see `Fallbacks`), then tries if still short.
+      const { members, targetOf } = this.assignment;
+      const delay = this.fallbacks.delayFor(resource, this.owner, members, targetOf.get(resource));
+      const take = (): void => {
+        if (host.stopping() || host.client.lease(resource) || !this.short()) return;
+        host.taker.soon(resource, () => this.room());
+      };
+      if (delay === 0) take();
+      else this.fallbacks.defer(resource, delay, take);
+    } else if (this.wanted.has(resource) && takes) host.taker.soon(resource, () => this.room());
     // Before the first scan the wanted set is not known yet: every announced resource counts.
     else if (this.wanted.size === 0 || this.wanted.has(resource)) this.holdOffs.freed(resource);
   }
 
   /** A resource announced taken again (by anyone): no longer worth trying as announced free. */
   takenAgain(resource: string): void {
+    this.fallbacks.taken(resource);
     this.holdOffs.takenAgain(resource);
   }
 
