@@ -127,6 +127,7 @@ export class NatsStore extends DelegatingStore implements LeaseStore {
       onError: options.onWatchError,
       // Releases it sees save the next acquire here its read (see `NatsTransitions.seen`).
       seen: (resource, stored, revision) => records.seen(resource, stored, revision),
+      lost: () => records.forgetSeen(),
     });
   }
 

@@ -66,6 +66,11 @@ export class NatsTransitions {
     } else this.writes.takenAt(resource, revision);
   }
 
+  /** The watch stopped or failed: its notes of releases go (see `OwnWrites.forgetSeen`). */
+  forgetSeen(): void {
+    this.writes.forgetSeen();
+  }
+
   /** Grants the record when absent, released or expired; else answers with the live holder. */
   async acquire(resource: string, owner: string, ttlMs: number): Promise<AcquireOutcome> {
     const clock = this.options.clock;

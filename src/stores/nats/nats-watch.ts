@@ -23,6 +23,8 @@ export interface NatsWatchSettings {
   readonly onError: WatchErrorHandler;
   /** Told of every leasehold record the watch delivers (`null`: deleted), at its revision. */
   readonly seen?: (resource: string, stored: StoredRecord | null, revision: number) => void;
+  /** The watch stopped or failed: what `seen` was told may have moved on unseen since. */
+  readonly lost?: () => void;
 }
 
 /** How soon a failed KV watch is started again. */
@@ -74,6 +76,7 @@ export class NatsWatch extends StoreWatch {
     this.iterator = undefined;
     for (const held of this.held.values()) clearTimeout(held.timer);
     this.held.clear();
+    this.settings.lost?.();
   }
 
   private start(): void {
@@ -125,6 +128,7 @@ export class NatsWatch extends StoreWatch {
       if (!this.running) return;
       this.hub.failed(mapNatsError(error, 'watch', this.settings.bucket));
       this.iterator = undefined;
+      this.settings.lost?.();
       this.restartTimer = setTimeout(() => {
         if (this.running && this.hub.active) this.start();
       }, RESTART_MS);

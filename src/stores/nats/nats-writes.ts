@@ -36,8 +36,18 @@ interface Unsure {
  */
 const MAX_KNOWN = 1_000_000;
 
-/** How many releases the watch notes at most (see `noteReleased`): about 10 MB. */
+/**
+ * What the watch's notes of releases may hold (see `noteReleased`): at most this many, of at most
+ * `MAX_WATCHED_BYTES` of names and data in all, the oldest dropped first. A record with more data
+ * than `MAX_WATCHED_DATA` is not noted: its next acquire reads first, as without a watch.
+ */
 const MAX_WATCHED = 100_000;
+const MAX_WATCHED_BYTES = 16 * 2 ** 20;
+const MAX_WATCHED_DATA = 1024;
+
+/** What one note costs, about: the name and data (UTF-16 code units as bytes) and the entry. */
+const noteBytes = (resource: string, released: ReleasedWrite): number =>
+  resource.length + (released.data?.length ?? 0) + 64;
 
 /**
  * What this store remembers of its own writes, per resource. Neither is ever trusted without the
@@ -48,6 +58,9 @@ export class OwnWrites {
   private readonly known = new Map<string, KnownWrite>();
   private readonly unsure = new Map<string, Unsure[]>();
   private readonly released = new Map<string, ReleasedWrite>();
+  /** Releases the watch saw (`noteReleased`), oldest first, and what they hold. */
+  private readonly seen = new Map<string, ReleasedWrite>();
+  private seenBytes = 0;
 
   /** Our release of `resource` landed at `revision`, leaving `token`: the next acquire may skip its read. */
   rememberReleased(resource: string, released: ReleasedWrite): void {
@@ -56,32 +69,56 @@ export class OwnWrites {
   }
 
   /**
-   * A release anyone made, as the store's watch saw it: noted like our own (`rememberReleased`)
-   * unless a note of a later revision is there, and not past `MAX_WATCHED` notes (then the next
-   * acquire of a resource left out reads first, as without a watch).
+   * A release anyone made, as the store's watch saw it: noted apart from our own, unless a note of
+   * a later revision is there, within `MAX_WATCHED` notes and `MAX_WATCHED_BYTES` (the oldest go
+   * first). Only the condition of one write, as our own note is.
    */
   noteReleased(resource: string, released: ReleasedWrite): void {
-    const noted = this.released.get(resource);
+    const noted = this.released.get(resource) ?? this.seen.get(resource);
     if (noted && noted.revision >= released.revision) return;
-    if (!noted && this.released.size >= MAX_WATCHED) return;
-    this.released.set(resource, released);
+    if ((released.data?.length ?? 0) > MAX_WATCHED_DATA) return;
+    this.dropSeen(resource);
+    const bytes = noteBytes(resource, released);
+    for (const oldest of this.seen.keys()) {
+      if (this.seen.size < MAX_WATCHED && this.seenBytes + bytes <= MAX_WATCHED_BYTES) break;
+      this.dropSeen(oldest);
+    }
+    this.seen.set(resource, released);
+    this.seenBytes += bytes;
   }
 
   /** The record was written at `revision` by a grant (as the watch saw it): a note before it is stale. */
   takenAt(resource: string, revision: number): void {
-    const noted = this.released.get(resource);
-    if (noted && noted.revision < revision) this.released.delete(resource);
+    if ((this.released.get(resource)?.revision ?? Infinity) < revision)
+      this.released.delete(resource);
+    if ((this.seen.get(resource)?.revision ?? Infinity) < revision) this.dropSeen(resource);
+  }
+
+  /** The watch stopped: what it noted can no longer be kept current, so it goes. */
+  forgetSeen(): void {
+    this.seen.clear();
+    this.seenBytes = 0;
+  }
+
+  private dropSeen(resource: string): void {
+    const noted = this.seen.get(resource);
+    if (!noted) return;
+    this.seen.delete(resource);
+    this.seenBytes -= noteBytes(resource, noted);
   }
 
   /**
    * The record as the last release we know of left it, ours or one the watch saw (taken: used
-   * once). Only the
-   * condition of one write: if anyone wrote the key since, that write fails and the record is read.
+   * once). Only the condition of one write: if anyone wrote the key since, that write fails and
+   * the record is read.
    */
   takeReleased(resource: string): ReleasedWrite | undefined {
-    const released = this.released.get(resource);
+    const own = this.released.get(resource);
+    const seen = this.seen.get(resource);
     this.released.delete(resource);
-    return released;
+    this.dropSeen(resource);
+    // Both may be there (our release, then the watch's copy of it or of a later one): the later.
+    return own && seen ? (seen.revision > own.revision ? seen : own) : (own ?? seen);
   }
 
   /** The revision of our last write of this grant, if we made one and nothing said it moved. */
