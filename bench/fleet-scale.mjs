@@ -74,6 +74,9 @@ log(`results: ${files.join(', ')}`);
 
 /** One store at one scale: cold start, join, leave, steady state. */
 async function runScale(name, server, { workers, resources }) {
+  // A server that died at the scale before is not started again: this scale is reported as such.
+  const dead = server.died?.();
+  if (dead) throw new Error(`the store's server died: ${dead.split('\n').at(-1)}`);
   const tag = `fleet_${workers}x${resources}_${Date.now().toString(36)}`;
   const url = server.urlFor(tag);
   const store = await openStore(server.coordinatorUrlFor(tag));

@@ -101,6 +101,8 @@ export async function settledByWorkers(ctx, { since, members, changeAt = null })
   const saw = firstSaw({ histories, live, members, since });
   const change = changeAt ?? saw;
   return {
+    // Managers whose process did not answer in time: their counts are missing, so "not settled".
+    unanswered: live.filter((owner) => !histories[owner]),
     settledMs: at === null ? null : Math.max(0, at - since),
     changeSeenMs: saw === null ? null : saw - since,
     fromChangeMs: at === null || change === null ? null : Math.max(0, at - change),

@@ -323,6 +323,7 @@ export class LeaseManager extends EventEmitter<LeaseManagerEvents> {
     this.loop.cancel();
     this.timers.clear(true);
     this.taker.stop();
+    this.reconciler.stop();
     this.unwatch?.();
     try {
       await settleWithin([this.loop.settled], timeoutMs, this.clock);

@@ -288,14 +288,22 @@ export class Reconciler {
       const { members, targetOf } = this.assignment;
       const delay = this.fallbacks.delayFor(resource, this.owner, members, targetOf.get(resource));
       const take = (): void => {
-        if (host.stopping() || host.client.lease(resource) || !this.short()) return;
-        host.taker.soon(resource, () => this.room());
+        if (host.stopping() || host.client.lease(resource) || !this.wanted.has(resource)) return;
+        if (this.short() && this.fitting([resource]).length === 1)
+          host.taker.soon(resource, () => this.room());
+        // Not short now: kept with what was announced free, for a pass to try should it be short.
+        else this.holdOffs.freed(resource);
       };
       if (delay === 0) take();
       else this.fallbacks.defer(resource, delay, take);
     } else if (this.wanted.has(resource) && takes) host.taker.soon(resource, () => this.room());
     // Before the first scan the wanted set is not known yet: every announced resource counts.
     else if (this.wanted.size === 0 || this.wanted.has(resource)) this.holdOffs.freed(resource);
+  }
+
+  /** The manager stops: no turn taken after this. */
+  stop(): void {
+    this.fallbacks.clear();
   }
 
   /** A resource announced taken again (by anyone): no longer worth trying as announced free. */
