@@ -67,6 +67,11 @@ export class Taker {
    * again rather than held off for a scan.
    */
   private readonly freedWhileTaking = new Set<string>();
+  /**
+   * Resources announced free (`soon`) when the batches in flight already asked for all the room:
+   * tried once a batch ends with a refusal (room it asked for is left), not dropped until a scan.
+   */
+  private readonly roomless = new Set<string>();
   private readonly gathered = new Set<string>();
   private room: () => number = () => 0;
   private gatherTimer: TimerHandle | undefined;
@@ -81,7 +86,11 @@ export class Taker {
    * counting batches in flight) allows; resolves to how many were taken. Every take shares one
    * count of what is in flight, so takes running at once never overshoot `room()` together.
    */
-  async take(candidates: readonly string[], room: () => number): Promise<number> {
+  async take(
+    candidates: readonly string[],
+    room: () => number,
+    untried?: (resources: string[]) => void,
+  ): Promise<number> {
     const { client, batchSize, maxInFlight } = this.options;
     let got = 0;
     let next = 0;
@@ -105,6 +114,9 @@ export class Taker {
       }
     };
     await Promise.all(Array.from({ length: maxInFlight }, lane));
+    // Those the room did not reach (see `untried`), unless held or being taken meanwhile.
+    if (untried && next < candidates.length)
+      untried(candidates.slice(next).filter((r) => !this.taking.has(r) && !client.lease(r)));
     return got;
   }
 
@@ -125,7 +137,9 @@ export class Taker {
         else batch.push(r);
       }
       this.gathered.clear();
-      this.take(shuffle(batch), this.room).catch((error: unknown) => this.options.onError(error));
+      this.take(shuffle(batch), this.room, (left) => {
+        for (const r of left) this.roomless.add(r);
+      }).catch((error: unknown) => this.options.onError(error));
     }, GATHER_MS);
   }
 
@@ -134,6 +148,7 @@ export class Taker {
     this.stopped = true;
     this.gatherTimer?.clear();
     this.gathered.clear();
+    this.roomless.clear();
     for (const wake of [...this.sleepers]) wake();
     for (const next of this.queue.splice(0)) next();
   }
@@ -145,6 +160,7 @@ export class Taker {
     const batch = candidates.filter((r) => !this.taking.has(r) && !client.lease(r));
     for (const resource of batch) this.taking.add(resource);
     const again: string[] = [];
+    let refusedSome = false;
     try {
       if (this.stopped || batch.length === 0) return 0;
       const started = this.options.clock.monotonic();
@@ -162,7 +178,10 @@ export class Taker {
           got++;
           this.options.onAcquired(outcome.lease);
         } else if (this.freedWhileTaking.has(outcome.resource)) again.push(outcome.resource);
-        else this.options.onRefused(outcome.resource, outcome.holder);
+        else {
+          refusedSome = true;
+          this.options.onRefused(outcome.resource, outcome.holder);
+        }
       }
       return got;
     } finally {
@@ -174,6 +193,12 @@ export class Taker {
       this.queue.shift()?.();
       // Once more, as announced now: a refusal that read the record before its release.
       for (const resource of again) this.soon(resource, this.room);
+      // A refusal left room this batch had asked for: what found none when announced, now.
+      if ((refusedSome || again.length > 0) && this.roomless.size > 0) {
+        const waiting = [...this.roomless];
+        this.roomless.clear();
+        for (const resource of waiting) this.soon(resource, this.room);
+      }
     }
   }
 

@@ -159,3 +159,33 @@ it('a refusal with no announcement during the attempt is reported, and not tried
   await client.close();
   await other.close();
 });
+
+it('a resource announced free while batches in flight ask for all the room is tried once a refusal leaves room, not dropped', async () => {
+  const memory = new MemoryStore();
+  const other = new LeaseClient({ store: memory, owner: 'other', ttlMs: 60_000 });
+  await other.acquire('x');
+  const { t, client, store, acquired, refused } = taker(2, 2, () => false, systemClock, memory);
+  // The batch for 'x' (held: refused) is slow to answer; meanwhile 'y' is announced free.
+  const inner = store.acquireMany.bind(store);
+  let answer!: () => void;
+  const answered = new Promise<void>((r) => (answer = r));
+  store.acquireMany = async (...args) => {
+    const outcomes = await inner(...args);
+    if (args[0].includes('x')) await answered;
+    return outcomes;
+  };
+  const room = (): number => 1 - client.size;
+  const first = t.take(['x'], room);
+  await waitFor('the batch for x to be sent', () => store.calls.acquireMany === 1);
+  t.soon('y', room); // no room left beside the batch in flight: not sent now
+  await new Promise((r) => setTimeout(r, 50));
+  expect(store.calls.acquireMany).toBe(1);
+  answer();
+  expect(await first).toBe(0);
+  expect(refused).toEqual(['x']);
+  // The refusal left room: 'y' is tried then, not left for the next scan.
+  await waitFor('y to be taken', () => acquired.length === 1);
+  expect(acquired[0]!.resource).toBe('y');
+  await client.close();
+  await other.close();
+});
