@@ -282,23 +282,28 @@ export class Reconciler {
     const mine =
       this.assignment?.targetOf.get(resource) === this.owner &&
       !this.holdOffs.justGave(resource, host.clock.monotonic());
-    const takes = mine || (this.short() && this.fitting([resource]).length === 1);
-    if (this.wanted.has(resource) && takes && !mine && this.assignment) {
+    const wanted = this.wanted.has(resource);
+    if (wanted && mine) host.taker.soon(resource, () => this.room());
+    else if (wanted && this.wouldTakeOthers(resource)) {
       // Another member's: this worker waits its turn (see `Fallbacks`), then tries if still short.
-      const { members, targetOf } = this.assignment;
-      const delay = this.fallbacks.delayFor(resource, this.owner, members, targetOf.get(resource));
       const take = (): void => {
         if (host.stopping() || host.client.lease(resource) || !this.wanted.has(resource)) return;
-        if (this.short() && this.fitting([resource]).length === 1)
-          host.taker.soon(resource, () => this.room());
+        if (this.wouldTakeOthers(resource)) host.taker.soon(resource, () => this.room());
         // Not short now: kept with what was announced free, for a pass to try should it be short.
         else this.holdOffs.freed(resource);
       };
+      const { members, targetOf } = this.assignment ?? { members: [], targetOf: new Map() };
+      const delay = this.fallbacks.delayFor(resource, this.owner, members, targetOf.get(resource));
       if (delay === 0) take();
       else this.fallbacks.defer(resource, delay, take);
-    } else if (this.wanted.has(resource) && takes) host.taker.soon(resource, () => this.room());
+    }
     // Before the first scan the wanted set is not known yet: every announced resource counts.
-    else if (this.wanted.size === 0 || this.wanted.has(resource)) this.holdOffs.freed(resource);
+    else if (this.wanted.size === 0 || wanted) this.holdOffs.freed(resource);
+  }
+
+  /** Whether this worker, short of its share, would take a free resource assigned to another. */
+  private wouldTakeOthers(resource: string): boolean {
+    return this.short() && this.fitting([resource]).length === 1;
   }
 
   /** The manager stops: no turn taken after this. */
