@@ -2,8 +2,14 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
-import { hasEnded, processTree } from '../../src/cli/harness/servers/process-tree.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  hasEnded,
+  processesIn,
+  processTree,
+  serverFolder,
+} from '../../src/cli/harness/servers/process-tree.js';
+import { PrivateServer, type ServerCommand } from '../../src/cli/harness/servers/private-server.js';
 import { describeServer } from '../harness/describe-server.js';
 import { waitFor } from '../harness/processes.js';
 import { RedisServer, redisUnavailable } from '../harness/redis-server.js';
@@ -67,5 +73,53 @@ describeServer('a private server', redisUnavailable(), () => {
     owner.kill('SIGKILL');
     await waitFor('the watchdog to kill the server', () => hasEnded(pid));
     await waitFor('the watchdog to remove the folder', () => !existsSync(dir));
+  });
+});
+
+/**
+ * A "server" that forks without pause, as PostgreSQL's postmaster forks a backend per connection
+ * in a burst when a paused server resumes: a child forked between listing its tree and signalling
+ * it escaped the pause, and after a kill it lived on, holding the server's memory (a new
+ * PostgreSQL then refused to start) and its output (verify then never exited).
+ */
+class ForkingServer extends PrivateServer {
+  readonly program = 'sh';
+  readonly port = 0;
+  get url(): string {
+    return 'forking:';
+  }
+  protected command(): ServerCommand {
+    return { file: 'sh', args: ['-c', 'echo ready; while :; do sleep 30 & sleep 0.002; done'] };
+  }
+  protected isReady(output: string): boolean {
+    return output.includes('ready');
+  }
+}
+
+describe('a private server that forks all the time', () => {
+  it('is paused whole, and leaves no process in its folder after a kill or a stop', async () => {
+    const server = new ForkingServer(serverFolder('leasehold-forking-'));
+    try {
+      await server.launch();
+      for (let round = 0; round < 5; round++) {
+        await new Promise((r) => setTimeout(r, 50));
+        server.pause();
+        const stopped = processesIn(server.dir).map((pid) => `${pid} ${state(pid)}`);
+        expect(stopped.length).toBeGreaterThan(1);
+        expect(stopped.filter((line) => !line.endsWith(' T'))).toEqual([]);
+        server.resume();
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      await server.kill();
+      expect(processesIn(server.dir)).toEqual([]);
+      await server.launch();
+      await new Promise((r) => setTimeout(r, 50));
+      // sh leaves its children to run on; the strays are swept half a second after it ended.
+      await server.stop(500);
+      expect(processesIn(server.dir)).toEqual([]);
+      expect(existsSync(server.dir)).toBe(false);
+    } finally {
+      server.killNow();
+    }
   });
 });

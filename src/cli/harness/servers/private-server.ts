@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { appendFileSync, rmSync } from 'node:fs';
-import { processTree, signalAll, untilEnded, untilStopped } from './process-tree.js';
+import { freezeTree, processesIn, processTree, signalAll, untilEnded } from './process-tree.js';
 import { watchFolder } from './watchdog.js';
 
 /** What to run to start a server: the file, its arguments and spawn options. */
@@ -172,10 +172,7 @@ export abstract class PrivateServer {
    */
   pause(): void {
     const pid = this.child?.process.pid;
-    if (!pid) return;
-    const pids = processTree(pid);
-    signalAll(pids, 'SIGSTOP');
-    untilStopped(pids, 500);
+    if (pid) freezeTree(pid);
   }
 
   /** SIGCONT of every process of the server. */
@@ -191,12 +188,32 @@ export abstract class PrivateServer {
     const child = this.child;
     this.child = undefined;
     const pid = child?.process.pid;
-    if (!child || pid === undefined || child.exited() !== undefined) return;
-    const pids = processTree(pid);
-    signalAll(pids, 'SIGKILL');
-    // A new PostgreSQL refuses to start while a backend of the old one still holds its memory.
-    if (!(await untilEnded(pids, 10_000)))
-      throw new Error(`${this.program} (pid ${pid}) did not end after SIGKILL`);
+    if (child && pid !== undefined && child.exited() === undefined) {
+      // Frozen first: a process forked while the tree is listed would outlive the kill.
+      const pids = freezeTree(pid);
+      signalAll(pids, 'SIGKILL');
+      // A new PostgreSQL refuses to start while a backend of the old one still holds its memory.
+      if (!(await untilEnded(pids, 10_000)))
+        throw new Error(`${this.program} (pid ${pid}) did not end after SIGKILL`);
+    }
+    await this.killStrays();
+    closeOutput(child);
+  }
+
+  /**
+   * SIGKILL of any process still working in the server's own folder (Linux): one a kill or a
+   * shutdown missed would hold the server's memory, keeping a new server from starting, and its
+   * output, keeping this process from exiting. Throws when one does not end.
+   */
+  private async killStrays(): Promise<void> {
+    if (!this.ownsDir) return;
+    const strays = processesIn(this.dir);
+    if (strays.length === 0) return;
+    signalAll(strays, 'SIGKILL');
+    if (!(await untilEnded(strays, 10_000)))
+      throw new Error(
+        `processes ${strays.join(', ')} left in ${this.dir} by ${this.program} did not end after SIGKILL`,
+      );
   }
 
   /** Kills the server and starts it again on the same port and folder. */
@@ -228,10 +245,12 @@ export abstract class PrivateServer {
       const pids = processTree(pid);
       signalAll(pids, 'SIGCONT');
       signalAll([pid], this.stopSignal);
-      if (!(await untilEnded([pid], graceMs))) signalAll(processTree(pid), 'SIGKILL');
+      if (!(await untilEnded([pid], graceMs))) signalAll(freezeTree(pid), 'SIGKILL');
       await untilEnded(pids, graceMs);
     }
     this.child = undefined;
+    await this.killStrays();
+    closeOutput(child);
   }
 
   /**
@@ -251,8 +270,9 @@ export abstract class PrivateServer {
     this.killHelper();
     const pid = this.child?.process.pid;
     if (pid !== undefined && this.child?.exited() === undefined)
-      signalAll(processTree(pid), 'SIGKILL');
+      signalAll(freezeTree(pid, 100), 'SIGKILL');
     this.child = undefined;
+    if (this.ownsDir) signalAll(processesIn(this.dir), 'SIGKILL');
     this.removeFolder();
   }
 
@@ -297,6 +317,15 @@ export abstract class PrivateServer {
     });
     return { process: child, output: () => output, exited: () => exited };
   }
+}
+
+/**
+ * Closes this process's ends of a killed or stopped server's output pipes: a process of it that
+ * outlived it must not keep this process from exiting.
+ */
+function closeOutput(child: ServerChild | undefined): void {
+  child?.process.stdout?.destroy();
+  child?.process.stderr?.destroy();
 }
 
 /** The last lines a server printed, for an error message. */

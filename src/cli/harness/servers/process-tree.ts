@@ -1,5 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -82,6 +90,55 @@ export function untilStopped(pids: readonly number[], timeoutMs: number): void {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until && !pids.every(isStopped))
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+}
+
+/**
+ * SIGSTOP of the whole tree under `pid` with no window for a child to escape it, and its pids.
+ * Listing the tree and then signalling it lets a process forked in between run on (PostgreSQL's
+ * postmaster forks a backend per connection, in bursts as a paused server resumes), and after a
+ * SIGKILL such a backend outlives its server, holding its shared memory and its output. So the root
+ * stops first, then the tree is listed and stopped again until no new pid shows.
+ */
+export function freezeTree(pid: number, timeoutMs = 500): number[] {
+  signalAll([pid], 'SIGSTOP');
+  untilStopped([pid], timeoutMs);
+  const pids = new Set<number>();
+  for (let round = 0; round < 10; round++) {
+    const listed = processTree(pid).filter((p) => !pids.has(p));
+    if (listed.length === 0 && round > 0) break;
+    for (const p of listed) pids.add(p);
+    signalAll(listed, 'SIGSTOP');
+    untilStopped(listed, timeoutMs);
+  }
+  return [...pids];
+}
+
+/**
+ * The pids (other than this process) whose working folder is `dir` or lies in it: what a server
+ * started there left running, its own children included (PostgreSQL's backends work in its data
+ * folder). Linux (/proc); elsewhere none.
+ */
+export function processesIn(dir: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid);
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  for (const entry of entries) {
+    let cwd: string;
+    try {
+      cwd = readlinkSync(`/proc/${entry}/cwd`);
+    } catch {
+      continue; // ended meanwhile, or not ours to read
+    }
+    // A folder already removed reads " (deleted)" after its path.
+    const path = cwd.endsWith(' (deleted)') ? cwd.slice(0, -' (deleted)'.length) : cwd;
+    if ((path === dir || path.startsWith(`${dir}/`)) && !hasEnded(Number(entry)))
+      found.push(Number(entry));
+  }
+  return found;
 }
 
 /** The path of an executable `name` on `PATH`, or `undefined`. */
