@@ -95,35 +95,37 @@ describe('leasehold CLI for a first-time user', () => {
   it.skipIf(!hasScript)(
     'says it is waiting, on a terminal only: acquire --wait and run --wait',
     async () => {
-      await cli('acquire', 'busy', '--owner', 'holder', '--ttl', '1s', '--store', store);
+      // Held for 4 s: long enough that the waiter, started under a loaded machine, still finds it
+      // held (at 1 s it sometimes started after the expiry and took the lease without waiting).
+      await cli('acquire', 'busy', '--owner', 'holder', '--ttl', '4s', '--store', store);
       const acquire = await onTerminal([
         'acquire',
         'busy',
         '--owner',
         'me',
         '--wait',
-        '5s',
+        '10s',
         '--store',
         store,
       ]);
       expect(acquire.output).toMatch(
-        /leasehold: waiting up to 5s for the lease on "busy" \(held by "holder" with token 1\)/,
+        /leasehold: waiting up to 10s for the lease on "busy" \(held by "holder" with token 1\)/,
       );
       expect(acquire.code).toBe(0);
-      await cli('acquire', 'busy2', '--owner', 'holder', '--ttl', '1s', '--store', store);
+      await cli('acquire', 'busy2', '--owner', 'holder', '--ttl', '4s', '--store', store);
       const run = await onTerminal([
         'run',
         'busy2',
         '--store',
         store,
         '--wait',
-        '5s',
+        '10s',
         '--',
         process.execPath,
         '-e',
         'console.log("ran")',
       ]);
-      expect(run.output).toMatch(/leasehold: waiting up to 5s for the lease on "busy2"/);
+      expect(run.output).toMatch(/leasehold: waiting up to 10s for the lease on "busy2"/);
       expect(run.output).toContain('ran');
       expect(run.code).toBe(0);
       // Piped, nothing is said: scripts read stderr for errors only.
