@@ -4,7 +4,7 @@
 // in it) and a steady-state window. Starts its own servers on free 127.0.0.1 ports and kills them
 // (and every worker) on the way out.
 // Usage: npm run build && node bench/fleet-scale.mjs [--quick] [--stores …] [--scales …] (--help)
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { join as joinPath } from 'node:path';
 import { parseOptions } from './lib/args.mjs';
 import { Fleet } from './lib/fleet.mjs';
@@ -23,6 +23,9 @@ import { startStore } from './lib/stores.mjs';
 
 const options = parseOptions(process.argv.slice(2));
 installCleanupHandlers();
+// LEASEHOLD_BENCH_TRACE=DIR names a folder for the traces; it is made when missing.
+if (process.env.LEASEHOLD_BENCH_TRACE)
+  mkdirSync(process.env.LEASEHOLD_BENCH_TRACE, { recursive: true });
 const { openStore, LIMITS } = await loadLibrary(options.dist);
 const log = (line) => {
   console.error(`[fleet-scale] ${line}`);

@@ -64,31 +64,35 @@ function inspectAll(resources) {
   for (const entry of hosted.values()) {
     const m = entry.manager;
     if (!m || entry.stopping) continue;
-    const now = m.clock.monotonic();
-    out[entry.owner] = {
-      share: m.share,
-      held: m.held().length,
-      room: m.room(),
-      short: m.short(),
-      renewalsBehind: m.renewalsBehind(),
-      failures: m.failures,
-      sinceSearchMs: now - m.searchedAt,
-      sinceGrewMs: now - m.membersGrewAt,
-      running: m.running !== undefined,
-      scanMs: m.scanMs(),
-      view: m.view.size,
-      resources: Object.fromEntries(
-        resources.map((r) => [
-          r,
-          {
-            target: m.assignment?.targetOf.get(r),
-            refused: m.refusedAt.has(r),
-            freed: m.freedAt.has(r),
-            timer: m.timers.has(r),
-          },
-        ]),
-      ),
-    };
+    // Private state changes with the code: a field gone is reported, never a crash of the worker.
+    try {
+      const r = m.reconciler;
+      const offs = r.holdOffs;
+      const now = m.clock.monotonic();
+      out[entry.owner] = {
+        share: r.share,
+        held: m.held().length,
+        room: r.room(),
+        short: r.short(),
+        sinceSearchMs: now - offs.searchedAt,
+        sinceGrewMs: now - offs.grewAt,
+        running: m.loop.running,
+        view: m.membership.size,
+        resources: Object.fromEntries(
+          resources.map((resource) => [
+            resource,
+            {
+              target: r.assignment?.targetOf.get(resource),
+              refused: offs.refusedAt.has(resource),
+              freed: offs.freedAt.has(resource),
+              timer: m.timers.timers.has(resource),
+            },
+          ]),
+        ),
+      };
+    } catch (error) {
+      out[entry.owner] = { error: `could not inspect: ${error?.message ?? error}` };
+    }
   }
   return out;
 }

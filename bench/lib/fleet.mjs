@@ -190,7 +190,9 @@ export class Fleet {
 
   /** SIGKILL of the process hosting `owner`: every manager in it dies without a word. */
   async crash(owner) {
-    const { proc } = this.workers.get(owner);
+    const worker = this.workers.get(owner);
+    if (!worker) throw new Error(`no worker ${owner} to crash`);
+    const { proc } = worker;
     proc.crashed = true;
     proc.child.kill('SIGKILL');
     await proc.exited;
