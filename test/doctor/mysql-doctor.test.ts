@@ -275,7 +275,9 @@ describeServer('MySQL doctor (MariaDB)', unavailable, () => {
       ['mysql.flush-method-nosync', 'unsafe'],
       ['mysql.replication-unreadable', 'unknown'],
     ]);
-  });
+    // Its waits add up under load: the replica registering again (up to 15 s), a commit waiting
+    // for its acknowledgement (up to 10 s), the user replicated (up to 15 s).
+  }, 60_000);
 
   it('fails with STORE_UNAVAILABLE within the query deadline on a paused server', async () => {
     const store = new MysqlStore(pool(replica), { queryTimeoutMs: 300, connectTimeoutMs: 300 });
